@@ -1,0 +1,112 @@
+//! `idem`: drive the engine from a shell.
+//!
+//! ```text
+//! idem reduce --machine M.json [--snapshot S.json] --event E.json --now MS [--process ID]
+//! idem run    --machine M.json --events EVENTS.jsonl [--process ID]
+//! idem inspect --machine M.json --snapshot S.json
+//! ```
+//! Errors go to stderr as JSON `{ "code", "message" }` with a non-zero exit status.
+
+use idem::{Code, Error, Machine};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage:
+  idem reduce  --machine M.json [--snapshot S.txt] --event E.json --now MS [--process ID]
+  idem run     --machine M.json --events EVENTS.jsonl [--process ID]
+  idem inspect --machine M.json --snapshot S.txt
+  idem version";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", e.to_json());
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn usage(msg: &str) -> Error {
+    Error::new(Code::Usage, format!("{msg}\n{USAGE}"))
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+fn read(path: &str) -> Result<String, Error> {
+    std::fs::read_to_string(path).map_err(|e| Error::new(Code::Io, format!("cannot read {path}: {e}")))
+}
+
+fn machine(args: &[String]) -> Result<Machine, Error> {
+    let path = flag(args, "--machine").ok_or_else(|| usage("--machine is required"))?;
+    Machine::from_json(&read(path)?)
+}
+
+fn run(args: &[String]) -> Result<ExitCode, Error> {
+    let Some(cmd) = args.first() else { return Err(usage("missing command")) };
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    match cmd.as_str() {
+        "version" => {
+            writeln!(out, "idem {}", idem::version()).ok();
+            Ok(ExitCode::SUCCESS)
+        }
+        "reduce" => {
+            let m = machine(args)?;
+            let snapshot = flag(args, "--snapshot").map(read).transpose()?;
+            let event_path = flag(args, "--event").ok_or_else(|| usage("--event is required"))?;
+            let now: u64 = flag(args, "--now")
+                .ok_or_else(|| usage("--now is required"))?
+                .parse()
+                .map_err(|_| usage("--now must be whole milliseconds"))?;
+            let process = flag(args, "--process").unwrap_or("");
+            let o = m.reduce_text(process, snapshot.as_deref().map(str::trim_end), &read(event_path)?, now);
+            let mut v = o.to_json(false);
+            if let Some(s) = &o.snapshot {
+                v["snapshot"] = Value::String(s.clone());
+            }
+            writeln!(out, "{v}").ok();
+            Ok(if o.error.is_some() && o.status.as_str() == "rejected" { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        "run" => {
+            let m = machine(args)?;
+            let events_path = flag(args, "--events").ok_or_else(|| usage("--events is required"))?;
+            let process = flag(args, "--process").unwrap_or("");
+            let text = read(events_path)?;
+            let mut snapshot: Option<String> = None;
+            let mut now = 0u64;
+            for (i, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let mut v = idem::json::parse(line, Code::InvalidEvent, &format!("event on line {}", i + 1))?;
+                now = match v.as_object_mut().and_then(|o| o.remove("now")) {
+                    Some(n) => n.as_u64().ok_or_else(|| Error::new(Code::InvalidEvent, format!("now on line {} must be whole ms", i + 1)))?,
+                    None => now + 1,
+                };
+                let o = m.reduce_in(process, snapshot.as_deref(), &v, now);
+                writeln!(out, "{}", o.to_json(false)).ok();
+                if let Some(s) = o.snapshot {
+                    snapshot = Some(s);
+                }
+            }
+            let last = match &snapshot {
+                Some(s) => idem::inspect(&m, s)?,
+                None => Value::Null,
+            };
+            writeln!(out, "{}", json!({ "snapshot": last })).ok();
+            Ok(ExitCode::SUCCESS)
+        }
+        "inspect" => {
+            let m = machine(args)?;
+            let s = read(flag(args, "--snapshot").ok_or_else(|| usage("--snapshot is required"))?)?;
+            writeln!(out, "{}", idem::inspect(&m, s.trim_end())?).ok();
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(usage(&format!("unknown command \"{other}\""))),
+    }
+}

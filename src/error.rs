@@ -1,0 +1,156 @@
+//! The one error type: a stable machine-readable `code`, a lowercase message
+//! without a trailing period, and the JSON path it concerns where there is one.
+
+use std::fmt;
+
+/// Stable error codes. The string form (`as_str`) is the public contract:
+/// it appears in outcomes, in the CLI's stderr and on JavaScript errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    // definition
+    InvalidJson,
+    InvalidDefinition,
+    UnknownTarget,
+    InvalidInitial,
+    DuplicateStateId,
+    InvalidExpression,
+    UnknownAction,
+    AlwaysLoop,
+    DefinitionTooLarge,
+    // event
+    InvalidEvent,
+    MissingEventId,
+    MissingEventType,
+    EventIdTooLong,
+    PayloadTooLarge,
+    NestingTooDeep,
+    UnknownEventType,
+    IdConflict,
+    // snapshot
+    InvalidSnapshot,
+    SnapshotTooLarge,
+    UnsupportedSnapshotFormat,
+    WrongMachine,
+    MissingState,
+    // runtime
+    ExpressionFailed,
+    MicrostepLimit,
+    UnknownEffect,
+    InvalidEffectReport,
+    // command line
+    Usage,
+    Io,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        use Code::*;
+        match self {
+            InvalidJson => "invalid_json",
+            InvalidDefinition => "invalid_definition",
+            UnknownTarget => "unknown_target",
+            InvalidInitial => "invalid_initial",
+            DuplicateStateId => "duplicate_state_id",
+            InvalidExpression => "invalid_expression",
+            UnknownAction => "unknown_action",
+            AlwaysLoop => "always_loop",
+            DefinitionTooLarge => "definition_too_large",
+            InvalidEvent => "invalid_event",
+            MissingEventId => "missing_event_id",
+            MissingEventType => "missing_event_type",
+            EventIdTooLong => "event_id_too_long",
+            PayloadTooLarge => "payload_too_large",
+            NestingTooDeep => "nesting_too_deep",
+            UnknownEventType => "unknown_event_type",
+            IdConflict => "id_conflict",
+            InvalidSnapshot => "invalid_snapshot",
+            SnapshotTooLarge => "snapshot_too_large",
+            UnsupportedSnapshotFormat => "unsupported_snapshot_format",
+            WrongMachine => "wrong_machine",
+            MissingState => "missing_state",
+            ExpressionFailed => "expression_failed",
+            MicrostepLimit => "microstep_limit",
+            UnknownEffect => "unknown_effect",
+            InvalidEffectReport => "invalid_effect_report",
+            Usage => "usage",
+            Io => "io",
+        }
+    }
+
+    /// Every code, for documentation and for tests that check the list is stable.
+    pub const ALL: &'static [Code] = &[
+        Code::InvalidJson,
+        Code::InvalidDefinition,
+        Code::UnknownTarget,
+        Code::InvalidInitial,
+        Code::DuplicateStateId,
+        Code::InvalidExpression,
+        Code::UnknownAction,
+        Code::AlwaysLoop,
+        Code::DefinitionTooLarge,
+        Code::InvalidEvent,
+        Code::MissingEventId,
+        Code::MissingEventType,
+        Code::EventIdTooLong,
+        Code::PayloadTooLarge,
+        Code::NestingTooDeep,
+        Code::UnknownEventType,
+        Code::IdConflict,
+        Code::InvalidSnapshot,
+        Code::SnapshotTooLarge,
+        Code::UnsupportedSnapshotFormat,
+        Code::WrongMachine,
+        Code::MissingState,
+        Code::ExpressionFailed,
+        Code::MicrostepLimit,
+        Code::UnknownEffect,
+        Code::InvalidEffectReport,
+        Code::Usage,
+        Code::Io,
+    ];
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error with a stable code, a message naming what is wrong, and the JSON
+/// path of the offending value when there is one (`states.paid.on.SHIP[0].target`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub code: Code,
+    pub message: String,
+    pub path: Option<String>,
+}
+
+impl Error {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error { code, message: message.into(), path: None }
+    }
+
+    pub fn at(code: Code, path: impl Into<String>, message: impl Into<String>) -> Self {
+        let path = path.into();
+        let message = format!("{} at {}", message.into(), if path.is_empty() { "(root)" } else { &path });
+        Error { code, message, path: Some(path) }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({ "code": self.code.as_str(), "message": self.message });
+        if let Some(p) = &self.path {
+            v["path"] = serde_json::Value::String(p.clone());
+        }
+        v
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,52 @@
+//! idem: statecharts that survive the second delivery.
+//!
+//! A pure, deterministic reducer: `reduce(machine, snapshot, event, now)`
+//! returns the new snapshot, whether the event was a duplicate, the frozen
+//! response and the effects to perform. No I/O, no clock, no randomness: time
+//! comes in as `now`, and the bindings for JavaScript live in `wasm.rs` alone.
+//!
+//! ```
+//! use idem::Machine;
+//! use serde_json::json;
+//!
+//! let m = Machine::from_json(r#"{
+//!   "id": "order", "initial": "pending", "context": { "paid": [] },
+//!   "states": {
+//!     "pending": { "on": { "PAY": { "target": "paid",
+//!        "actions": [{ "assign": { "paid": { "merge": [{ "var": "context.paid" }, [{ "var": "event.payload.id" }]] } } }] } } },
+//!     "paid": { "type": "final" }
+//!   }
+//! }"#).unwrap();
+//! let pay = json!({ "id": "evt-1", "type": "PAY", "payload": { "id": "p1" } });
+//! let first = m.reduce(None, &pay, 1_000);
+//! assert_eq!(first.status.as_str(), "applied");
+//! let again = m.reduce(first.snapshot.as_deref(), &pay, 2_000);
+//! assert!(again.duplicate);
+//! assert_eq!(again.response, first.response);
+//! ```
+
+pub mod error;
+pub mod expr;
+pub mod json;
+pub mod machine;
+pub mod outbox;
+pub mod reduce;
+pub mod snapshot;
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+
+pub use error::{Code, Error};
+pub use machine::Machine;
+pub use reduce::{EmittedEffect, Event, Outcome, Status};
+pub use snapshot::Snapshot;
+
+/// The crate version, also reported by the wasm package and the CLI.
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// Decode a snapshot into its readable JSON form (for people and tools).
+pub fn inspect(machine: &Machine, snapshot: &str) -> Result<serde_json::Value, Error> {
+    snapshot::load(machine, snapshot).map(|l| l.snap.to_value())
+}

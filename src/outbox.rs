@@ -1,0 +1,309 @@
+//! The outbox: effects on their way to the outside world, each moving through
+//! `pending → in_flight(attempt n) → succeeded | failed | unknown | verifying`.
+//!
+//! The host never decides anything here. It asks [`due`] what to do now, does
+//! it, and reports each step back through `reduce` as an event whose id the
+//! engine chose (`<key>#<n>:started`, `<key>#<n>:result`, `<key>#<n>:verify`),
+//! so a report delivered twice is a duplicate and two dispatchers racing for
+//! the same attempt are told apart by the ledger: only one `started` applies.
+
+use crate::error::{Code, Error, Result};
+use crate::json;
+use crate::machine::{Machine, RetryPolicy};
+use crate::reduce::{EmittedEffect, Event};
+use crate::snapshot::{self, EffectState, OutboxEntry, RetryWire, Snapshot};
+use serde_json::{json, Value};
+
+/// How long an attempt may stay `in_flight` before it is presumed lost (ms).
+pub const ATTEMPT_LEASE_MS: u64 = 30_000;
+/// Finished effects kept for inspection, newest first.
+pub const KEEP_DONE: usize = 100;
+
+pub const STARTED: &str = "idem.effect.started";
+pub const SUCCEEDED: &str = "idem.effect.succeeded";
+pub const FAILED: &str = "idem.effect.failed";
+pub const UNKNOWN: &str = "idem.effect.unknown";
+pub const VERIFIED: &str = "idem.effect.verified";
+
+/// The default idempotency key: the event that emitted it and the effect's position,
+/// scoped by the process name when there is one.
+pub fn default_key(process: &str, event_id: &str, position: usize) -> String {
+    if process.is_empty() {
+        format!("{event_id}:{position}")
+    } else {
+        format!("{process}/{event_id}:{position}")
+    }
+}
+
+pub(crate) fn new_entry(e: &(EmittedEffect, RetryPolicy), event_id: &str, now: u64) -> OutboxEntry {
+    let (e, r) = e;
+    OutboxEntry {
+        key: e.key.clone(),
+        effect_type: e.effect_type.clone(),
+        payload: e.payload.clone(),
+        idempotent: e.idempotent,
+        state: EffectState::Pending,
+        attempts: 0,
+        attempt_id: None,
+        due_at: Some(now),
+        retry: RetryWire {
+            max_attempts: r.max_attempts,
+            base_ms: r.base_ms,
+            factor: r.factor,
+            max_delay_ms: r.max_delay_ms,
+            jitter_pct: r.jitter_pct,
+        },
+        event_id: event_id.to_string(),
+        created_at: now,
+        done_at: None,
+        result: None,
+        error: None,
+    }
+}
+
+/// Delay before attempt `n + 1` after attempt `n` (n ≥ 1) did not succeed:
+/// exponential with a cap, minus a jitter derived from the key and attempt
+/// number (never from a random source), so every run computes the same schedule.
+pub fn backoff(retry: &RetryWire, key: &str, n: u32) -> u64 {
+    let exp = (n.max(1) - 1).min(40);
+    let raw = (retry.factor as u64).checked_pow(exp).and_then(|f| retry.base_ms.checked_mul(f)).unwrap_or(u64::MAX);
+    let delay = raw.min(retry.max_delay_ms);
+    let h = json::hash64(format!("{key}#{n}").as_bytes());
+    let jitter = (delay as u128 * retry.jitter_pct as u128 * (h % 1000) as u128 / 100_000) as u64;
+    delay - jitter.min(delay)
+}
+
+/// Drop finished effects older than `window` or beyond [`KEEP_DONE`].
+pub(crate) fn prune(outbox: &mut Vec<OutboxEntry>, now: u64, window: u64) {
+    outbox.retain(|e| !e.state.is_done() || e.done_at.unwrap_or(now).saturating_add(window) > now);
+    let done = outbox.iter().filter(|e| e.state.is_done()).count();
+    if done > KEEP_DONE {
+        let mut extra = done - KEEP_DONE;
+        outbox.retain(|e| {
+            if extra > 0 && e.state.is_done() {
+                extra -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+/// What a report did to the outbox.
+pub(crate) enum Report {
+    /// Late or out-of-order: nothing changes (the outcome is `ignored`).
+    Stale,
+    /// The effect moved; nothing for the machine.
+    Updated,
+    /// The effect finished: the machine gets this event.
+    Raise(Event),
+}
+
+/// Apply an attempt report (`idem.effect.*`) to the outbox.
+pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event, now: u64) -> Result<Report> {
+    let p = &event.payload;
+    let bad = |m: &str| Error::at(Code::InvalidEffectReport, "payload", m.to_string());
+    let key = p.get("key").and_then(Value::as_str).ok_or_else(|| bad("effect report needs a string key"))?;
+    let entry = outbox
+        .iter_mut()
+        .find(|e| e.key == key)
+        .ok_or_else(|| Error::at(Code::UnknownEffect, "payload.key", format!("no effect with key \"{key}\" in the outbox")))?;
+    let attempt = match p.get("attempt") {
+        None => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| bad("attempt must be a positive integer"))? as u32),
+    };
+    let current = |e: &OutboxEntry| attempt.is_none_or(|a| a == e.attempts);
+    let retry = entry.retry;
+    let exhausted = |e: &OutboxEntry| e.attempts >= retry.max_attempts;
+
+    match event.event_type.as_str() {
+        STARTED => {
+            let next = entry.attempts + 1;
+            let allowed = matches!(entry.state, EffectState::Pending | EffectState::Unknown);
+            if !allowed || attempt.is_some_and(|a| a != next) {
+                return Ok(Report::Stale);
+            }
+            entry.attempts = next;
+            entry.attempt_id = Some(format!("{key}#{next}"));
+            entry.state = EffectState::InFlight;
+            entry.due_at = Some(now.saturating_add(ATTEMPT_LEASE_MS));
+            Ok(Report::Updated)
+        }
+        SUCCEEDED => {
+            if entry.state != EffectState::InFlight || !current(entry) {
+                return Ok(Report::Stale);
+            }
+            let result = p.get("result").cloned().unwrap_or(Value::Null);
+            Ok(succeed(entry, result, now))
+        }
+        FAILED => {
+            if entry.state != EffectState::InFlight || !current(entry) {
+                return Ok(Report::Stale);
+            }
+            let retryable = p.get("retryable").and_then(Value::as_bool).unwrap_or(false);
+            entry.error = Some(p.get("error").cloned().unwrap_or(Value::Null));
+            if retryable && !exhausted(entry) {
+                entry.state = EffectState::Pending;
+                entry.due_at = Some(now.saturating_add(backoff(&retry, key, entry.attempts)));
+                return Ok(Report::Updated);
+            }
+            let reason = if retryable { "exhausted" } else { "permanent" };
+            Ok(fail(entry, reason, now))
+        }
+        UNKNOWN => {
+            if entry.state != EffectState::InFlight || !current(entry) {
+                return Ok(Report::Stale);
+            }
+            entry.error = Some(p.get("error").cloned().unwrap_or(json!("unknown outcome")));
+            if !entry.idempotent {
+                // The provider cannot deduplicate: ask it before trying again.
+                entry.state = EffectState::Verifying;
+                entry.due_at = Some(now);
+                return Ok(Report::Updated);
+            }
+            if exhausted(entry) {
+                return Ok(fail(entry, "exhausted", now));
+            }
+            entry.state = EffectState::Unknown;
+            entry.due_at = Some(now.saturating_add(backoff(&retry, key, entry.attempts)));
+            Ok(Report::Updated)
+        }
+        VERIFIED => {
+            if entry.state != EffectState::Verifying || !current(entry) {
+                return Ok(Report::Stale);
+            }
+            let exists = p.get("exists").and_then(Value::as_bool).ok_or_else(|| bad("verified needs a boolean exists"))?;
+            if exists {
+                let result = p.get("result").cloned().unwrap_or(Value::Null);
+                return Ok(succeed(entry, result, now));
+            }
+            if exhausted(entry) {
+                return Ok(fail(entry, "exhausted", now));
+            }
+            entry.state = EffectState::Pending;
+            entry.due_at = Some(now.saturating_add(backoff(&retry, key, entry.attempts)));
+            Ok(Report::Updated)
+        }
+        other => Err(Error::at(Code::InvalidEffectReport, "type", format!("unknown effect report \"{other}\""))),
+    }
+}
+
+fn succeed(entry: &mut OutboxEntry, result: Value, now: u64) -> Report {
+    entry.state = EffectState::Succeeded;
+    entry.due_at = None;
+    entry.done_at = Some(now);
+    entry.result = Some(result.clone());
+    entry.error = None;
+    Report::Raise(Event {
+        id: format!("{}:succeeded", entry.key),
+        event_type: format!("{}.succeeded", entry.effect_type),
+        payload: json!({ "key": entry.key, "result": result, "attempts": entry.attempts }),
+    })
+}
+
+fn fail(entry: &mut OutboxEntry, reason: &str, now: u64) -> Report {
+    entry.state = EffectState::Failed;
+    entry.due_at = None;
+    entry.done_at = Some(now);
+    Report::Raise(Event {
+        id: format!("{}:failed", entry.key),
+        event_type: format!("{}.failed", entry.effect_type),
+        payload: json!({ "key": entry.key, "reason": reason, "error": entry.error, "attempts": entry.attempts }),
+    })
+}
+
+/// The work a host should do now: attempts, verifications, presumed-lost
+/// attempts to report, and timers to fire. Each item carries the exact events
+/// to report back through `reduce`.
+pub fn due(machine: &Machine, snapshot: &str, now: u64) -> Result<Vec<Value>> {
+    let loaded = snapshot::load(machine, snapshot)?;
+    Ok(due_items(&loaded.snap, now))
+}
+
+pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
+    let mut out = Vec::new();
+    for e in &snap.outbox {
+        let Some(at) = e.due_at else { continue };
+        if at > now || e.state.is_done() {
+            continue;
+        }
+        let base = |kind: &str, n: u32| {
+            json!({
+                "kind": kind,
+                "key": e.key,
+                "type": e.effect_type,
+                "payload": e.payload,
+                "idempotent": e.idempotent,
+                "attempt": n,
+                "attemptId": format!("{}#{}", e.key, n),
+                "dueAt": at,
+            })
+        };
+        match e.state {
+            EffectState::Pending | EffectState::Unknown => {
+                let n = e.attempts + 1;
+                let mut item = base("attempt", n);
+                item["started"] = report_event(&e.key, n, "started", STARTED, json!({}));
+                item["resultId"] = format!("{}#{}:result", e.key, n).into();
+                out.push(item);
+            }
+            EffectState::InFlight => {
+                let n = e.attempts;
+                let mut item = base("expire", n);
+                item["report"] = report_event(&e.key, n, "result", UNKNOWN, json!({ "error": "attempt lease expired" }));
+                out.push(item);
+            }
+            EffectState::Verifying => {
+                let n = e.attempts;
+                let mut item = base("verify", n);
+                item["resultId"] = format!("{}#{}:verify", e.key, n).into();
+                out.push(item);
+            }
+            EffectState::Succeeded | EffectState::Failed => {}
+        }
+    }
+    for t in &snap.timers {
+        if t.due_at <= now {
+            out.push(json!({
+                "kind": "timer",
+                "state": t.state,
+                "delay": t.delay,
+                "dueAt": t.due_at,
+                "event": { "id": t.id, "type": crate::machine::TIMER_EVENT, "payload": {} },
+            }));
+        }
+    }
+    out
+}
+
+fn report_event(key: &str, n: u32, suffix: &str, kind: &str, extra: Value) -> Value {
+    let mut payload = json!({ "key": key, "attempt": n });
+    if let (Some(p), Value::Object(x)) = (payload.as_object_mut(), extra) {
+        p.extend(x);
+    }
+    json!({ "id": format!("{key}#{n}:{suffix}"), "type": kind, "payload": payload })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_deterministic_exponential_and_capped() {
+        let r = RetryWire { max_attempts: 10, base_ms: 1000, factor: 2, max_delay_ms: 10_000, jitter_pct: 0 };
+        let s: Vec<u64> = (1..=6).map(|n| backoff(&r, "k", n)).collect();
+        assert_eq!(s, vec![1000, 2000, 4000, 8000, 10_000, 10_000]);
+        let j = RetryWire { jitter_pct: 20, ..r };
+        let a: Vec<u64> = (1..=6).map(|n| backoff(&j, "order-1/e1:0", n)).collect();
+        let b: Vec<u64> = (1..=6).map(|n| backoff(&j, "order-1/e1:0", n)).collect();
+        assert_eq!(a, b);
+        for (x, y) in a.iter().zip(&s) {
+            assert!(*x <= *y && *x >= y * 8 / 10, "{x} not within 20% below {y}");
+        }
+        let other: Vec<u64> = (1..=6).map(|n| backoff(&j, "order-2/e1:0", n)).collect();
+        assert_ne!(a, other, "jitter depends on the key");
+        let huge = RetryWire { max_attempts: 1000, base_ms: u64::MAX / 2, factor: 10, max_delay_ms: 5, jitter_pct: 100 };
+        assert!(backoff(&huge, "k", 999) <= 5);
+    }
+}

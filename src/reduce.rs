@@ -1,0 +1,647 @@
+//! `reduce`: apply one event to a snapshot, once.
+//!
+//! The algorithm follows SCXML/XState: select the transition of the deepest
+//! active state that has an enabled one (document order among its candidates),
+//! take it as a microstep (exit set innermost-first, transition actions, entry
+//! set outermost-first), then take eventless `always` transitions until the
+//! configuration is stable — one macrostep per event.
+
+use crate::error::{Code, Error, Result};
+use crate::json;
+use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_PREFIX, MAX_MICROSTEPS, TIMER_EVENT};
+use crate::outbox;
+use crate::snapshot::{self, LedgerEntry, OutboxEntry, Snapshot, Timer};
+use serde_json::{json, Map, Value};
+
+/// An event as the engine sees it, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub event_type: String,
+    pub payload: Value,
+}
+
+impl Event {
+    pub fn to_value(&self) -> Value {
+        json!({ "id": self.id, "type": self.event_type, "payload": self.payload })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Applied,
+    Duplicate,
+    Conflict,
+    Ignored,
+    Rejected,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Applied => "applied",
+            Status::Duplicate => "duplicate",
+            Status::Conflict => "conflict",
+            Status::Ignored => "ignored",
+            Status::Rejected => "rejected",
+        }
+    }
+}
+
+/// An effect emitted by this reduce, to be performed after the commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmittedEffect {
+    pub key: String,
+    pub effect_type: String,
+    pub payload: Value,
+    pub idempotent: bool,
+}
+
+/// What `reduce` decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub status: Status,
+    pub duplicate: bool,
+    /// The new snapshot text when it changed; `None` means write nothing.
+    pub snapshot: Option<String>,
+    /// The response frozen for this event (replayed byte for byte to duplicates).
+    pub response: Value,
+    pub effects: Vec<EmittedEffect>,
+    pub error: Option<Error>,
+    /// State value after the event (or the current one when nothing changed).
+    pub state: Value,
+    pub revision: u64,
+    /// Set when the snapshot was written by another version of the same machine.
+    pub upgraded_from: Option<String>,
+    /// Earliest time some effect or timer is due, if any.
+    pub next_due_at: Option<u64>,
+}
+
+impl Outcome {
+    fn rejected(err: Error) -> Outcome {
+        Outcome {
+            status: Status::Rejected,
+            duplicate: false,
+            snapshot: None,
+            response: Value::Null,
+            effects: Vec::new(),
+            error: Some(err),
+            state: Value::Null,
+            revision: 0,
+            upgraded_from: None,
+            next_due_at: None,
+        }
+    }
+
+    /// The outcome as JSON; the snapshot is included as its decoded value when
+    /// `with_snapshot` (for tools), never as text.
+    pub fn to_json(&self, with_snapshot: bool) -> Value {
+        let mut o = Map::new();
+        o.insert("status".into(), self.status.as_str().into());
+        o.insert("duplicate".into(), self.duplicate.into());
+        o.insert("changed".into(), self.snapshot.is_some().into());
+        o.insert("state".into(), self.state.clone());
+        o.insert("revision".into(), self.revision.into());
+        o.insert("response".into(), self.response.clone());
+        o.insert("effects".into(), Value::Array(self.effects.iter().map(effect_json).collect()));
+        if let Some(e) = &self.error {
+            o.insert("error".into(), e.to_json());
+        }
+        if let Some(v) = &self.upgraded_from {
+            o.insert("upgradedFrom".into(), v.clone().into());
+        }
+        o.insert("nextDueAt".into(), self.next_due_at.map(Value::from).unwrap_or(Value::Null));
+        if with_snapshot {
+            if let Some(text) = &self.snapshot {
+                if let Ok(s) = Snapshot::decode(text, usize::MAX) {
+                    o.insert("snapshot".into(), s.to_value());
+                }
+            }
+        }
+        Value::Object(o)
+    }
+}
+
+pub fn effect_json(e: &EmittedEffect) -> Value {
+    json!({ "key": e.key, "type": e.effect_type, "payload": e.payload, "idempotent": e.idempotent })
+}
+
+impl Machine {
+    /// Apply `event` to `snapshot` (or to a new process when `None`) at host time `now` (ms).
+    pub fn reduce(&self, snapshot: Option<&str>, event: &Value, now: u64) -> Outcome {
+        self.reduce_in("", snapshot, event, now)
+    }
+
+    /// As [`Machine::reduce`], naming the process; the name scopes default effect
+    /// keys so that two processes with colliding event ids never share a key.
+    pub fn reduce_in(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Outcome {
+        match self.try_reduce(process, snapshot, event, now) {
+            Ok(o) => o,
+            Err(e) => Outcome::rejected(e),
+        }
+    }
+
+    /// Parse event JSON text and reduce it; malformed text is a `rejected` outcome.
+    pub fn reduce_text(&self, process: &str, snapshot: Option<&str>, event: &str, now: u64) -> Outcome {
+        let limit = self.limits.max_payload_bytes + self.limits.max_id_bytes + 4096;
+        if event.len() > limit {
+            return Outcome::rejected(Error::new(
+                Code::PayloadTooLarge,
+                format!("event is {} bytes, more than the {} allowed", event.len(), limit),
+            ));
+        }
+        match json::parse(event, Code::InvalidEvent, "event") {
+            Ok(v) => self.reduce_in(process, snapshot, &v, now),
+            Err(e) => Outcome::rejected(e),
+        }
+    }
+
+    /// Validate an event against this machine's limits and event types.
+    pub fn parse_event(&self, v: &Value) -> Result<Event> {
+        let o = v.as_object().ok_or_else(|| Error::new(Code::InvalidEvent, "event must be an object"))?;
+        for k in o.keys() {
+            if !matches!(k.as_str(), "id" | "type" | "payload") {
+                return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\"")));
+            }
+        }
+        let id = match o.get("id") {
+            None | Some(Value::Null) => return Err(Error::at(Code::MissingEventId, "id", "event id is missing")),
+            Some(Value::String(s)) if s.is_empty() => return Err(Error::at(Code::MissingEventId, "id", "event id is empty")),
+            Some(Value::String(s)) => s,
+            Some(_) => return Err(Error::at(Code::InvalidEvent, "id", "event id must be a string")),
+        };
+        if id.len() > self.limits.max_id_bytes {
+            return Err(Error::at(
+                Code::EventIdTooLong,
+                "id",
+                format!("event id is {} bytes, more than the {} allowed", id.len(), self.limits.max_id_bytes),
+            ));
+        }
+        let event_type = match o.get("type") {
+            None | Some(Value::Null) => return Err(Error::at(Code::MissingEventType, "type", "event type is missing")),
+            Some(Value::String(s)) if !s.is_empty() => s,
+            Some(_) => return Err(Error::at(Code::InvalidEvent, "type", "event type must be a non-empty string")),
+        };
+        let reserved = event_type.starts_with(EFFECT_REPORT_PREFIX) || event_type == TIMER_EVENT;
+        if !reserved && !self.event_types.contains(event_type) {
+            return Err(Error::at(
+                Code::UnknownEventType,
+                "type",
+                format!("event type \"{event_type}\" is not accepted by any state of machine \"{}\"", self.id),
+            ));
+        }
+        let payload = match o.get("payload") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p) => p.clone(),
+        };
+        json::check_depth(&payload, "event payload")?;
+        let size = serde_json::to_string(&payload).map(|s| s.len()).unwrap_or(usize::MAX);
+        if size > self.limits.max_payload_bytes {
+            return Err(Error::at(
+                Code::PayloadTooLarge,
+                "payload",
+                format!("event payload is {size} bytes, more than the {} allowed", self.limits.max_payload_bytes),
+            ));
+        }
+        Ok(Event { id: id.clone(), event_type: event_type.clone(), payload })
+    }
+
+    fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
+        let event = self.parse_event(event)?;
+        let fp = json::fingerprint(&event.event_type, &event.payload);
+        let (snap, leaf, upgraded_from, fresh) = match snapshot {
+            Some(text) => {
+                let l = snapshot::load(self, text)?;
+                (l.snap, l.leaf, l.upgraded_from, false)
+            }
+            None => {
+                let leaf = self.initial_leaf(self.root());
+                (Snapshot::initial(self, leaf), leaf, None, true)
+            }
+        };
+
+        // 1. Seen before? A live ledger entry answers without touching anything.
+        if let Some(entry) = snap.ledger.iter().rev().find(|e| e.id == event.id && e.exp > now) {
+            let mut o = self.unchanged(&snap, leaf, upgraded_from);
+            if entry.fp == fp {
+                o.status = Status::Duplicate;
+                o.duplicate = true;
+                o.response = entry.response.clone();
+            } else {
+                o.status = Status::Conflict;
+                o.error = Some(Error::at(
+                    Code::IdConflict,
+                    "id",
+                    format!("event id \"{}\" was already used for a different event (type or payload differ)", event.id),
+                ));
+                o.response = Value::Null;
+            }
+            return Ok(o);
+        }
+
+        // 2. Run the macrostep on a working copy.
+        let mut run = Run {
+            m: self,
+            leaf,
+            context: snap.context.clone(),
+            value: snap.value.clone(),
+            response: None,
+            effects: Vec::new(),
+            timers: snap.timers.clone(),
+            outbox: snap.outbox.clone(),
+            origin: &event,
+            process,
+            now,
+            revision: snap.revision + 1,
+            microsteps: 0,
+            done: snap.done,
+        };
+        if fresh {
+            run.enter_initial(&event)?;
+        }
+        let taken = if event.event_type.starts_with(EFFECT_REPORT_PREFIX) {
+            match outbox::report(&mut run.outbox, &event, now)? {
+                outbox::Report::Stale => false,
+                outbox::Report::Updated => true,
+                outbox::Report::Raise(raised) => {
+                    run.macrostep(&raised)?;
+                    true
+                }
+            }
+        } else if event.event_type == TIMER_EVENT {
+            match run.timers.iter().position(|t| t.id == event.id) {
+                None => false,
+                Some(i) => {
+                    let timer = run.timers.remove(i);
+                    let state = self.state_by_path(&timer.state).ok_or_else(|| {
+                        Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state))
+                    })?;
+                    let cands = self.states[state]
+                        .after
+                        .iter()
+                        .find(|(d, _)| *d == timer.delay)
+                        .map(|(_, ts)| ts.clone())
+                        .unwrap_or_default();
+                    run.take_first_enabled(&cands, &event)?;
+                    true
+                }
+            }
+        } else {
+            run.macrostep(&event)?
+        };
+
+        if !taken {
+            if self.record_ignored {
+                let mut next = snap.clone();
+                next.revision += 1;
+                self.remember(&mut next, &event, &fp, now, "ignored", Value::Null);
+                let mut o = self.unchanged(&next, leaf, upgraded_from);
+                o.status = Status::Ignored;
+                o.snapshot = Some(next.encode());
+                return Ok(o);
+            }
+            let mut o = self.unchanged(&snap, leaf, upgraded_from);
+            o.status = Status::Ignored;
+            return Ok(o);
+        }
+
+        let state = self.state_value(run.leaf);
+        let revision = run.revision;
+        let response = run.response.take().unwrap_or_else(|| json!({ "state": state, "revision": revision }));
+        let mut next = Snapshot {
+            format: snapshot::FORMAT,
+            machine: snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() },
+            value: state.clone(),
+            context: run.context,
+            revision,
+            done: run.done,
+            ledger: snap.ledger,
+            outbox: run.outbox,
+            timers: run.timers,
+        };
+        for e in &run.effects {
+            next.outbox.push(outbox::new_entry(e, &event.id, now));
+        }
+        outbox::prune(&mut next.outbox, now, self.retention.default_ms);
+        self.remember(&mut next, &event, &fp, now, "applied", response.clone());
+        let next_due_at = next_due(&next);
+        Ok(Outcome {
+            status: Status::Applied,
+            duplicate: false,
+            snapshot: Some(next.encode()),
+            response,
+            effects: run.effects.into_iter().map(|(e, _)| e).collect(),
+            error: None,
+            state,
+            revision,
+            upgraded_from,
+            next_due_at,
+        })
+    }
+
+    fn unchanged(&self, snap: &Snapshot, leaf: StateIdx, upgraded_from: Option<String>) -> Outcome {
+        Outcome {
+            status: Status::Ignored,
+            duplicate: false,
+            snapshot: None,
+            response: Value::Null,
+            effects: Vec::new(),
+            error: None,
+            state: self.state_value(leaf),
+            revision: snap.revision,
+            upgraded_from,
+            next_due_at: next_due(snap),
+        }
+    }
+
+    /// Record the event id, then forget what is expired or beyond the cap (oldest first).
+    fn remember(&self, snap: &mut Snapshot, event: &Event, fp: &str, now: u64, status: &str, response: Value) {
+        let exp = now.saturating_add(self.retention_for(&event.event_type));
+        snap.ledger.retain(|e| e.exp > now);
+        snap.ledger.push(LedgerEntry {
+            id: event.id.clone(),
+            fp: fp.to_string(),
+            at: now,
+            exp,
+            rev: snap.revision,
+            status: status.to_string(),
+            response,
+        });
+        let cap = self.retention.max_entries;
+        if snap.ledger.len() > cap {
+            let drop = snap.ledger.len() - cap;
+            snap.ledger.drain(..drop);
+        }
+    }
+}
+
+/// Earliest due time of any unfinished effect or timer.
+pub fn next_due(snap: &Snapshot) -> Option<u64> {
+    let effects = snap.outbox.iter().filter(|e| !e.state.is_done()).filter_map(|e| e.due_at);
+    let timers = snap.timers.iter().map(|t| t.due_at);
+    effects.chain(timers).min()
+}
+
+/// The working state of one macrostep.
+struct Run<'a> {
+    m: &'a Machine,
+    leaf: StateIdx,
+    context: Value,
+    value: Value,
+    response: Option<Value>,
+    /// Emitted effects with their retry policy.
+    effects: Vec<(EmittedEffect, crate::machine::RetryPolicy)>,
+    timers: Vec<Timer>,
+    outbox: Vec<OutboxEntry>,
+    origin: &'a Event,
+    process: &'a str,
+    now: u64,
+    revision: u64,
+    microsteps: usize,
+    done: bool,
+}
+
+impl Run<'_> {
+    fn scope(&self, event: &Event) -> Value {
+        json!({ "context": self.context, "event": event.to_value(), "state": self.value })
+    }
+
+    /// Enter the initial configuration of a new process (entry actions run once, here).
+    fn enter_initial(&mut self, event: &Event) -> Result<()> {
+        let leaf = self.m.initial_leaf(self.m.root());
+        let mut chain = self.m.ancestors_inclusive(leaf);
+        chain.reverse();
+        self.leaf = leaf;
+        self.value = self.m.state_value(leaf);
+        for s in chain {
+            self.enter_state(s, event)?;
+        }
+        self.settle(event)
+    }
+
+    /// One event: select and take a transition, then settle `always` transitions.
+    /// Returns false when no transition was enabled (the event is ignored).
+    fn macrostep(&mut self, event: &Event) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        let Some(t) = self.select(event)? else { return Ok(false) };
+        self.microstep(&t, event)?;
+        self.settle(event)?;
+        Ok(true)
+    }
+
+    fn take_first_enabled(&mut self, cands: &[Transition], event: &Event) -> Result<bool> {
+        for t in cands {
+            if self.enabled(t, event)? {
+                self.microstep(t, event)?;
+                self.settle(event)?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn enabled(&self, t: &Transition, event: &Event) -> Result<bool> {
+        match t.guard {
+            None => Ok(true),
+            Some(g) => self.m.exprs.test(g, &self.scope(event)),
+        }
+    }
+
+    /// The deepest active state with an enabled transition for the event wins;
+    /// among its candidates, document order.
+    fn select(&self, event: &Event) -> Result<Option<Transition>> {
+        for s in self.m.ancestors_inclusive(self.leaf) {
+            if let Some((_, cands)) = self.m.states[s].on.iter().find(|(e, _)| *e == event.event_type) {
+                for t in cands {
+                    if self.enabled(t, event)? {
+                        return Ok(Some(t.clone()));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn select_always(&self, event: &Event) -> Result<Option<Transition>> {
+        for s in self.m.ancestors_inclusive(self.leaf) {
+            for t in &self.m.states[s].always {
+                if self.enabled(t, event)? {
+                    return Ok(Some(t.clone()));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn settle(&mut self, event: &Event) -> Result<()> {
+        while !self.done {
+            let Some(t) = self.select_always(event)? else { break };
+            self.microstep(&t, event)?;
+        }
+        Ok(())
+    }
+
+    /// The state whose descendants are exited and entered by `t` (SCXML's transition domain).
+    fn transition_domain(&self, t: &Transition, target: StateIdx) -> Option<StateIdx> {
+        let m = self.m;
+        let internal = !t.reenter && (target == t.source || m.is_descendant(target, t.source));
+        if internal && !m.states[t.source].children.is_empty() {
+            return Some(t.source);
+        }
+        self.find_lca(t.source, target)
+    }
+
+    /// The nearest proper ancestor of `a` that is also an ancestor of `b`.
+    fn find_lca(&self, a: StateIdx, b: StateIdx) -> Option<StateIdx> {
+        let mut cur = self.m.states[a].parent;
+        while let Some(c) = cur {
+            if b == c || self.m.is_descendant(b, c) {
+                return Some(c);
+            }
+            cur = self.m.states[c].parent;
+        }
+        None
+    }
+
+    fn compute_exit_set(&self, domain: Option<StateIdx>) -> Vec<StateIdx> {
+        // Active states below the domain, innermost first.
+        let mut out = Vec::new();
+        for s in self.m.ancestors_inclusive(self.leaf) {
+            if Some(s) == domain {
+                break;
+            }
+            if s == self.m.root() {
+                break;
+            }
+            out.push(s);
+        }
+        out
+    }
+
+    fn compute_entry_set(&self, domain: Option<StateIdx>, target: StateIdx) -> Vec<StateIdx> {
+        // From below the domain down to the target, then the target's initial descent.
+        let mut path = Vec::new();
+        let mut cur = Some(target);
+        while let Some(c) = cur {
+            if Some(c) == domain || c == self.m.root() {
+                break;
+            }
+            path.push(c);
+            cur = self.m.states[c].parent;
+        }
+        path.reverse();
+        let mut s = target;
+        while let Some(i) = self.m.states[s].initial {
+            path.push(i);
+            s = i;
+        }
+        path
+    }
+
+    fn microstep(&mut self, t: &Transition, event: &Event) -> Result<()> {
+        self.microsteps += 1;
+        if self.microsteps > MAX_MICROSTEPS {
+            return Err(Error::at(
+                Code::MicrostepLimit,
+                t.json_path.clone(),
+                format!("more than {MAX_MICROSTEPS} microsteps for one event: the machine does not settle"),
+            ));
+        }
+        let Some(target) = t.target else {
+            // Targetless: actions only, no exit or entry.
+            return self.run_actions(&t.actions, event);
+        };
+        let domain = self.transition_domain(t, target);
+        for s in self.compute_exit_set(domain) {
+            self.exit_state(s, event)?;
+        }
+        self.run_actions(&t.actions, event)?;
+        let entry = self.compute_entry_set(domain, target);
+        let new_leaf = *entry.last().unwrap_or(&self.m.initial_leaf(target));
+        self.leaf = new_leaf;
+        self.value = self.m.state_value(new_leaf);
+        for s in entry {
+            self.enter_state(s, event)?;
+        }
+        Ok(())
+    }
+
+    fn exit_state(&mut self, s: StateIdx, event: &Event) -> Result<()> {
+        let path = &self.m.states[s].path;
+        self.timers.retain(|t| &t.state != path);
+        let actions = &self.m.states[s].exit;
+        self.run_actions(actions, event)
+    }
+
+    fn enter_state(&mut self, s: StateIdx, event: &Event) -> Result<()> {
+        let node = &self.m.states[s];
+        for (delay, _) in &node.after {
+            self.timers.push(Timer {
+                id: format!("after:{}:{}:{}", node.path, delay, self.revision),
+                state: node.path.clone(),
+                delay: *delay,
+                due_at: self.now.saturating_add(*delay),
+            });
+        }
+        self.run_actions(&node.entry, event)?;
+        if node.kind == Kind::Final && node.parent == Some(self.m.root()) {
+            self.done = true;
+            self.timers.clear();
+        }
+        Ok(())
+    }
+
+    fn run_actions(&mut self, actions: &[Action], event: &Event) -> Result<()> {
+        for a in actions {
+            match a {
+                Action::Assign(fields) => {
+                    let scope = self.scope(event);
+                    let mut values = Vec::with_capacity(fields.len());
+                    for (field, e) in fields {
+                        values.push((field, self.m.exprs.eval(*e, &scope)?));
+                    }
+                    let ctx = self.context.as_object_mut().expect("context is an object");
+                    for (field, v) in values {
+                        ctx.insert(field.clone(), v);
+                    }
+                }
+                Action::Respond(e) => {
+                    self.response = Some(self.m.exprs.eval(*e, &self.scope(event))?);
+                }
+                Action::Effect(def) => {
+                    let scope = self.scope(event);
+                    let payload = match def.payload {
+                        Some(p) => self.m.exprs.eval(p, &scope)?,
+                        None => Value::Object(Map::new()),
+                    };
+                    let position = self.effects.len();
+                    let key = match def.key {
+                        Some(k) => match self.m.exprs.eval(k, &scope)? {
+                            Value::String(s) if !s.is_empty() => s,
+                            Value::Number(n) => n.to_string(),
+                            other => {
+                                return Err(Error::at(
+                                    Code::ExpressionFailed,
+                                    format!("{}.key", def.json_path),
+                                    format!("effect key must be a non-empty string, got {other}"),
+                                ))
+                            }
+                        },
+                        None => outbox::default_key(self.process, &self.origin.id, position),
+                    };
+                    if self.outbox.iter().any(|e| e.key == key) || self.effects.iter().any(|(e, _)| e.key == key) {
+                        // Same key, same operation: the outbox already has it.
+                        continue;
+                    }
+                    self.effects.push((
+                        EmittedEffect { key, effect_type: def.effect_type.clone(), payload, idempotent: def.idempotent },
+                        def.retry,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
