@@ -1,0 +1,156 @@
+//! The JavaScript bindings: the only module that names `wasm_bindgen` or `js_sys`.
+//!
+//! Values cross the boundary as JSON text (parsed on the JavaScript side with
+//! `JSON.parse`), and the snapshot crosses as one opaque string that hosts
+//! store and load as it is. Errors are real `Error` objects carrying `code`
+//! (and `path` where one applies).
+
+use crate::error::{Code, Error};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+fn js_error(e: &Error) -> JsValue {
+    let err = js_sys::Error::new(&e.message);
+    let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
+    if let Some(p) = &e.path {
+        let _ = js_sys::Reflect::set(&err, &"path".into(), &p.as_str().into());
+    }
+    err.set_name("IdemError");
+    err.into()
+}
+
+fn to_js(v: &Value) -> JsValue {
+    js_sys::JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL)
+}
+
+/// JSON text of a value given as an object or as a JSON string.
+fn json_text(v: &JsValue, what: &str) -> Result<String, JsValue> {
+    if let Some(s) = v.as_string() {
+        return Ok(s);
+    }
+    js_sys::JSON::stringify(v)
+        .ok()
+        .and_then(|s| s.as_string())
+        .ok_or_else(|| js_error(&Error::new(Code::InvalidJson, format!("{what} cannot be converted to json"))))
+}
+
+fn now_ms(now: f64) -> Result<u64, JsValue> {
+    if now.is_finite() && now >= 0.0 && now <= 9_007_199_254_740_991.0 {
+        Ok(now as u64)
+    } else {
+        Err(js_error(&Error::new(Code::InvalidEvent, "now must be a non-negative number of milliseconds")))
+    }
+}
+
+/// A validated machine, built once and reused for every event.
+///
+/// ```js
+/// const machine = new Machine(definition);           // object or JSON string
+/// const out = machine.reduce(null, { id: "evt-1", type: "PAY", payload: {} }, Date.now(), "order-42");
+/// // out.status: "applied" | "duplicate" | "conflict" | "ignored" | "rejected"
+/// if (out.changed) await store.commit("order-42", version, out.snapshot);
+/// ```
+#[wasm_bindgen]
+pub struct Machine {
+    inner: crate::Machine,
+}
+
+#[wasm_bindgen]
+impl Machine {
+    /// Build a machine from a definition (an object or JSON text). Throws an
+    /// `Error` with `code` and `path` when the definition is invalid.
+    #[wasm_bindgen(constructor)]
+    pub fn new(definition: JsValue) -> Result<Machine, JsValue> {
+        let text = json_text(&definition, "definition")?;
+        crate::Machine::from_json(&text).map(|inner| Machine { inner }).map_err(|e| js_error(&e))
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> String {
+        self.inner.id.clone()
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn version(&self) -> String {
+        self.inner.version.clone()
+    }
+
+    /// Content hash of the canonical definition.
+    #[wasm_bindgen(getter)]
+    pub fn hash(&self) -> String {
+        self.inner.hash.clone()
+    }
+
+    /// Apply one event. `snapshot` is the stored string or `null` for a new
+    /// process; `event` is `{ id, type, payload }` (object or JSON text);
+    /// `processId` scopes default effect keys. Returns
+    /// `{ status, duplicate, changed, snapshot, state, revision, response, effects, error?, nextDueAt }`
+    /// where `snapshot` is the string to store (the input one when `changed` is false).
+    /// Never throws for bad events or snapshots: those are `rejected` outcomes.
+    pub fn reduce(
+        &self,
+        snapshot: Option<String>,
+        event: JsValue,
+        #[wasm_bindgen(js_name = nowMs)] now: f64,
+        #[wasm_bindgen(js_name = processId)] process: Option<String>,
+    ) -> Result<JsValue, JsValue> {
+        let now = now_ms(now)?;
+        let text = json_text(&event, "event")?;
+        let o = self.inner.reduce_text(process.as_deref().unwrap_or(""), snapshot.as_deref(), &text, now);
+        let out = to_js(&o.to_json(false));
+        let snap: JsValue = match (&o.snapshot, snapshot) {
+            (Some(s), _) => s.as_str().into(),
+            (None, Some(s)) => s.into(),
+            (None, None) => JsValue::NULL,
+        };
+        let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &snap);
+        Ok(out)
+    }
+
+    /// The work due at `nowMs`: effect attempts, verifications, presumed-lost
+    /// attempts and timers, each with the exact events to report back.
+    pub fn due(&self, snapshot: String, #[wasm_bindgen(js_name = nowMs)] now: f64) -> Result<JsValue, JsValue> {
+        let now = now_ms(now)?;
+        crate::outbox::due(&self.inner, &snapshot, now).map(|items| to_js(&Value::Array(items))).map_err(|e| js_error(&e))
+    }
+
+    /// The snapshot as a readable object (state, context, ledger, outbox, timers).
+    pub fn inspect(&self, snapshot: String) -> Result<JsValue, JsValue> {
+        crate::inspect(&self.inner, &snapshot).map(|v| to_js(&v)).map_err(|e| js_error(&e))
+    }
+
+    /// How long event ids are remembered: `{ defaultMs, perType, maxEntries }`.
+    pub fn retention(&self) -> JsValue {
+        let r = &self.inner.retention;
+        to_js(&serde_json::json!({ "defaultMs": r.default_ms, "perType": r.per_type, "maxEntries": r.max_entries }))
+    }
+
+    /// The definition as loaded (for diagrams and tools).
+    pub fn definition(&self) -> JsValue {
+        to_js(&self.inner.definition)
+    }
+
+    /// Event types some state accepts.
+    #[wasm_bindgen(js_name = eventTypes)]
+    pub fn event_types(&self) -> JsValue {
+        to_js(&Value::Array(self.inner.event_types.iter().cloned().map(Value::String).collect()))
+    }
+}
+
+/// The engine version.
+#[wasm_bindgen(js_name = version)]
+pub fn js_version() -> String {
+    crate::version().to_string()
+}
+
+/// A new time-ordered event id (48-bit ms timestamp + 80 random bits, Crockford
+/// base32, 26 characters, like a ULID), for originators that need a stable id to
+/// reuse across their own retries. Call it inside a request, not at module load.
+#[wasm_bindgen(js_name = newEventId)]
+pub fn new_event_id() -> Result<String, JsValue> {
+    let mut rand = [0u8; 10];
+    getrandom::getrandom(&mut rand)
+        .map_err(|e| js_error(&Error::new(Code::Io, format!("no random source: {e}"))))?;
+    let ms = js_sys::Date::now() as u64;
+    Ok(crate::json::ulid(ms, rand))
+}
