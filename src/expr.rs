@@ -1,42 +1,182 @@
-//! Guards and computed values: JSONLogic, run by the `datalogic-rs` crate.
+//! Guards and computed values: JSONLogic (<https://jsonlogic.com>), compiled
+//! once when the machine is loaded and evaluated without cloning the scope.
 //!
-//! Expressions are compiled once when the machine is loaded; evaluation sees a
-//! scope `{ context, event: { id, type, payload }, state }`.
+//! Why our own evaluator rather than a crate: the maintained JSONLogic crate
+//! (`datalogic-rs`) alone made the wasm ~300 KiB gzip, three times the size
+//! budget; this module is a few hundred lines, implements the operators of the
+//! JSONLogic specification (no impure `log`), and is checked against the
+//! official JSONLogic test suite (`tests/jsonlogic/tests.json`) in `cargo test`.
+//!
+//! Expressions read `context`, `event` (`id`, `type`, `payload`) and `state`.
 
 use crate::error::{Code, Error, Result};
-use datalogic_rs::{Engine, FromDataValue, Logic};
-use serde_json::Value;
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 
 /// Index of a compiled expression in [`Exprs`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExprId(pub(crate) u32);
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Var,
+    Missing,
+    MissingSome,
+    If,
+    Eq,
+    StrictEq,
+    Ne,
+    StrictNe,
+    Not,
+    NotNot,
+    Or,
+    And,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+    Max,
+    Min,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Map,
+    Filter,
+    Reduce,
+    All,
+    NoneOf,
+    SomeOf,
+    Merge,
+    In,
+    Cat,
+    Substr,
+}
+
+fn op_of(name: &str) -> Option<Op> {
+    use Op::*;
+    Some(match name {
+        "var" => Var,
+        "missing" => Missing,
+        "missing_some" => MissingSome,
+        "if" | "?:" => If,
+        "==" => Eq,
+        "===" => StrictEq,
+        "!=" => Ne,
+        "!==" => StrictNe,
+        "!" => Not,
+        "!!" => NotNot,
+        "or" => Or,
+        "and" => And,
+        ">" => Gt,
+        ">=" => Ge,
+        "<" => Lt,
+        "<=" => Le,
+        "max" => Max,
+        "min" => Min,
+        "+" => Add,
+        "-" => Sub,
+        "*" => Mul,
+        "/" => Div,
+        "%" => Mod,
+        "map" => Map,
+        "filter" => Filter,
+        "reduce" => Reduce,
+        "all" => All,
+        "none" => NoneOf,
+        "some" => SomeOf,
+        "merge" => Merge,
+        "in" => In,
+        "cat" => Cat,
+        "substr" => Substr,
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Lit(Value),
+    Array(Vec<Node>),
+    Op(Op, Vec<Node>),
+}
+
+/// What `var` reads: plain data, or a process scope assembled from borrowed parts.
+#[derive(Clone, Copy)]
+pub enum Data<'a> {
+    Value(&'a Value),
+    Process { context: &'a Value, event_id: &'a str, event_type: &'a str, payload: &'a Value, state: &'a Value },
+}
+
+impl<'a> Data<'a> {
+    fn whole(&self) -> Cow<'a, Value> {
+        match *self {
+            Data::Value(v) => Cow::Borrowed(v),
+            Data::Process { context, event_id, event_type, payload, state } => Cow::Owned(serde_json::json!({
+                "context": context,
+                "event": { "id": event_id, "type": event_type, "payload": payload },
+                "state": state,
+            })),
+        }
+    }
+
+    /// Follow a dotted path without building the whole scope.
+    fn lookup(&self, path: &str) -> Option<Cow<'a, Value>> {
+        if path.is_empty() {
+            return Some(self.whole());
+        }
+        let mut parts = path.split('.');
+        let (start, rest): (Cow<'a, Value>, _) = match *self {
+            Data::Value(v) => (Cow::Borrowed(v), parts),
+            Data::Process { context, event_id, event_type, payload, state } => {
+                let head = parts.next()?;
+                match head {
+                    "context" => (Cow::Borrowed(context), parts),
+                    "state" => (Cow::Borrowed(state), parts),
+                    "event" => match parts.next() {
+                        None => (self.whole().into_owned().get("event").cloned().map(Cow::Owned)?, parts),
+                        Some("id") => (Cow::Owned(Value::String(event_id.to_string())), parts),
+                        Some("type") => (Cow::Owned(Value::String(event_type.to_string())), parts),
+                        Some("payload") => (Cow::Borrowed(payload), parts),
+                        Some(_) => return None,
+                    },
+                    _ => return None,
+                }
+            }
+        };
+        let mut cur = start;
+        for part in rest {
+            cur = match cur {
+                Cow::Borrowed(v) => Cow::Borrowed(step(v, part)?),
+                Cow::Owned(v) => Cow::Owned(step(&v, part)?.clone()),
+            };
+        }
+        Some(cur)
+    }
+}
+
+fn step<'v>(v: &'v Value, part: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(m) => m.get(part),
+        Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => None,
+    }
+}
+
 /// The compiled expressions of one machine, with the JSON path each came from.
+#[derive(Debug, Default)]
 pub struct Exprs {
-    engine: Engine,
-    compiled: Vec<(Logic, String, Value)>,
+    compiled: Vec<(Node, String, Value)>,
 }
 
-impl std::fmt::Debug for Exprs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Exprs({})", self.compiled.len())
-    }
-}
-
-impl Default for Exprs {
-    fn default() -> Self {
-        Exprs { engine: Engine::new(), compiled: Vec::new() }
-    }
-}
+/// Bound on nested evaluation (map inside filter inside ...), far above any real rule.
+const MAX_EVAL_DEPTH: usize = 128;
 
 impl Exprs {
     /// Compile `rule`, naming `path` in the error when it is not valid JSONLogic.
     pub fn compile(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
-        let logic = self
-            .engine
-            .compile(rule)
-            .map_err(|e| Error::at(Code::InvalidExpression, path, format!("invalid expression ({e})")))?;
-        self.compiled.push((logic, path.to_string(), rule.clone()));
+        let node = compile(rule, path, 0)?;
+        self.compiled.push((node, path.to_string(), rule.clone()));
         Ok(ExprId(self.compiled.len() as u32 - 1))
     }
 
@@ -50,25 +190,389 @@ impl Exprs {
     }
 
     /// Evaluate to a JSON value.
-    pub fn eval(&self, id: ExprId, scope: &Value) -> Result<Value> {
-        let (logic, path, _) = &self.compiled[id.0 as usize];
-        let arena = datalogic_rs::bumpalo::Bump::new();
-        let out = self
-            .engine
-            .evaluate(logic, scope, &arena)
-            .map_err(|e| Error::at(Code::ExpressionFailed, path.as_str(), format!("expression failed ({e})")))?;
-        <Value as FromDataValue>::from_arena(out)
-            .map_err(|e| Error::at(Code::ExpressionFailed, path.as_str(), format!("expression failed ({e})")))
+    pub fn eval(&self, id: ExprId, data: Data<'_>) -> Result<Value> {
+        let (node, path, _) = &self.compiled[id.0 as usize];
+        eval(node, data, 0)
+            .map(Cow::into_owned)
+            .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("expression failed: {m}")))
     }
 
     /// Evaluate with JSONLogic truthiness.
-    pub fn test(&self, id: ExprId, scope: &Value) -> Result<bool> {
-        let (logic, path, _) = &self.compiled[id.0 as usize];
-        let arena = datalogic_rs::bumpalo::Bump::new();
-        let out = self
-            .engine
-            .evaluate(logic, scope, &arena)
-            .map_err(|e| Error::at(Code::ExpressionFailed, path.as_str(), format!("guard failed ({e})")))?;
-        Ok(self.engine.truthy(out))
+    pub fn test(&self, id: ExprId, data: Data<'_>) -> Result<bool> {
+        let (node, path, _) = &self.compiled[id.0 as usize];
+        eval(node, data, 0)
+            .map(|v| truthy(&v))
+            .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("guard failed: {m}")))
+    }
+}
+
+/// Compile and evaluate once against plain data (for tests and tools).
+pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
+    let node = compile(rule, "", 0)?;
+    eval(&node, Data::Value(data), 0)
+        .map(Cow::into_owned)
+        .map_err(|m| Error::new(Code::ExpressionFailed, format!("expression failed: {m}")))
+}
+
+fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
+    if depth > crate::json::MAX_DEPTH {
+        return Err(Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"));
+    }
+    match rule {
+        Value::Array(items) => {
+            let nodes = items.iter().map(|i| compile(i, path, depth + 1)).collect::<Result<Vec<_>>>()?;
+            if nodes.iter().all(|n| matches!(n, Node::Lit(_))) {
+                return Ok(Node::Lit(rule.clone()));
+            }
+            Ok(Node::Array(nodes))
+        }
+        Value::Object(m) if m.len() == 1 => {
+            let (name, args) = m.iter().next().expect("len checked");
+            let op = op_of(name).ok_or_else(|| {
+                Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\""))
+            })?;
+            let args = match args {
+                Value::Array(a) => a.iter().map(|i| compile(i, path, depth + 1)).collect::<Result<Vec<_>>>()?,
+                other => vec![compile(other, path, depth + 1)?],
+            };
+            Ok(Node::Op(op, args))
+        }
+        other => Ok(Node::Lit(other.clone())),
+    }
+}
+
+type Eval<'a> = std::result::Result<Cow<'a, Value>, String>;
+
+fn num(f: f64) -> Value {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
+        Value::Number(Number::from(f as i64))
+    } else {
+        Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
+    }
+}
+
+/// JavaScript `ToNumber`, as JSONLogic inherits it.
+fn to_number(v: &Value) -> f64 {
+    match v {
+        Value::Null => 0.0,
+        Value::Bool(b) => *b as u8 as f64,
+        Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+        Value::String(s) => {
+            let t = s.trim();
+            if t.is_empty() {
+                0.0
+            } else {
+                t.parse::<f64>().unwrap_or(f64::NAN)
+            }
+        }
+        Value::Array(a) if a.is_empty() => 0.0,
+        Value::Array(a) if a.len() == 1 => to_number(&a[0]),
+        _ => f64::NAN,
+    }
+}
+
+/// JavaScript `ToString`.
+fn to_js_string(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{}", f as i128),
+            Some(f) => format!("{f}"),
+            None => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| if x.is_null() { String::new() } else { to_js_string(x) })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => "[object Object]".into(),
+    }
+}
+
+/// JSONLogic truthiness: JavaScript's, except that an empty array is false.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(_) => true,
+    }
+}
+
+fn strict_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(_), _) | (Value::Object(_), _) => false, // identity in JS: never equal across evaluations
+        _ => a == b,
+    }
+}
+
+/// JavaScript `==` (abstract equality) on JSON values.
+fn loose_eq(a: &Value, b: &Value) -> bool {
+    use Value::*;
+    match (a, b) {
+        (Null, Null) => true,
+        (Null, _) | (_, Null) => false,
+        (Number(_), Number(_)) | (String(_), String(_)) | (Bool(_), Bool(_)) => strict_eq(a, b),
+        (Bool(_), _) => loose_eq(&num(to_number(a)), b),
+        (_, Bool(_)) => loose_eq(a, &num(to_number(b))),
+        (Number(_), String(_)) | (String(_), Number(_)) => to_number(a) == to_number(b),
+        (Array(_) | Object(_), Number(_) | String(_)) => loose_eq(&Value::String(to_js_string(a)), b),
+        (Number(_) | String(_), Array(_) | Object(_)) => loose_eq(a, &Value::String(to_js_string(b))),
+        _ => false,
+    }
+}
+
+/// JavaScript relational comparison: strings compare as strings, the rest as numbers.
+fn less(a: &Value, b: &Value, or_equal: bool) -> bool {
+    if let (Value::String(x), Value::String(y)) = (a, b) {
+        return if or_equal { x <= y } else { x < y };
+    }
+    let (x, y) = (to_number(a), to_number(b));
+    if or_equal {
+        x <= y
+    } else {
+        x < y
+    }
+}
+
+fn eval<'a>(node: &Node, data: Data<'a>, depth: usize) -> Eval<'a> {
+    if depth > MAX_EVAL_DEPTH {
+        return Err("evaluation nested too deeply".into());
+    }
+    match node {
+        Node::Lit(v) => Ok(Cow::Owned(v.clone())),
+        Node::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for i in items {
+                out.push(eval(i, data, depth + 1)?.into_owned());
+            }
+            Ok(Cow::Owned(Value::Array(out)))
+        }
+        Node::Op(op, args) => eval_op(*op, args, data, depth + 1),
+    }
+}
+
+fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> {
+    let arg = |i: usize| -> Eval<'a> {
+        match args.get(i) {
+            Some(n) => eval(n, data, depth),
+            None => Ok(Cow::Owned(Value::Null)),
+        }
+    };
+    let all = || -> std::result::Result<Vec<Value>, String> {
+        args.iter().map(|n| eval(n, data, depth).map(Cow::into_owned)).collect()
+    };
+    let owned = |v: Value| -> Eval<'a> { Ok(Cow::Owned(v)) };
+    match op {
+        Op::Var => {
+            let key = arg(0)?;
+            let default = || arg(1);
+            let found = match key.as_ref() {
+                Value::Null => Some(data.whole()),
+                Value::String(s) => data.lookup(s),
+                Value::Number(n) => data.lookup(&n.to_string()),
+                Value::Array(a) if a.is_empty() => Some(data.whole()),
+                _ => None,
+            };
+            match found {
+                Some(v) if !v.is_null() => Ok(v),
+                _ => default(),
+            }
+        }
+        Op::Missing => {
+            let mut keys = all()?;
+            if let Some(Value::Array(inner)) = keys.first() {
+                keys = inner.clone();
+            }
+            let missing: Vec<Value> = keys
+                .into_iter()
+                .filter(|k| {
+                    let found = data.lookup(&to_js_string(k));
+                    !matches!(found.as_deref(), Some(v) if !v.is_null() && *v != Value::String(String::new()))
+                })
+                .collect();
+            owned(Value::Array(missing))
+        }
+        Op::MissingSome => {
+            let need = to_number(&*arg(0)?);
+            let keys = match arg(1)?.into_owned() {
+                Value::Array(a) => a,
+                other => vec![other],
+            };
+            let mut missing = Vec::new();
+            for k in &keys {
+                let found = data.lookup(&to_js_string(k));
+                if !matches!(found.as_deref(), Some(v) if !v.is_null() && *v != Value::String(String::new())) {
+                    missing.push(k.clone());
+                }
+            }
+            let present = (keys.len() - missing.len()) as f64;
+            owned(Value::Array(if present >= need { Vec::new() } else { missing }))
+        }
+        Op::If => {
+            let mut i = 0;
+            while i + 1 < args.len() {
+                if truthy(&*eval(&args[i], data, depth)?) {
+                    return eval(&args[i + 1], data, depth);
+                }
+                i += 2;
+            }
+            if i < args.len() {
+                eval(&args[i], data, depth)
+            } else {
+                owned(Value::Null)
+            }
+        }
+        Op::Eq => owned(Value::Bool(loose_eq(&*arg(0)?, &*arg(1)?))),
+        Op::Ne => owned(Value::Bool(!loose_eq(&*arg(0)?, &*arg(1)?))),
+        Op::StrictEq => owned(Value::Bool(strict_eq(&*arg(0)?, &*arg(1)?))),
+        Op::StrictNe => owned(Value::Bool(!strict_eq(&*arg(0)?, &*arg(1)?))),
+        Op::Not => owned(Value::Bool(!truthy(&*arg(0)?))),
+        Op::NotNot => owned(Value::Bool(truthy(&*arg(0)?))),
+        Op::Or => {
+            let mut last = Cow::Owned(Value::Null);
+            for n in args {
+                last = eval(n, data, depth)?;
+                if truthy(&last) {
+                    break;
+                }
+            }
+            Ok(last)
+        }
+        Op::And => {
+            let mut last = Cow::Owned(Value::Null);
+            for n in args {
+                last = eval(n, data, depth)?;
+                if !truthy(&last) {
+                    break;
+                }
+            }
+            Ok(last)
+        }
+        Op::Gt => owned(Value::Bool(less(&*arg(1)?, &*arg(0)?, false))),
+        Op::Ge => owned(Value::Bool(less(&*arg(1)?, &*arg(0)?, true))),
+        Op::Lt | Op::Le => {
+            let or_equal = op == Op::Le;
+            let (a, b) = (arg(0)?, arg(1)?);
+            let first = less(&a, &b, or_equal);
+            if args.len() >= 3 {
+                let c = arg(2)?;
+                return owned(Value::Bool(first && less(&b, &c, or_equal)));
+            }
+            owned(Value::Bool(first))
+        }
+        Op::Max | Op::Min => {
+            let vals = all()?;
+            if vals.is_empty() {
+                return owned(Value::Null);
+            }
+            let nums: Vec<f64> = vals.iter().map(to_number).collect();
+            if nums.iter().any(|n| n.is_nan()) {
+                return owned(Value::Null);
+            }
+            let r = if op == Op::Max {
+                nums.into_iter().fold(f64::NEG_INFINITY, f64::max)
+            } else {
+                nums.into_iter().fold(f64::INFINITY, f64::min)
+            };
+            owned(num(r))
+        }
+        Op::Add => owned(num(all()?.iter().map(to_number).sum())),
+        Op::Mul => owned(num(all()?.iter().map(to_number).product())),
+        Op::Sub => {
+            let vals = all()?;
+            match vals.as_slice() {
+                [a] => owned(num(-to_number(a))),
+                [a, b, ..] => owned(num(to_number(a) - to_number(b))),
+                [] => owned(Value::Null),
+            }
+        }
+        Op::Div => owned(num(to_number(&*arg(0)?) / to_number(&*arg(1)?))),
+        Op::Mod => owned(num(to_number(&*arg(0)?) % to_number(&*arg(1)?))),
+        Op::Map | Op::Filter | Op::All | Op::NoneOf | Op::SomeOf => {
+            let items = match arg(0)?.into_owned() {
+                Value::Array(a) => a,
+                _ => Vec::new(),
+            };
+            let Some(body) = args.get(1) else { return owned(Value::Null) };
+            let mut out = Vec::new();
+            for item in &items {
+                let r = eval(body, Data::Value(item), depth)?;
+                match op {
+                    Op::Map => out.push(r.into_owned()),
+                    Op::Filter if truthy(&r) => out.push(item.clone()),
+                    Op::All if !truthy(&r) => return owned(Value::Bool(false)),
+                    Op::NoneOf if truthy(&r) => return owned(Value::Bool(false)),
+                    Op::SomeOf if truthy(&r) => return owned(Value::Bool(true)),
+                    _ => {}
+                }
+            }
+            owned(match op {
+                Op::Map | Op::Filter => Value::Array(out),
+                Op::All => Value::Bool(!items.is_empty()),
+                Op::NoneOf => Value::Bool(true),
+                _ => Value::Bool(false),
+            })
+        }
+        Op::Reduce => {
+            let items = match arg(0)?.into_owned() {
+                Value::Array(a) => a,
+                _ => Vec::new(),
+            };
+            let mut acc = arg(2)?.into_owned();
+            let Some(body) = args.get(1) else { return owned(acc) };
+            for item in items {
+                let mut scope = Map::new();
+                scope.insert("current".into(), item);
+                scope.insert("accumulator".into(), acc);
+                let scope = Value::Object(scope);
+                acc = eval(body, Data::Value(&scope), depth)?.into_owned();
+            }
+            owned(acc)
+        }
+        Op::Merge => {
+            let mut out = Vec::new();
+            for v in all()? {
+                match v {
+                    Value::Array(a) => out.extend(a),
+                    other => out.push(other),
+                }
+            }
+            owned(Value::Array(out))
+        }
+        Op::In => {
+            let (needle, hay) = (arg(0)?, arg(1)?);
+            owned(Value::Bool(match hay.as_ref() {
+                Value::Array(a) => a.iter().any(|x| strict_eq(x, &needle)),
+                Value::String(s) => s.contains(&to_js_string(&needle)),
+                _ => false,
+            }))
+        }
+        Op::Cat => owned(Value::String(all()?.iter().map(to_js_string).collect())),
+        Op::Substr => {
+            let s: Vec<char> = to_js_string(&*arg(0)?).chars().collect();
+            let len = s.len() as i64;
+            let start = to_number(&*arg(1)?);
+            let start = if start.is_nan() { 0 } else { start as i64 };
+            let start = if start < 0 { (len + start).max(0) } else { start.min(len) };
+            let end = match args.get(2) {
+                None => len,
+                Some(_) => {
+                    let l = to_number(&*arg(2)?);
+                    let l = if l.is_nan() { 0 } else { l as i64 };
+                    if l < 0 {
+                        (len + l).max(start)
+                    } else {
+                        (start + l).min(len)
+                    }
+                }
+            };
+            owned(Value::String(s[start as usize..end.max(start) as usize].iter().collect()))
+        }
     }
 }

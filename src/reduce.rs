@@ -7,6 +7,7 @@
 //! configuration is stable — one macrostep per event.
 
 use crate::error::{Code, Error, Result};
+use crate::expr::Data;
 use crate::json;
 use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_PREFIX, MAX_MICROSTEPS, TIMER_EVENT};
 use crate::outbox;
@@ -402,8 +403,14 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn scope(&self, event: &Event) -> Value {
-        json!({ "context": self.context, "event": event.to_value(), "state": self.value })
+    fn data<'e>(&'e self, event: &'e Event) -> Data<'e> {
+        Data::Process {
+            context: &self.context,
+            event_id: &event.id,
+            event_type: &event.event_type,
+            payload: &event.payload,
+            state: &self.value,
+        }
     }
 
     /// Enter the initial configuration of a new process (entry actions run once, here).
@@ -445,7 +452,7 @@ impl Run<'_> {
     fn enabled(&self, t: &Transition, event: &Event) -> Result<bool> {
         match t.guard {
             None => Ok(true),
-            Some(g) => self.m.exprs.test(g, &self.scope(event)),
+            Some(g) => self.m.exprs.test(g, self.data(event)),
         }
     }
 
@@ -597,10 +604,9 @@ impl Run<'_> {
         for a in actions {
             match a {
                 Action::Assign(fields) => {
-                    let scope = self.scope(event);
                     let mut values = Vec::with_capacity(fields.len());
                     for (field, e) in fields {
-                        values.push((field, self.m.exprs.eval(*e, &scope)?));
+                        values.push((field, self.m.exprs.eval(*e, self.data(event))?));
                     }
                     let ctx = self.context.as_object_mut().expect("context is an object");
                     for (field, v) in values {
@@ -608,17 +614,16 @@ impl Run<'_> {
                     }
                 }
                 Action::Respond(e) => {
-                    self.response = Some(self.m.exprs.eval(*e, &self.scope(event))?);
+                    self.response = Some(self.m.exprs.eval(*e, self.data(event))?);
                 }
                 Action::Effect(def) => {
-                    let scope = self.scope(event);
                     let payload = match def.payload {
-                        Some(p) => self.m.exprs.eval(p, &scope)?,
+                        Some(p) => self.m.exprs.eval(p, self.data(event))?,
                         None => Value::Object(Map::new()),
                     };
                     let position = self.effects.len();
                     let key = match def.key {
-                        Some(k) => match self.m.exprs.eval(k, &scope)? {
+                        Some(k) => match self.m.exprs.eval(k, self.data(event))? {
                             Value::String(s) if !s.is_empty() => s,
                             Value::Number(n) => n.to_string(),
                             other => {
