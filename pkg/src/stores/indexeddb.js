@@ -1,0 +1,135 @@
+// IndexedDB store for the browser, implementing the store contract every host shares:
+//
+//   load(processId)                                   -> { snapshot, version } | null
+//   commit(processId, expectedVersion, outcome, extras) -> { ok: true, version } | { ok: false, conflict: true }
+//
+// One readwrite transaction per commit. The compare-and-set on the version happens
+// inside that transaction: IndexedDB serialises readwrite transactions whose scopes
+// overlap, so no other writer (another tab, another call in this tab) can slip in
+// between the read of the current version and the write of the new one.
+//
+// `snapshot` is the engine's opaque string (`outcome.snapshot`); the store never parses it.
+// `expectedVersion` is null for a process that must not exist yet. `extras` may carry
+// `{ event }` (the event that produced this snapshot), kept in an append-only log whose
+// key is [processId, version]; it is written in the same transaction, so the log and
+// the snapshot never disagree.
+//
+//   const store = await openIndexedDBStore({ name: "idem" });
+//   const row = await store.load("order-42");            // null the first time
+//   const out = machine.reduce(row?.snapshot ?? null, event, Date.now(), "order-42");
+//   if (out.changed) await store.commit("order-42", row?.version ?? null, out, { event });
+
+const PROCESSES = "processes";
+const LOG = "log";
+const DB_VERSION = 1;
+
+/** Open (or create) the database and return a store bound to it. */
+export async function openIndexedDBStore({ name = "idem", indexedDB: idb = globalThis.indexedDB } = {}) {
+  if (!idb) throw Object.assign(new Error("IndexedDB is not available in this runtime"), { code: "store_unavailable" });
+  const db = await request(
+    (() => {
+      const req = idb.open(name, DB_VERSION);
+      req.onupgradeneeded = () => {
+        const db = req.result;
+        if (!db.objectStoreNames.contains(PROCESSES)) db.createObjectStore(PROCESSES, { keyPath: "id" });
+        if (!db.objectStoreNames.contains(LOG)) db.createObjectStore(LOG, { keyPath: ["processId", "version"] });
+      };
+      return req;
+    })(),
+  );
+  // Another tab upgrading the schema asks us to let go.
+  db.onversionchange = () => db.close();
+  return new IndexedDBStore(db, name, idb);
+}
+
+export class IndexedDBStore {
+  constructor(db, name, idb) {
+    this.db = db;
+    this.name = name;
+    this.idb = idb;
+  }
+
+  /** The stored snapshot and its version, or null when the process does not exist. */
+  async load(processId) {
+    const tx = this.db.transaction(PROCESSES, "readonly");
+    const row = await request(tx.objectStore(PROCESSES).get(processId));
+    return row ? { snapshot: row.snapshot, version: row.version } : null;
+  }
+
+  /**
+   * Write `outcome.snapshot` if the stored version is still `expectedVersion`
+   * (null: the process must not exist). One readwrite transaction.
+   */
+  commit(processId, expectedVersion, outcome, extras = {}) {
+    const snapshot = typeof outcome === "string" ? outcome : outcome?.snapshot;
+    if (typeof snapshot !== "string") {
+      return Promise.reject(Object.assign(new Error("commit needs an outcome with a snapshot string"), { code: "store_bad_input" }));
+    }
+    return new Promise((resolve, reject) => {
+      const tx = this.db.transaction([PROCESSES, LOG], "readwrite");
+      const processes = tx.objectStore(PROCESSES);
+      let result = null;
+      const get = processes.get(processId);
+      get.onsuccess = () => {
+        const current = get.result;
+        const have = current ? current.version : null;
+        if (have !== (expectedVersion ?? null)) {
+          result = { ok: false, conflict: true };
+          return; // nothing written: the transaction commits empty
+        }
+        const version = (have ?? 0) + 1;
+        processes.put({
+          id: processId,
+          snapshot,
+          version,
+          state: outcome?.state ?? null,
+          revision: outcome?.revision ?? null,
+          updatedAt: Date.now(),
+        });
+        if (extras && extras.event) {
+          tx.objectStore(LOG).put({ processId, version, event: extras.event, status: outcome?.status ?? null });
+        }
+        result = { ok: true, version };
+      };
+      tx.oncomplete = () => resolve(result);
+      tx.onerror = () => reject(tx.error ?? get.error);
+      tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
+    });
+  }
+
+  /** Ids of the stored processes. */
+  async list() {
+    const tx = this.db.transaction(PROCESSES, "readonly");
+    return (await request(tx.objectStore(PROCESSES).getAllKeys())).map(String);
+  }
+
+  /** The events committed for a process, oldest first: [{ version, event, status }]. */
+  async log(processId) {
+    const tx = this.db.transaction(LOG, "readonly");
+    const range = IDBKeyRange.bound([processId, 0], [processId, Infinity]);
+    return (await request(tx.objectStore(LOG).getAll(range))).map(({ version, event, status }) => ({ version, event, status }));
+  }
+
+  /** Remove every process and log entry (one transaction). */
+  clear() {
+    return new Promise((resolve, reject) => {
+      const tx = this.db.transaction([PROCESSES, LOG], "readwrite");
+      tx.objectStore(PROCESSES).clear();
+      tx.objectStore(LOG).clear();
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error);
+      tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
+    });
+  }
+
+  close() {
+    this.db.close();
+  }
+}
+
+function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
