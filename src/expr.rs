@@ -8,6 +8,11 @@
 //! official JSONLogic test suite (`tests/jsonlogic/tests.json`) in `cargo test`.
 //!
 //! Expressions read `context`, `event` (`id`, `type`, `payload`) and `state`.
+//!
+//! One extension: an object whose key is not an operator is an object literal
+//! whose values are expressions (`{"amount": {"var": "context.total"}}`), so
+//! payloads and responses can be built. A guard's top must still be an
+//! operator or a literal, so a misspelt operator there is an error.
 
 use crate::error::{Code, Error, Result};
 use serde_json::{Map, Number, Value};
@@ -98,6 +103,8 @@ fn op_of(name: &str) -> Option<Op> {
 enum Node {
     Lit(Value),
     Array(Vec<Node>),
+    /// An object literal whose values are expressions (idem's one extension).
+    Object(Vec<(String, Node)>),
     Op(Op, Vec<Node>),
 }
 
@@ -173,8 +180,23 @@ pub struct Exprs {
 const MAX_EVAL_DEPTH: usize = 128;
 
 impl Exprs {
-    /// Compile `rule`, naming `path` in the error when it is not valid JSONLogic.
+    /// Compile a computed value, naming `path` in the error when it is not valid.
     pub fn compile(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
+        let node = compile(rule, path, 0)?;
+        self.compiled.push((node, path.to_string(), rule.clone()));
+        Ok(ExprId(self.compiled.len() as u32 - 1))
+    }
+
+    /// Compile a guard: as [`Exprs::compile`], but its top must be an operator
+    /// or a literal, so a misspelt operator is an error rather than an object
+    /// literal that is always true.
+    pub fn compile_guard(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
+        if let Value::Object(m) = rule {
+            if m.len() != 1 || op_of(m.keys().next().expect("len checked")).is_none() {
+                let name = m.keys().next().map(String::as_str).unwrap_or("");
+                return Err(Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")));
+            }
+        }
         let node = compile(rule, path, 0)?;
         self.compiled.push((node, path.to_string(), rule.clone()));
         Ok(ExprId(self.compiled.len() as u32 - 1))
@@ -226,16 +248,24 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
             }
             Ok(Node::Array(nodes))
         }
-        Value::Object(m) if m.len() == 1 => {
+        Value::Object(m) if m.len() == 1 && op_of(m.keys().next().expect("len checked")).is_some() => {
             let (name, args) = m.iter().next().expect("len checked");
-            let op = op_of(name).ok_or_else(|| {
-                Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\""))
-            })?;
+            let op = op_of(name).expect("checked");
             let args = match args {
                 Value::Array(a) => a.iter().map(|i| compile(i, path, depth + 1)).collect::<Result<Vec<_>>>()?,
                 other => vec![compile(other, path, depth + 1)?],
             };
             Ok(Node::Op(op, args))
+        }
+        Value::Object(m) => {
+            let fields = m
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), compile(v, path, depth + 1)?)))
+                .collect::<Result<Vec<_>>>()?;
+            if fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
+                return Ok(Node::Lit(rule.clone()));
+            }
+            Ok(Node::Object(fields))
         }
         other => Ok(Node::Lit(other.clone())),
     }
@@ -352,6 +382,13 @@ fn eval<'a>(node: &Node, data: Data<'a>, depth: usize) -> Eval<'a> {
                 out.push(eval(i, data, depth + 1)?.into_owned());
             }
             Ok(Cow::Owned(Value::Array(out)))
+        }
+        Node::Object(fields) => {
+            let mut out = Map::new();
+            for (k, n) in fields {
+                out.insert(k.clone(), eval(n, data, depth + 1)?.into_owned());
+            }
+            Ok(Cow::Owned(Value::Object(out)))
         }
         Node::Op(op, args) => eval_op(*op, args, data, depth + 1),
     }

@@ -441,7 +441,7 @@ impl Machine {
                     }
                 }
                 if let Some(g) = o.get("guard") {
-                    t.guard = Some(self.exprs.compile(g, &format!("{path}.guard"))?);
+                    t.guard = Some(self.exprs.compile_guard(g, &format!("{path}.guard"))?);
                 }
                 if let Some(a) = o.get("actions") {
                     t.actions = parse_actions(&mut self.exprs, a, &format!("{path}.actions"))?;
@@ -475,8 +475,7 @@ impl Machine {
             }
             let mut seen = vec![start];
             let mut leaf = start;
-            loop {
-                let Some(t) = self.certain_always(leaf) else { break };
+            while let Some(t) = self.certain_always(leaf) {
                 let next = match t.target {
                     None => {
                         return Err(Error::at(

@@ -494,7 +494,7 @@ impl Run<'_> {
     fn transition_domain(&self, t: &Transition, target: StateIdx) -> Option<StateIdx> {
         let m = self.m;
         let internal = !t.reenter && (target == t.source || m.is_descendant(target, t.source));
-        if internal && !m.states[t.source].children.is_empty() {
+        if internal {
             return Some(t.source);
         }
         self.find_lca(t.source, target)
