@@ -326,10 +326,21 @@ impl Machine {
         outbox::prune(&mut next.outbox, now, self.retention.default_ms);
         self.remember(&mut next, &event, &fp, now, "applied", response.clone());
         let next_due_at = next_due(&next);
+        let text = next.encode();
+        if text.len() > self.limits.max_snapshot_bytes {
+            return Err(Error::new(
+                Code::SnapshotTooLarge,
+                format!(
+                    "applying the event would make the snapshot {} bytes, more than the {} allowed",
+                    text.len(),
+                    self.limits.max_snapshot_bytes
+                ),
+            ));
+        }
         Ok(Outcome {
             status: Status::Applied,
             duplicate: false,
-            snapshot: Some(next.encode()),
+            snapshot: Some(text),
             response,
             effects: run.effects.into_iter().map(|(e, _)| e).collect(),
             error: None,

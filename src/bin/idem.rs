@@ -38,7 +38,8 @@ fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
 }
 
 fn read(path: &str) -> Result<String, Error> {
-    std::fs::read_to_string(path).map_err(|e| Error::new(Code::Io, format!("cannot read {path}: {e}")))
+    let bytes = std::fs::read(path).map_err(|e| Error::new(Code::Io, format!("cannot read {path}: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| Error::new(Code::InvalidJson, format!("{path} is not valid utf-8 (byte {})", e.utf8_error().valid_up_to())))
 }
 
 fn machine(args: &[String]) -> Result<Machine, Error> {

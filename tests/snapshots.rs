@@ -1,0 +1,166 @@
+//! The snapshot is a versioned wire format: old snapshots stay loadable, other
+//! machines' and corrupted snapshots are rejected with a clear code, and
+//! restoring a snapshot never replays entry actions.
+
+use idem::{Code, Machine};
+use serde_json::{json, Value};
+
+const V1_SNAPSHOT: &str = include_str!("fixtures/order-v1-format1.snapshot");
+const V1_MACHINE: &str = include_str!("fixtures/order-v1.json");
+
+fn v1() -> Machine {
+    Machine::from_json(V1_MACHINE).unwrap()
+}
+
+fn ship() -> Value {
+    json!({ "id": "s1", "type": "SHIP" })
+}
+
+/// Re-sign an edited snapshot body so only the edit, not the checksum, is tested.
+fn resign(mut body: Value) -> String {
+    body.as_object_mut().unwrap().remove("check");
+    let mut text = serde_json::to_string(&body).unwrap();
+    let h = idem::json::hash64(text.as_bytes());
+    text.pop();
+    format!("{text},\"check\":\"{h:016x}\"}}")
+}
+
+#[test]
+fn format_1_written_by_0_1_still_loads_and_continues() {
+    let m = v1();
+    let o = m.reduce_in("order-7", Some(V1_SNAPSHOT), &ship(), 1_700_000_002_000);
+    assert_eq!(o.status.as_str(), "applied");
+    assert_eq!(o.state, json!("shipped"));
+    assert_eq!(o.revision, 3);
+    assert_eq!(o.upgraded_from, None);
+    // Re-encoding the decoded fixture gives the same bytes: the format is stable.
+    let decoded = idem::Snapshot::decode(V1_SNAPSHOT, usize::MAX).unwrap();
+    assert_eq!(decoded.encode(), V1_SNAPSHOT);
+}
+
+#[test]
+fn restoring_does_not_replay_entry_actions() {
+    // `paid` emits a ship effect on entry; loading a snapshot in `paid` must not emit it again.
+    let m = v1();
+    let o = m.reduce_in("order-7", Some(V1_SNAPSHOT), &ship(), 1_700_000_002_000);
+    assert!(o.effects.is_empty(), "{:?}", o.effects);
+    let outbox = idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["outbox"].clone();
+    assert_eq!(outbox.as_array().unwrap().len(), 1, "the one ship effect from the original entry");
+}
+
+#[test]
+fn a_newer_version_of_the_same_machine_accepts_a_state_it_still_has() {
+    let v2 = V1_MACHINE.replace("\"version\": \"1\"", "\"version\": \"2\"").replace(
+        "\"cancelled\": { \"type\": \"final\" }",
+        "\"cancelled\": { \"type\": \"final\" }, \"refunded\": { \"type\": \"final\" }",
+    );
+    let m = Machine::from_json(&v2).unwrap();
+    assert_eq!(m.version, "2");
+    let o = m.reduce_in("order-7", Some(V1_SNAPSHOT), &ship(), 1_700_000_002_000);
+    assert_eq!(o.status.as_str(), "applied");
+    assert_eq!(o.upgraded_from.as_deref(), Some("1"));
+    let after = idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!(after["machine"]["version"], json!("2"), "rewritten under the new version");
+    // A duplicate answered from the old ledger also says where the snapshot came from.
+    let dup = m.reduce_in("order-7", Some(V1_SNAPSHOT), &json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 40 } }), 1_700_000_002_000);
+    assert_eq!(dup.status.as_str(), "duplicate");
+    assert_eq!(dup.response, json!("recorded p1"));
+}
+
+#[test]
+fn a_newer_version_without_the_state_rejects_with_missing_state() {
+    let v3 = V1_MACHINE.replace("\"version\": \"1\"", "\"version\": \"3\"").replace("\"paid\": {", "\"settled\": {").replace("\"target\": \"paid\"", "\"target\": \"settled\"");
+    let m = Machine::from_json(&v3).unwrap();
+    let o = m.reduce_in("order-7", Some(V1_SNAPSHOT), &ship(), 1_700_000_002_000);
+    assert_eq!(o.status.as_str(), "rejected");
+    let e = o.error.unwrap();
+    assert_eq!(e.code, Code::MissingState);
+    assert!(e.message.contains("\"paid\""), "{}", e.message);
+}
+
+#[test]
+fn another_machines_snapshot_is_rejected() {
+    let door = Machine::from_json(include_str!("machines/door.json")).unwrap();
+    let o = door.reduce(Some(V1_SNAPSHOT), &json!({ "id": "x", "type": "OPEN" }), 0);
+    assert_eq!(o.status.as_str(), "rejected");
+    assert_eq!(o.error.unwrap().code, Code::WrongMachine);
+}
+
+#[test]
+fn corrupted_snapshots_are_rejected_never_reinterpreted() {
+    let m = v1();
+    let reject = |text: &str| {
+        let o = m.reduce(Some(text), &ship(), 0);
+        assert_eq!(o.status.as_str(), "rejected", "accepted {text:?}");
+        assert!(o.snapshot.is_none());
+        o.error.unwrap().code
+    };
+    // Every single-bit flip anywhere is caught.
+    let bytes = V1_SNAPSHOT.as_bytes();
+    for i in (0..bytes.len()).step_by(7) {
+        for bit in [0x01u8, 0x10] {
+            let mut b = bytes.to_vec();
+            b[i] ^= bit;
+            if let Ok(text) = String::from_utf8(b) {
+                let code = reject(&text);
+                assert!(matches!(code, Code::InvalidSnapshot), "byte {i}: {code}");
+            }
+        }
+    }
+    // Truncations at every length.
+    for n in 0..V1_SNAPSHOT.len() {
+        if V1_SNAPSHOT.is_char_boundary(n) {
+            assert_eq!(reject(&V1_SNAPSHOT[..n]), Code::InvalidSnapshot);
+        }
+    }
+    // A validly signed snapshot whose state is not in the machine.
+    let mut body: Value = serde_json::from_str(V1_SNAPSHOT).unwrap();
+    body["value"] = json!("nowhere");
+    assert_eq!(reject(&resign(body)), Code::InvalidSnapshot);
+    // A validly signed snapshot whose fields are not format 1's.
+    let mut body: Value = serde_json::from_str(V1_SNAPSHOT).unwrap();
+    body["revision"] = json!("two");
+    assert_eq!(reject(&resign(body)), Code::InvalidSnapshot);
+}
+
+#[test]
+fn a_newer_format_is_refused_with_its_own_code() {
+    let mut body: Value = serde_json::from_str(V1_SNAPSHOT).unwrap();
+    body["format"] = json!(2);
+    let o = v1().reduce(Some(&resign(body)), &ship(), 0);
+    assert_eq!(o.error.unwrap().code, Code::UnsupportedSnapshotFormat);
+}
+
+#[test]
+fn snapshots_over_the_limit_are_neither_written_nor_read() {
+    let limited = V1_MACHINE.replace("\"retention\":", "\"limits\": { \"maxSnapshotBytes\": 1024 }, \"retention\":");
+    let m = Machine::from_json(&limited).unwrap();
+    let roomy = Machine::from_json(V1_MACHINE).unwrap();
+    let pay = |i: u32| json!({ "id": format!("e{i}"), "type": "PAYMENT_PARTIAL", "payload": { "paymentId": format!("p{i}"), "amount": 1 } });
+    // Grow a snapshot past 1 KiB with the roomy machine, then feed it to the limited one.
+    let mut s = None;
+    for i in 0..10 {
+        s = roomy.reduce(s.as_deref(), &pay(i), 0).snapshot.or(s);
+    }
+    let big = s.unwrap();
+    assert!(big.len() > 1024);
+    let o = m.reduce(Some(&big), &pay(99), 0);
+    assert_eq!(o.error.unwrap().code, Code::SnapshotTooLarge);
+    // The limited machine refuses to produce what it could not read back.
+    let mut s: Option<String> = None;
+    let mut refused = None;
+    for i in 0..20 {
+        let o = m.reduce(s.as_deref(), &pay(i), 0);
+        match o.snapshot {
+            Some(next) => s = Some(next),
+            None => {
+                refused = Some(o);
+                break;
+            }
+        }
+    }
+    let o = refused.expect("the snapshot outgrew its limit");
+    assert_eq!(o.status.as_str(), "rejected");
+    assert_eq!(o.error.unwrap().code, Code::SnapshotTooLarge);
+    assert!(s.unwrap().len() <= 1024);
+}
