@@ -1,0 +1,372 @@
+// The HTTP mapping shared by every server host (Cloudflare Worker, Durable
+// Object, Deno): a standard `Request -> Response` function, no runtime APIs.
+//
+//   GET  {base}/                          what this API is: machine, retention window, limits
+//   POST {base}/processes/:id/events      apply an event; the event id is the Idempotency-Key header
+//   GET  {base}/processes/:id             the process as `machine.inspect` shows it (+ version)
+//   GET  {base}/processes/:id/events      the event log (?after=<revision>&limit=<n>)
+//
+// POST follows the IETF draft "The Idempotency-Key HTTP Header Field":
+//
+//   outcome                                   status  body
+//   applied (the event created the process)   201     { processId, eventId, status, revision, response } + Location
+//   applied                                   200     same shape
+//   duplicate (a replay)                      the FIRST status and body, byte for byte, + `Idempotency-Replayed: true`
+//   conflict (key reused, different request)  422     problem `id_conflict`
+//   ignored (state does not accept it)        409     problem `event_not_accepted` (nothing recorded; a later
+//                                                     delivery is judged afresh, unless the machine records ignored ids)
+//   rejected                                  400 / 413 / 422 by engine code (see STATUS_BY_CODE), 500 for a bad stored snapshot
+//   contention outlasting the retries         409     problem `contention` + Retry-After (retry with the same key)
+//   missing Idempotency-Key                   400     problem `missing_idempotency_key`
+//   malformed Idempotency-Key                 400     problem `invalid_idempotency_key`
+//   body over the limit                       413     problem `request_too_large`
+//
+// Errors are `application/problem+json` (RFC 9457) with a stable `code`
+// member. Every event response carries `Idem-Outcome: <engine status>`.
+//
+// Window of protection (published at `GET {base}/`): an event id is remembered
+// for the machine's retention window (`retention.defaultMs`, or the window of
+// its type in `retention.perType`) and at most `retention.maxEntries` ids per
+// process. A copy that arrives after that window is judged afresh by the
+// state chart (usually `ignored`, 409).
+//
+// Idempotency-Key values: 1–128 characters of `A–Z a–z 0–9 . _ ~ -`, bare or
+// as a structured-field string (`"…"`). `/`, `#` and `:` are refused because
+// the ids the engine chooses for its own reports (`<process>/<event>:0#1:started`,
+// `after:<state>:<ms>:<rev>`) use them, so a client can never occupy one.
+// Event types starting with `idem.` are the engine's own, and
+// `<effect>.succeeded` / `<effect>.failed` for the machine's effect types are
+// raised by the engine when an effect finishes: clients cannot send either (422).
+
+import { apply, ContentionError, readClock } from "./host.js";
+
+/** Largest POST body accepted by default (bytes): the engine's 64 KiB payload limit plus room for the envelope. */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 + 1024;
+export const KEY_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
+export const PROCESS_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$/;
+export const REPLAY_HEADER = "Idempotency-Replayed";
+export const OUTCOME_HEADER = "Idem-Outcome";
+
+/** HTTP status of a `rejected` outcome, by engine error code (others: 422). */
+export const STATUS_BY_CODE = {
+  invalid_json: 400,
+  invalid_event: 400,
+  missing_event_id: 400,
+  missing_event_type: 400,
+  event_id_too_long: 400,
+  nesting_too_deep: 400,
+  payload_too_large: 413,
+  unknown_event_type: 422,
+  id_conflict: 422,
+  expression_failed: 422,
+  microstep_limit: 422,
+  unknown_effect: 422,
+  invalid_effect_report: 422,
+  snapshot_too_large: 507,
+  invalid_snapshot: 500,
+  unsupported_snapshot_format: 500,
+  wrong_machine: 500,
+  missing_state: 500,
+};
+
+const TITLES = {
+  400: "Bad Request",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  409: "Conflict",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Content",
+  500: "Internal Server Error",
+  507: "Insufficient Storage",
+};
+
+/**
+ * An `application/problem+json` response (RFC 9457) with a stable `code`.
+ * @param {number} status
+ * @param {string} code
+ * @param {string} detail
+ * @param {Record<string, unknown>} [extra] extension members
+ * @param {Record<string, string>} [headers]
+ */
+export function problem(status, code, detail, extra = {}, headers = {}) {
+  const body = { type: "about:blank", title: TITLES[status] ?? "Error", status, code, detail, ...extra };
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/problem+json", ...headers },
+  });
+}
+
+function json(status, body, headers = {}) {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+}
+
+/** The Idempotency-Key header value: a bare token or a structured-field string. */
+export function parseIdempotencyKey(raw) {
+  if (raw === null) return { missing: true };
+  let v = raw.trim();
+  if (v.length >= 2 && v.startsWith('"') && v.endsWith('"')) v = v.slice(1, -1).replace(/\\(["\\])/g, "$1");
+  return KEY_PATTERN.test(v) ? { key: v } : { invalid: true };
+}
+
+/** Read at most `max` bytes of a body; null when it is longer. */
+async function readLimited(request, max) {
+  const declared = Number(request.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > max) return null;
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** Effect types declared anywhere in a machine definition. */
+function effectTypes(definition) {
+  const found = new Set();
+  const walk = (v) => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === "object") {
+      if (v.effect && typeof v.effect.type === "string") found.add(v.effect.type);
+      Object.values(v).forEach(walk);
+    }
+  };
+  walk(definition);
+  return found;
+}
+
+/**
+ * Build the HTTP API for one machine over one store.
+ *
+ * ```js
+ * const api = createHttpApi({ machine, store: new D1Store(env.DB), basePath: "/api",
+ *   afterCommit: (processId, outcome) => dispatch(store, machine, processId, effects) });
+ * export default { fetch: (req, env, ctx) => api.handle(req, { waitUntil: (p) => ctx.waitUntil(p) }) };
+ * ```
+ *
+ * `afterCommit(processId, outcome)` runs after every successful commit made
+ * for a request (never before it, never for a duplicate); when it returns a
+ * promise, that promise is handed to `waitUntil` so the reply is not delayed.
+ *
+ * @param {import("./index.d.ts").HttpApiOptions} options
+ */
+export function createHttpApi(options) {
+  const { machine, store } = options;
+  const base = (options.basePath ?? "").replace(/\/+$/, "");
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const applyOptions = { now: options.now, maxRetries: options.maxRetries, backoff: options.backoff, onConflict: options.onConflict };
+  const effects = effectTypes(typeof machine.definition === "function" ? machine.definition() : {});
+  const reserved = (type) =>
+    type.startsWith("idem.") || [".succeeded", ".failed"].some((s) => type.endsWith(s) && effects.has(type.slice(0, -s.length)));
+
+  /** Frozen first answer for an event: from the applied outcome, or from the ledger for a replay. */
+  function firstAnswer(processId, eventId, entry, eventType) {
+    if (entry.status === "ignored") {
+      return {
+        status: 409,
+        problem: ["event_not_accepted", `event type "${eventType}" is not accepted in the current state`, { processId, eventId }],
+      };
+    }
+    const created = entry.rev === 1;
+    const body = { processId, eventId, status: "applied", revision: entry.rev, response: entry.response ?? null };
+    const headers = created ? { location: `${base}/processes/${processId}` } : {};
+    return { status: created ? 201 : 200, body, headers };
+  }
+
+  function answer(a, outcomeStatus, replay) {
+    const headers = { [OUTCOME_HEADER]: outcomeStatus, ...(a.headers ?? {}) };
+    if (replay) headers[REPLAY_HEADER] = "true";
+    if (a.problem) return problem(a.status, a.problem[0], a.problem[1], a.problem[2], headers);
+    return json(a.status, a.body, headers);
+  }
+
+  async function postEvent(request, processId, hooks) {
+    const k = parseIdempotencyKey(request.headers.get("idempotency-key"));
+    if (k.missing) return problem(400, "missing_idempotency_key", "the Idempotency-Key header is required; reuse the same value when you retry");
+    if (k.invalid) return problem(400, "invalid_idempotency_key", `Idempotency-Key must match ${KEY_PATTERN.source}`);
+    const ct = request.headers.get("content-type");
+    if (ct && !/^application\/([a-z0-9.+-]*\+)?json\b/i.test(ct)) {
+      return problem(415, "unsupported_media_type", "the body must be application/json");
+    }
+    const text = await readLimited(request, maxBody);
+    if (text === null) return problem(413, "request_too_large", `the body is larger than ${maxBody} bytes`, { limit: maxBody });
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return problem(400, "invalid_json", "the body is not valid json");
+    }
+    if (!body || typeof body !== "object" || Array.isArray(body)) {
+      return problem(400, "invalid_event", "the body must be an object { type, payload }");
+    }
+    if ("id" in body && body.id !== k.key) {
+      return problem(400, "invalid_event", "the body's id differs from the Idempotency-Key header; send the id in the header only");
+    }
+    if (typeof body.type === "string" && reserved(body.type)) {
+      return problem(422, "reserved_event_type", `event type "${body.type}" is reported by the engine, not by clients`);
+    }
+    const event = { ...body, id: k.key };
+
+    let out;
+    try {
+      out = await apply(store, machine, processId, event, applyOptions);
+    } catch (err) {
+      if (err instanceof ContentionError || err?.code === "contention") {
+        return problem(409, "contention", err.message, { processId, eventId: k.key }, { "retry-after": "1" });
+      }
+      throw err;
+    }
+
+    switch (out.status) {
+      case "applied": {
+        if (out.changed && options.afterCommit) {
+          const p = options.afterCommit(processId, out);
+          if (p && typeof p.then === "function") {
+            const guarded = p.catch((err) => options.onError?.(err));
+            if (hooks.waitUntil) hooks.waitUntil(guarded);
+          }
+        }
+        const a = firstAnswer(processId, k.key, { status: "applied", rev: out.revision, response: out.response }, event.type);
+        return answer(a, "applied", false);
+      }
+      case "duplicate": {
+        const entry = machine.inspect(out.snapshot).ledger.find((e) => e.id === k.key);
+        const a = entry
+          ? firstAnswer(processId, k.key, entry, event.type)
+          : { status: 200, body: { processId, eventId: k.key, status: "applied", revision: null, response: out.response ?? null } };
+        return answer(a, "duplicate", true);
+      }
+      case "ignored": {
+        if (out.changed && options.afterCommit) {
+          const p = options.afterCommit(processId, out);
+          if (p && typeof p.then === "function" && hooks.waitUntil) hooks.waitUntil(p.catch((err) => options.onError?.(err)));
+        }
+        const a = firstAnswer(processId, k.key, { status: "ignored" }, event.type);
+        return answer(a, "ignored", false);
+      }
+      case "conflict":
+        return problem(
+          422,
+          "id_conflict",
+          "this Idempotency-Key was already used for a different request (type or payload differ)",
+          { processId, eventId: k.key },
+          { [OUTCOME_HEADER]: "conflict" },
+        );
+      default: {
+        const err = out.error ?? { code: "rejected", message: "the event was rejected" };
+        const status = STATUS_BY_CODE[err.code] ?? 422;
+        const extra = { processId, eventId: k.key };
+        if (err.path) extra.path = err.path;
+        return problem(status, err.code, err.message, extra, { [OUTCOME_HEADER]: "rejected" });
+      }
+    }
+  }
+
+  async function getProcess(processId) {
+    const loaded = await store.load(processId);
+    if (!loaded) return problem(404, "process_not_found", `no process "${processId}"`, { processId });
+    return json(200, { processId, version: loaded.version, ...machine.inspect(loaded.snapshot) });
+  }
+
+  async function getEvents(processId, url) {
+    const after = Number(url.searchParams.get("after") ?? 0);
+    const limit = Math.min(Number(url.searchParams.get("limit") ?? 100), 1000);
+    if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1) {
+      return problem(400, "invalid_query", "after must be a revision (integer >= 0) and limit an integer from 1 to 1000");
+    }
+    let events;
+    if (typeof store.events === "function") {
+      events = await store.events(processId, { after, limit });
+    } else {
+      // Stores without a log: the ledger (the ids still remembered) is the log.
+      const loaded = await store.load(processId);
+      events = loaded
+        ? machine
+            .inspect(loaded.snapshot)
+            .ledger.filter((e) => e.rev > after)
+            .slice(0, limit)
+            .map((e) => ({ eventId: e.id, revision: e.rev, type: null, status: e.status, response: e.response, receivedAt: e.at }))
+        : [];
+    }
+    if (events.length === 0 && !(await store.load(processId))) {
+      return problem(404, "process_not_found", `no process "${processId}"`, { processId });
+    }
+    const next = events.length === limit ? events[events.length - 1].revision : null;
+    return json(200, { processId, events, next });
+  }
+
+  function describeApi() {
+    const retention = machine.retention();
+    return json(200, {
+      machine: { id: machine.id, version: machine.version, hash: machine.hash },
+      eventTypes: machine.eventTypes(),
+      idempotency: {
+        header: "Idempotency-Key",
+        pattern: KEY_PATTERN.source,
+        replayHeader: REPLAY_HEADER,
+        windowMs: retention.defaultMs,
+        windowMsByType: retention.perType,
+        maxRememberedPerProcess: retention.maxEntries,
+      },
+      limits: { maxBodyBytes: maxBody, processIdPattern: PROCESS_ID_PATTERN.source },
+      routes: {
+        postEvent: `POST ${base}/processes/{id}/events`,
+        getProcess: `GET ${base}/processes/{id}`,
+        getEvents: `GET ${base}/processes/{id}/events?after={revision}&limit={n}`,
+      },
+    });
+  }
+
+  /**
+   * Answer one request. Paths outside `basePath` get a 404 problem; use
+   * `matches(request)` first to fall through to other routes (static assets).
+   * @param {Request} request
+   * @param {{ waitUntil?: (p: Promise<unknown>) => void }} [hooks]
+   * @returns {Promise<Response>}
+   */
+  async function handle(request, hooks = {}) {
+    const url = new URL(request.url);
+    const path = url.pathname.slice(base.length) || "/";
+    if (!url.pathname.startsWith(base)) return problem(404, "not_found", `no route for ${url.pathname}`);
+    if (path === "/") {
+      if (request.method !== "GET") return problem(405, "method_not_allowed", "use GET", {}, { allow: "GET" });
+      return describeApi();
+    }
+    const m = /^\/processes\/([^/]+)(\/events)?\/?$/.exec(path);
+    if (!m) return problem(404, "not_found", `no route for ${url.pathname}`);
+    const processId = m[1];
+    if (!PROCESS_ID_PATTERN.test(processId)) {
+      return problem(400, "invalid_process_id", `process ids must match ${PROCESS_ID_PATTERN.source}`);
+    }
+    if (m[2]) {
+      if (request.method === "POST") return postEvent(request, processId, hooks);
+      if (request.method === "GET") return getEvents(processId, url);
+      return problem(405, "method_not_allowed", "use POST or GET", {}, { allow: "GET, POST" });
+    }
+    if (request.method === "GET") return getProcess(processId);
+    return problem(405, "method_not_allowed", "use GET", {}, { allow: "GET" });
+  }
+
+  /** Whether a request is for this API (its path is under `basePath`). */
+  function matches(request) {
+    const p = new URL(request.url).pathname;
+    return base === "" ? p === "/" || p.startsWith("/processes/") : p === base || p.startsWith(`${base}/`);
+  }
+
+  return { handle, matches, now: () => readClock(options.now) };
+}

@@ -1,0 +1,338 @@
+// Types for idem's JavaScript API: the engine (Machine), the store contract,
+// the host loop, the dispatcher and the HTTP mapping.
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** An event: a stable id chosen by its originator (reused on every retry), a type and a payload. */
+export interface Event {
+  id: string;
+  type: string;
+  payload?: Json;
+}
+
+/** The stored form of a process: opaque text (wire format 1, JSON ending with a checksum). Store it as is. */
+export type Snapshot = string;
+
+export type OutcomeStatus = "applied" | "duplicate" | "conflict" | "ignored" | "rejected";
+
+/** Stable error codes carried by `Outcome.error.code` and by thrown `IdemError`s. */
+export type ErrorCode =
+  // definition
+  | "invalid_json"
+  | "invalid_definition"
+  | "unknown_target"
+  | "invalid_initial"
+  | "duplicate_state_id"
+  | "invalid_expression"
+  | "unknown_action"
+  | "always_loop"
+  | "definition_too_large"
+  // event
+  | "invalid_event"
+  | "missing_event_id"
+  | "missing_event_type"
+  | "event_id_too_long"
+  | "payload_too_large"
+  | "nesting_too_deep"
+  | "unknown_event_type"
+  | "id_conflict"
+  // snapshot
+  | "invalid_snapshot"
+  | "snapshot_too_large"
+  | "unsupported_snapshot_format"
+  | "wrong_machine"
+  | "missing_state"
+  // runtime
+  | "expression_failed"
+  | "microstep_limit"
+  | "unknown_effect"
+  | "invalid_effect_report"
+  // command line
+  | "usage"
+  | "io";
+
+/** Codes added by the hosts (not the engine). */
+export type HostErrorCode =
+  | "contention"
+  | "missing_idempotency_key"
+  | "invalid_idempotency_key"
+  | "reserved_event_type"
+  | "request_too_large"
+  | "unsupported_media_type"
+  | "event_not_accepted"
+  | "invalid_process_id"
+  | "process_not_found"
+  | "invalid_query"
+  | "not_found"
+  | "method_not_allowed";
+
+export interface IdemErrorInfo {
+  code: ErrorCode;
+  message: string;
+  path?: string;
+}
+
+/** An effect emitted by a transition, to be performed after the commit. */
+export interface Effect {
+  /** Stable idempotency key, the same across every retry. */
+  key: string;
+  type: string;
+  payload: Json;
+  /** Whether the provider honours idempotency keys (false: verify before retrying an unknown outcome). */
+  idempotent: boolean;
+}
+
+/** What `Machine.reduce` decided. Write `snapshot` only when `changed`. */
+export interface Outcome {
+  status: OutcomeStatus;
+  duplicate: boolean;
+  changed: boolean;
+  /** The snapshot to store (the input one when `changed` is false; null for a process that does not exist). */
+  snapshot: Snapshot | null;
+  state: Json;
+  revision: number;
+  /** The response frozen for this event; duplicates get the first one back. */
+  response: Json;
+  effects: Effect[];
+  error?: IdemErrorInfo;
+  /** Earliest time (ms) some effect or timer is due, or null. */
+  nextDueAt: number | null;
+  upgradedFrom?: string;
+}
+
+/** An outcome as returned by `apply`: plus the store version and the number of tries. */
+export interface AppliedOutcome extends Outcome {
+  /** The store's version after this call (null when the process does not exist). */
+  version: Version | null;
+  /** Load-reduce-commit tries used (1 without contention). */
+  attempts: number;
+}
+
+/** Work due now, from `Machine.due(snapshot, now)`. */
+export type DueItem =
+  | {
+      kind: "attempt";
+      key: string;
+      type: string;
+      payload: Json;
+      idempotent: boolean;
+      attempt: number;
+      attemptId: string;
+      dueAt: number;
+      /** Report this first; only an `applied` outcome lets this dispatcher perform the attempt. */
+      started: Event;
+      /** Id of the result report (succeeded / failed / unknown). */
+      resultId: string;
+    }
+  | { kind: "verify"; key: string; type: string; payload: Json; idempotent: boolean; attempt: number; attemptId: string; dueAt: number; resultId: string }
+  | { kind: "expire"; key: string; type: string; payload: Json; idempotent: boolean; attempt: number; attemptId: string; dueAt: number; report: Event }
+  | { kind: "timer"; state: string; delay: number; dueAt: number; event: Event };
+
+export interface LedgerEntry {
+  id: string;
+  fp: string;
+  at: number;
+  exp: number;
+  rev: number;
+  status: "applied" | "ignored";
+  response: Json;
+}
+
+/** `Machine.inspect(snapshot)`: the snapshot as a readable object. */
+export interface Inspection {
+  format: number;
+  machine: { id: string; version: string; hash: string };
+  value: Json;
+  context: Json;
+  revision: number;
+  done: boolean;
+  ledger: LedgerEntry[];
+  outbox: Array<Record<string, Json>>;
+  timers: Array<Record<string, Json>>;
+}
+
+export interface Retention {
+  defaultMs: number;
+  perType: Record<string, number>;
+  maxEntries: number;
+}
+
+/** The engine's `Machine` (from `idem` / pkg/src/<runtime>.js). */
+export declare class Machine implements MachineLike {
+  constructor(definition: object | string);
+  readonly id: string;
+  readonly version: string;
+  readonly hash: string;
+  reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId?: string | null): Outcome;
+  due(snapshot: Snapshot, nowMs: number): DueItem[];
+  inspect(snapshot: Snapshot): Inspection;
+  retention(): Retention;
+  definition(): Json;
+  eventTypes(): string[];
+}
+export declare function newEventId(): string;
+export declare function version(): string;
+
+/** What the hosts need of a machine (the engine's `Machine` satisfies it). */
+export interface MachineLike {
+  readonly id: string;
+  readonly version: string;
+  readonly hash: string;
+  reduce(snapshot: Snapshot | null, event: Event, nowMs: number, processId?: string | null): Outcome;
+  due(snapshot: Snapshot, nowMs: number): DueItem[];
+  inspect(snapshot: Snapshot): Inspection;
+  retention(): Retention;
+  eventTypes(): string[];
+  /** Used by the HTTP API to refuse client events named like the engine's effect results. */
+  definition?(): Json;
+}
+
+// ---------------------------------------------------------------------------
+// The store contract
+
+/** A store's version of a process (a revision number, a versionstamp, ...). Compared by equality only. */
+export type Version = number | string;
+
+export interface Loaded {
+  snapshot: Snapshot;
+  version: Version;
+}
+
+/** Passed to `commit` with the outcome, for stores that keep an event log. */
+export interface CommitExtras {
+  event?: Event;
+  /** Host time of the reduce (ms). */
+  now?: number;
+}
+
+export type CommitResult = { ok: true; version: Version } | { ok: false; conflict: true };
+
+/**
+ * A store holds one snapshot per process and can replace it atomically on a
+ * version match. That is all the hosts need: the ledger of applied event ids
+ * lives inside the snapshot, so writing the snapshot writes the mark too.
+ */
+export interface Store {
+  /** The stored snapshot and its version, or null when the process does not exist. */
+  load(processId: string): Promise<Loaded | null>;
+  /**
+   * Write `outcome.snapshot` if the stored version still equals `expectedVersion`
+   * (`null`: only if the process does not exist yet). Otherwise write nothing and
+   * answer `{ ok: false, conflict: true }`. Never partially.
+   */
+  commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+  /** Optional: the event log, oldest first (revisions after `after`, at most `limit`). */
+  events?(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
+}
+
+export interface EventLogRow {
+  eventId: string;
+  revision: number;
+  type: string | null;
+  status: string;
+  response: Json;
+  receivedAt: number | null;
+}
+
+// ---------------------------------------------------------------------------
+// host.js
+
+export type Clock = (() => number) | number;
+
+export interface ApplyOptions {
+  /** Host clock in ms (a function or a fixed value); default `Date.now`. */
+  now?: Clock;
+  /** Compare-and-set retries after the first try (default 16). */
+  maxRetries?: number;
+  /** Delay before retry n (ms); default full-jitter exponential, 2 ms base, 200 ms cap. */
+  backoff?: (n: number) => number;
+  /** Called after each lost compare-and-set. */
+  onConflict?: (info: { processId: string; event: Event; attempt: number }) => void;
+}
+
+export declare class ContentionError extends Error {
+  readonly code: "contention";
+  readonly processId: string;
+  readonly attempts: number;
+}
+
+export declare function apply(store: Store, machine: MachineLike, processId: string, event: Event, options?: ApplyOptions): Promise<AppliedOutcome>;
+
+// ---------------------------------------------------------------------------
+// dispatch.js
+
+export interface HandlerMeta {
+  /** The effect's idempotency key: send it to the provider. */
+  key: string;
+  /** This attempt's id (`<key>#<n>`), for logs. */
+  attemptId: string;
+  attempt: number;
+}
+
+/** Performs an effect. Resolve with the provider's result; throw to fail (set `retryable: true` to retry, `unknown: true` when the outcome is unknown). */
+export type Handler = (payload: Json, meta: HandlerMeta) => Promise<Json | void> | Json | void;
+/** Asks a non-idempotent provider whether the operation exists. */
+export type Verifier = (payload: Json, meta: { key: string; attempt: number }) => Promise<{ exists: boolean; result?: Json }>;
+
+export interface DispatchOptions extends ApplyOptions {
+  handlers?: Record<string, Handler>;
+  verifiers?: Record<string, Verifier>;
+  /** A handler or verifier answering later than this has an unknown outcome (default 10 000 ms). */
+  timeoutMs?: number;
+  /** Bound on rounds of due work per call (default 16). */
+  maxRounds?: number;
+  /** Work this host could not do counts as due this much later in `nextDueAt` (default 30 000 ms). */
+  stuckRetryMs?: number;
+  onStep?: (step: DispatchStep) => void;
+}
+
+export interface DispatchStep {
+  kind: DueItem["kind"];
+  key: string | null;
+  type: string;
+  attempt: number | null;
+  result:
+    | "succeeded"
+    | "failed"
+    | "unknown"
+    | "skipped"
+    | "unhandled"
+    | "verified-exists"
+    | "verified-absent"
+    | "verify-error"
+    | "expired"
+    | "timer";
+  status?: OutcomeStatus;
+  state?: Json;
+}
+
+export interface DispatchReport {
+  steps: DispatchStep[];
+  unhandled: number;
+  /** When to dispatch again (an alarm, a queue delay, a timer), or null. */
+  nextDueAt: number | null;
+}
+
+export declare function dispatch(store: Store, machine: MachineLike, processId: string, options?: DispatchOptions): Promise<DispatchReport>;
+
+// ---------------------------------------------------------------------------
+// http.js
+
+export interface HttpApiOptions extends ApplyOptions {
+  machine: MachineLike;
+  store: Store;
+  /** Path prefix of the API ("" by default), e.g. "/api". */
+  basePath?: string;
+  maxBodyBytes?: number;
+  /** Runs after each commit made for a request (dispatch effects, schedule an alarm). */
+  afterCommit?: (processId: string, outcome: AppliedOutcome) => Promise<unknown> | void;
+  onError?: (err: unknown) => void;
+}
+
+export interface HttpApi {
+  handle(request: Request, hooks?: { waitUntil?: (p: Promise<unknown>) => void }): Promise<Response>;
+  matches(request: Request): boolean;
+}
+
+export declare function createHttpApi(options: HttpApiOptions): HttpApi;

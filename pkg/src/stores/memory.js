@@ -1,0 +1,72 @@
+// In-memory store: the reference implementation of the store contract, for
+// tests and for single-process tools. Versions are revisions (1, 2, 3, ...).
+// It also keeps the event log the HTTP API serves (`events`).
+
+/**
+ * @implements {import("../index.d.ts").Store}
+ */
+export class MemoryStore {
+  constructor() {
+    /** @type {Map<string, { snapshot: string, version: number }>} */
+    this.rows = new Map();
+    /** @type {Map<string, import("../index.d.ts").EventLogRow[]>} */
+    this.log = new Map();
+    /** Number of successful commits (tests use it to show that duplicates cost no write). */
+    this.writes = 0;
+    /** Number of commits refused because the version moved. */
+    this.conflicts = 0;
+  }
+
+  /** @param {string} processId */
+  async load(processId) {
+    const row = this.rows.get(processId);
+    return row ? { snapshot: row.snapshot, version: row.version } : null;
+  }
+
+  /**
+   * @param {string} processId
+   * @param {number | null} expectedVersion
+   * @param {import("../index.d.ts").Outcome} outcome
+   * @param {import("../index.d.ts").CommitExtras} [extras]
+   */
+  async commit(processId, expectedVersion, outcome, extras = {}) {
+    const row = this.rows.get(processId);
+    const current = row ? row.version : null;
+    if (current !== expectedVersion) {
+      this.conflicts++;
+      return { ok: false, conflict: true };
+    }
+    const version = (current ?? 0) + 1;
+    this.rows.set(processId, { snapshot: outcome.snapshot, version });
+    if (extras.event) {
+      const rows = this.log.get(processId) ?? [];
+      rows.push({
+        eventId: extras.event.id,
+        revision: outcome.revision,
+        type: extras.event.type,
+        status: outcome.status,
+        response: outcome.response ?? null,
+        receivedAt: extras.now ?? null,
+      });
+      this.log.set(processId, rows);
+    }
+    this.writes++;
+    return { ok: true, version };
+  }
+
+  /**
+   * The event log of a process, oldest first.
+   * @param {string} processId
+   * @param {{ after?: number, limit?: number }} [options] revisions after `after`, at most `limit`
+   */
+  async events(processId, options = {}) {
+    const after = options.after ?? 0;
+    const limit = options.limit ?? 100;
+    return (this.log.get(processId) ?? []).filter((r) => r.revision > after).slice(0, limit);
+  }
+}
+
+/** @returns {MemoryStore} */
+export function memoryStore() {
+  return new MemoryStore();
+}
