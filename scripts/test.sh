@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The one command that runs every test. It installs what is missing, runs each
+# suite (going on after a failure), prints a summary and exits non-zero if any
+# suite failed. A JavaScript suite whose directory does not exist yet is skipped.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+export PATH="$HOME/.cargo/bin:$ROOT/node_modules/.bin:$PATH"
+export WRANGLER_SEND_METRICS=false
+export WASM_BINDGEN_TEST_WEBDRIVER_JSON=$ROOT/tests/webdriver.json # Chromium flags
+export IDEM_CHROMIUM=/usr/bin/chromium # for Playwright: executablePath
+
+scripts/setup.sh || { echo "test: setup failed" >&2; exit 1; }
+
+LOGS=$(mktemp -d)
+trap 'rm -rf "$LOGS"' EXIT
+SUMMARY=()
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+ANY_FAILED=0
+
+# Count what a runner reported: cargo/libtest ("test result: ok. 3 passed; 0 failed"),
+# node --test ("# pass 3" / "# fail 0"), deno ("ok | 3 passed | 0 failed").
+count() {
+  awk '
+    /test result: .* passed; .* failed/ { for (i = 1; i < NF; i++) {
+        if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+    /^# pass [0-9]+$/ { p += $3 }  /^# fail [0-9]+$/ { f += $3 }
+    /^(ok|FAILED) \| [0-9]+ passed/ { for (i = 1; i < NF; i++) {
+        if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+    END { printf "%d %d\n", p, f }' "$1"
+}
+
+# suite NAME COMMAND... : run one suite, record PASS/FAIL with its counts.
+suite() {
+  local name=$1; shift
+  local log=$LOGS/$((${#SUMMARY[@]})).log start=$SECONDS status=PASS
+  printf '\n=== %s\n$ %s\n' "$name" "$*"
+  "$@" 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { status=FAIL; ANY_FAILED=1; }
+  read -r passed failed < <(count "$log")
+  TOTAL_PASSED=$((TOTAL_PASSED + passed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
+  local tally="$passed passed, $failed failed"
+  case "$name" in clippy*|build*) tally="" ;; esac
+  SUMMARY+=("$(printf '%-4s  %-34s %-24s %4ss' "$status" "$name" "$tally" $((SECONDS - start)))")
+}
+
+skip() { SUMMARY+=("$(printf 'SKIP  %-34s (%s does not exist yet)' "$1" "$2")"); }
+
+# js_suite NAME DIR COMMAND... : a suite that exists once its directory does.
+js_suite() {
+  local name=$1 dir=$2; shift 2
+  if [ -d "$dir" ]; then suite "$name" "$@"; else skip "$name" "$dir/"; fi
+}
+
+WASM=(cargo test --target wasm32-unknown-unknown)
+
+# --- Rust, native ---------------------------------------------------------
+suite "clippy (native)"       cargo clippy --all-targets -- -D warnings
+suite "cargo test (native)"   cargo test
+# --- WebAssembly: the package, then the boundary tests in each runtime ----
+suite "clippy (wasm32)"       cargo clippy --target wasm32-unknown-unknown --lib \
+                                --test wasm_node --test wasm_browser -- -D warnings
+suite "build wasm + size"     scripts/build-wasm.sh
+suite "wasm: Node.js"         "${WASM[@]}" --test wasm_node
+suite "wasm: Chromium"        env -u GECKODRIVER CHROMEDRIVER=/usr/bin/chromedriver \
+                                "${WASM[@]}" --test wasm_browser
+suite "wasm: Firefox"         env -u CHROMEDRIVER GECKODRIVER="$HOME/.cargo/bin/geckodriver" \
+                                "${WASM[@]}" --test wasm_browser
+# --- JavaScript (each directory is a suite once it exists) -----------------
+# Test files are named *.test.mjs (or *.test.js); other files there are helpers
+# and fixtures. Deno runs *_test.ts, *.test.ts, *_test.js, *.test.js. The e2e tests
+# start their own server (scripts/serve.mjs exports serve()) and Chromium
+# ($IDEM_CHROMIUM) with playwright-core.
+node_tests() {
+  local files
+  mapfile -t files < <(find "$1" -type f \( -name '*.test.mjs' -o -name '*.test.js' \) | sort)
+  if [ ${#files[@]} -eq 0 ]; then echo "no *.test.mjs files in $1"; return 0; fi
+  node --test "${files[@]}"
+}
+js_suite "js: pkg (node --test)"      pkg/test    node_tests pkg/test
+js_suite "js: hosts (node --test)"    tests/js    node_tests tests/js
+js_suite "js: deno hosts (deno test)" tests/deno  deno test --allow-all tests/deno/
+js_suite "e2e: demo (Playwright)"     tests/e2e   node_tests tests/e2e
+
+echo
+echo "=== summary"
+printf '%s\n' "${SUMMARY[@]}"
+if [ "$ANY_FAILED" -ne 0 ]; then echo "test: FAILED"; else echo "test: all suites passed"; fi
+echo "total: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
+exit "$ANY_FAILED"
