@@ -10,9 +10,10 @@
 //
 // `snapshot` is the engine's opaque string (`outcome.snapshot`); the store never parses it.
 // `expectedVersion` is null for a process that must not exist yet. `extras` may carry
-// `{ event }` (the event that produced this snapshot), kept in an append-only log whose
-// key is [processId, version]; it is written in the same transaction, so the log and
-// the snapshot never disagree.
+// `{ event, now }` (the event that produced this snapshot and the host's clock); the event
+// goes to an append-only log keyed by [processId, version], written in the same
+// transaction, so the log and the snapshot never disagree. `events()` reads it back in
+// the shape of the in-memory store's log.
 //
 //   const store = await openIndexedDBStore({ name: "idem" });
 //   const row = await store.load("order-42");            // null the first time
@@ -87,7 +88,16 @@ export class IndexedDBStore {
           updatedAt: Date.now(),
         });
         if (extras && extras.event) {
-          tx.objectStore(LOG).put({ processId, version, event: extras.event, status: outcome?.status ?? null });
+          tx.objectStore(LOG).put({
+            processId,
+            version,
+            eventId: extras.event.id,
+            revision: outcome?.revision ?? null,
+            type: extras.event.type,
+            status: outcome?.status ?? null,
+            response: outcome?.response ?? null,
+            receivedAt: extras.now ?? null,
+          });
         }
         result = { ok: true, version };
       };
@@ -103,11 +113,19 @@ export class IndexedDBStore {
     return (await request(tx.objectStore(PROCESSES).getAllKeys())).map(String);
   }
 
-  /** The events committed for a process, oldest first: [{ version, event, status }]. */
-  async log(processId) {
+  /**
+   * The events committed for a process, oldest first:
+   * [{ eventId, revision, type, status, response, receivedAt }] (as the in-memory store).
+   * `after`: only rows whose revision is greater; `limit`: at most this many.
+   */
+  async events(processId, { after = 0, limit = 100 } = {}) {
     const tx = this.db.transaction(LOG, "readonly");
     const range = IDBKeyRange.bound([processId, 0], [processId, Infinity]);
-    return (await request(tx.objectStore(LOG).getAll(range))).map(({ version, event, status }) => ({ version, event, status }));
+    const rows = await request(tx.objectStore(LOG).getAll(range));
+    return rows
+      .filter((r) => (r.revision ?? 0) > after)
+      .slice(0, limit)
+      .map(({ eventId, revision, type, status, response, receivedAt }) => ({ eventId, revision, type, status, response, receivedAt }));
   }
 
   /** Remove every process and log entry (one transaction). */

@@ -1,0 +1,260 @@
+// The demo page in headless Chromium: what a visitor sees when an event arrives twice.
+//
+//   node --test tests/e2e/        (or: node tests/e2e/run.mjs)
+//
+// Each test opens the page in a fresh browser context (its own IndexedDB and
+// localStorage). Screenshots of the main views go to docs/screenshots/.
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { act, chooseMachine, openDemo, pay, readView, screenshot, settle, startAll } from "./browser.mjs";
+
+let env;
+before(async () => {
+  env = await startAll();
+});
+after(async () => {
+  await env?.close();
+});
+
+test("a duplicate delivery leaves the state and the counters unchanged and says duplicate", async () => {
+  const { page, context, errors } = await openDemo(env);
+  const first = await pay(page, "p1", 40, { expect: "applied" });
+  assert.equal(first.context.paid, "40");
+  assert.equal(first.context.payments, '["p1"]');
+  assert.equal(first.revision, "revision 1");
+  assert.equal(first.ledger.length, 1);
+
+  const again = await act(page, "#again", { expect: "duplicate" });
+  assert.match(again.statusText, /duplicate/i);
+  assert.match(again.statusText, /recorded p1/, "the frozen response comes back");
+  assert.deepEqual(again.context, first.context);
+  assert.equal(again.state, first.state);
+  assert.equal(again.revision, first.revision);
+  assert.deepEqual(again.ledger, first.ledger);
+  assert.equal(again.deliveries, first.deliveries + 1, "the delivery is listed");
+
+  // and a third time, by keyboard: focus the button and press Enter
+  await page.focus("#again");
+  const seq = await page.$eval("#status", (s) => s.dataset.seq);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction((b) => document.querySelector("#status").dataset.seq !== b, seq);
+  await settle(page);
+  const third = await readView(page);
+  assert.equal(third.status, "duplicate");
+  assert.deepEqual(third.context, first.context);
+  assert.equal(third.revision, first.revision);
+
+  await screenshot(page, "01-duplicate");
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("the same id with a different payload is a conflict and is not applied", async () => {
+  const { page, context, errors } = await openDemo(env);
+  const first = await pay(page, "p1", 30, { expect: "applied" });
+  const c = await act(page, "#conflict", { expect: "conflict" });
+  assert.match(c.statusText, /id_conflict/);
+  assert.deepEqual(c.context, first.context);
+  assert.equal(c.revision, first.revision);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("the fragile machine double-counts a redelivered payment where the robust one does not", async () => {
+  const { page, context, errors } = await openDemo(env);
+
+  // robust: the same payment under a new event id is recognised by its payment id
+  await pay(page, "p1", 60, { expect: "applied" });
+  const robust = await act(page, "#new-id", { expect: "ignored" });
+  assert.equal(robust.context.paid, "60");
+  assert.equal(robust.context.payments, '["p1"]');
+  assert.equal(robust.state, "payment.collecting");
+
+  // fragile: a counter cannot tell, and the order goes on to charge 120 for 100
+  await chooseMachine(page, "fragile");
+  await pay(page, "p1", 60, { expect: "applied" });
+  const fragile = await act(page, "#new-id", { expect: "applied" });
+  assert.equal(fragile.context.paid, "120");
+  await page.waitForFunction(() => document.querySelector("#state-name").textContent === "paid");
+  await settle(page);
+  const charged = await readView(page);
+  assert.equal(charged.charges, 1);
+  assert.equal(charged.chargedAmount, 120, "the fragile order charged the double-counted amount");
+  await screenshot(page, "02-fragile-double-count");
+
+  // the robust process is untouched by what happened to the fragile one
+  await chooseMachine(page, "robust");
+  const back = await readView(page);
+  assert.equal(back.context.paid, "60");
+  assert.equal(back.charges, 0);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("past the retention window a late duplicate is judged by the state: the set holds, the counter does not", async () => {
+  const { page, context, errors } = await openDemo(env);
+  await pay(page, "p1", 50, { expect: "applied" });
+  await chooseMachine(page, "fragile");
+  await pay(page, "p1", 50, { expect: "applied" });
+
+  await act(page, "#advance", { expect: "clock" });
+  const fragile = await act(page, "#again", { expect: "applied" });
+  assert.match(fragile.statusText, /no longer remembers/);
+  assert.equal(fragile.context.paid, "100", "the forgotten id is applied again and counted twice");
+
+  await chooseMachine(page, "robust");
+  const robust = await act(page, "#again", { expect: "ignored" });
+  assert.match(robust.statusText, /no longer remembers/);
+  assert.equal(robust.context.paid, "50", "the payment id is still in the set");
+  assert.equal(robust.state, "payment.collecting");
+  await screenshot(page, "03-late-duplicate");
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("a reload keeps the processes (IndexedDB), and the ledger still knows the ids", async () => {
+  const { page, context, errors } = await openDemo(env);
+  const before = await pay(page, "p1", 70, { expect: "applied" });
+  await page.reload();
+  await page.waitForSelector("body[data-ready=true]");
+  await settle(page);
+  const after = await readView(page);
+  assert.deepEqual(after.context, before.context);
+  assert.equal(after.revision, before.revision);
+  assert.deepEqual(after.ledger, before.ledger);
+
+  // the row is really in IndexedDB, written through the store
+  const stored = await page.evaluate(async () => {
+    const { openIndexedDBStore } = await import("/pkg/src/stores/indexeddb.js");
+    const store = await openIndexedDBStore({ name: "idem-demo" });
+    const row = await store.load("order-42-robust");
+    const log = await store.events("order-42-robust");
+    store.close();
+    return { version: row?.version, isString: typeof row?.snapshot === "string", log: log.map((r) => r.type) };
+  });
+  assert.equal(stored.version, 1);
+  assert.equal(stored.isString, true);
+  assert.deepEqual(stored.log, ["PAYMENT_PARTIAL"]);
+
+  const again = await act(page, "#again", { expect: "duplicate" });
+  assert.deepEqual(again.context, before.context);
+
+  // reset clears it
+  await act(page, "#reset", { expect: "reset" });
+  await page.reload();
+  await page.waitForSelector("body[data-ready=true]");
+  await settle(page);
+  const cleared = await readView(page);
+  assert.equal(cleared.context.paid, "0");
+  assert.equal(cleared.ledger.length, 0);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("a lost response and a client retry: applied once, the retry gets the first response", async () => {
+  const { page, context, errors } = await openDemo(env);
+  await page.fill("#payment-id", "p7");
+  await page.fill("#amount", "25");
+  const v = await act(page, "#lost", { expect: "duplicate" });
+  assert.match(v.statusText, /retried with the same id/);
+  assert.match(v.statusText, /recorded p7/);
+  assert.equal(v.context.paid, "25");
+  assert.equal(v.revision, "revision 1");
+  assert.equal(v.deliveries, 2);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+for (const [variant, label] of [
+  ["robust", "a gateway that honours idempotency keys"],
+  ["robust-nokeys", "a gateway without keys (the verify path)"],
+]) {
+  test(`the gateway charges once through a lost response: ${label}`, async () => {
+    const { page, context, errors } = await openDemo(env);
+    if (variant !== "robust") await chooseMachine(page, variant);
+    await page.selectOption("#gateway-mode", "drop");
+    await pay(page, "p1", 100, { expect: "applied" });
+    // the charge went through, its response was lost: the engine retries (same key) or
+    // asks the gateway first; step the clock to each retry instead of waiting for it
+    for (let i = 0; i < 6; i++) {
+      await settle(page);
+      if ((await readView(page)).state === "paid") break;
+      if (await page.isEnabled("#next-due")) await page.click("#next-due");
+      await settle(page);
+    }
+    await page.waitForFunction(() => document.querySelector("#state-name").textContent === "paid");
+    await settle(page);
+    const v = await readView(page);
+    assert.equal(v.charges, 1, "one charge at the gateway");
+    assert.deepEqual(v.chargesByKey, [1]);
+    assert.equal(v.chargedAmount, 100);
+    assert.ok(v.calls >= 2, `the gateway was asked again (calls: ${v.calls})`);
+    const charge = v.outbox.find((e) => e.key.endsWith(":0") && e.state === "succeeded");
+    assert.ok(charge, "the charge effect succeeded");
+    const log = await page.$$eval("#dispatch-log li", (lis) => lis.map((li) => li.textContent));
+    if (variant === "robust") assert.ok(log.some((l) => /attempt 2 of charge: succeeded/.test(l)), log.join("\n"));
+    else assert.ok(log.some((l) => /verify charge .*verified-exists/.test(l)), log.join("\n"));
+    await screenshot(page, variant === "robust" ? "04-gateway-lost-response" : "05-gateway-verify");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+}
+
+test("the IndexedDB store is a compare-and-set: one writer wins per version", async () => {
+  const { page, context } = await openDemo(env);
+  const r = await page.evaluate(async () => {
+    const { openIndexedDBStore } = await import("/pkg/src/stores/indexeddb.js");
+    const store = await openIndexedDBStore({ name: "contract" });
+    const out = (s) => ({ snapshot: s, status: "applied", revision: 1 });
+    const steps = {};
+    steps.empty = await store.load("p");
+    steps.create = await store.commit("p", null, out("s1"), { event: { id: "e1", type: "T" } });
+    steps.createAgain = await store.commit("p", null, out("s1b"));
+    steps.stale = await store.commit("p", 0, out("s1c"));
+    // two writers that read version 1: exactly one wins
+    steps.race = await Promise.all([store.commit("p", 1, out("A")), store.commit("p", 1, out("B"))]);
+    steps.loaded = await store.load("p");
+    steps.badInput = await store.commit("p", 2, {}).then(() => "ok", (e) => e.code);
+    await store.clear();
+    steps.cleared = await store.load("p");
+    store.close();
+    return steps;
+  });
+  assert.equal(r.empty, null);
+  assert.deepEqual(r.create, { ok: true, version: 1 });
+  assert.deepEqual(r.createAgain, { ok: false, conflict: true });
+  assert.deepEqual(r.stale, { ok: false, conflict: true });
+  assert.deepEqual(r.race.map((x) => x.ok).sort(), [false, true]);
+  assert.equal(r.loaded.version, 2);
+  assert.equal(r.loaded.snapshot, r.race[0].ok ? "A" : "B");
+  assert.equal(r.badInput, "store_bad_input");
+  assert.equal(r.cleared, null);
+  await context.close();
+});
+
+test("hazard findings are marked on the diagram when the engine has machine.analyze()", async () => {
+  const { page, context, errors } = await openDemo(env);
+  const has = await page.evaluate(async () => {
+    const { Machine } = await import("/pkg/src/web.js");
+    return typeof Machine.prototype.analyze === "function";
+  });
+  if (!has) {
+    // no analysis in this engine build: the page says nothing about hazards
+    assert.equal(await page.isHidden("#findings-panel"), true);
+    assert.equal(await page.locator("#diagram .state.flagged").count(), 0);
+  } else {
+    await chooseMachine(page, "fragile");
+    assert.equal(await page.isVisible("#findings-panel"), true);
+    const codes = await page.$$eval("#findings li[data-code]", (lis) => lis.map((li) => li.dataset.code));
+    assert.ok(codes.length > 0, "the fragile machine has findings");
+    assert.ok((await page.locator("#diagram .state.flagged").count()) > 0, "a state is flagged on the diagram");
+    await page.click("#findings li[data-code] button");
+    await settle(page);
+    assert.equal(await page.locator("#diagram .state.focus").count(), 1);
+    await screenshot(page, "06-hazard-findings");
+  }
+  console.log(`# machine.analyze ${has ? "present" : "absent"}`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
