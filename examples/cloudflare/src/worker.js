@@ -1,0 +1,222 @@
+// The idem demo Worker: the HTTP API (pkg/src/http.js) over three Cloudflare
+// stores, the outbox dispatcher after every commit, and the demo page (www/)
+// as static assets.
+//
+//   /processes/:id[/events]        D1 (the default; the page's "worker" mode uses it)
+//   /do/processes/:id[/events]     the process's own Durable Object (its storage)
+//   /kv/processes/:id[/events]     Workers KV, written only by the process's Durable Object
+//   /kv-direct/processes/:id/...   Workers KV written by any Worker instance: UNSAFE (lost
+//                                  updates under concurrency); only when UNSAFE_KV_DIRECT = "1"
+//   /api/health                    what this Worker serves
+//   GET /api, /do, /kv             the API description (retention window, limits)
+//
+// Which machine runs a process is demo configuration: ids ending in
+// "-fragile" run www/machines/order-fragile.json, "-robust-nokeys" run
+// order-robust-nokeys.json (its charges go to a gateway without idempotency
+// keys, so the dispatcher verifies), all others order-robust.json.
+//
+// The payment gateway is the `GATEWAY` service binding when there is one
+// (tests bind a fake gateway served over HTTP), otherwise in-process fake
+// gateways (demo only: their books live in the isolate's memory).
+
+import { DurableObject } from "cloudflare:workers";
+import { Machine } from "../../../pkg/src/workerd.js";
+import { createHttpApi, problem, PROCESS_ID_PATTERN } from "../../../pkg/src/http.js";
+import { dispatch } from "../../../pkg/src/dispatch.js";
+import { D1Store } from "../../../pkg/src/stores/d1.js";
+import { KVStore } from "../../../pkg/src/stores/kv.js";
+import { DurableObjectStore } from "../../../pkg/src/stores/durable.js";
+import { FakeGateway, gatewayEffects, httpGateway } from "../../../pkg/src/testing/fake-gateway.js";
+import robust from "../../../www/machines/order-robust.json";
+import fragile from "../../../www/machines/order-fragile.json";
+import robustNokeys from "../../../www/machines/order-robust-nokeys.json";
+
+const DEFINITIONS = { robust, fragile, "robust-nokeys": robustNokeys };
+/** Dispatcher: how long the gateway may take before the outcome is unknown (ms). */
+const TIMEOUT_MS = 2_000;
+/** After a commit, wait in the background for retries due this soon (ms); later ones go to the cron / alarm. */
+const FOLLOW_UP_MS = 10_000;
+
+let machines = null; // built on first use, inside a request
+function machineFor(processId) {
+  machines ??= Object.fromEntries(Object.entries(DEFINITIONS).map(([k, d]) => [k, new Machine(d)]));
+  if (processId.endsWith("-robust-nokeys")) return { variant: "robust-nokeys", machine: machines["robust-nokeys"] };
+  if (processId.endsWith("-fragile")) return { variant: "fragile", machine: machines.fragile };
+  return { variant: "robust", machine: machines.robust };
+}
+
+let localGateways = null;
+/** The gateway a variant charges through: with idempotency keys, or without (the "-nokeys" variant). */
+function gatewayFor(env, variant) {
+  const keys = variant !== "robust-nokeys";
+  if (env.GATEWAY) return httpGateway((req) => env.GATEWAY.fetch(req), keys ? "http://keys.gateway/" : "http://nokeys.gateway/");
+  localGateways ??= { keys: new FakeGateway(), nokeys: new FakeGateway({ idempotent: false }) };
+  return keys ? localGateways.keys : localGateways.nokeys;
+}
+
+/** The dispatcher's handlers: the charge effect carries the order's context; the gateway wants `{ amount }`. */
+function effectsFor(env, variant) {
+  const fx = gatewayEffects(gatewayFor(env, variant));
+  return {
+    handlers: {
+      charge: (payload, meta) => fx.handlers.charge({ amount: payload?.amount ?? payload?.paid, currency: payload?.currency }, meta),
+      ship: async (_payload, { key }) => ({ shipment: `sh_${key.slice(-8)}` }),
+    },
+    verifiers: fx.verifiers,
+    timeoutMs: TIMEOUT_MS,
+  };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Dispatch now, then keep following retries that are due within FOLLOW_UP_MS. */
+async function dispatchAndFollow(store, machine, processId, options) {
+  const deadline = Date.now() + 25_000;
+  for (;;) {
+    const report = await dispatch(store, machine, processId, options);
+    const due = report.nextDueAt;
+    if (due === null || due - Date.now() > FOLLOW_UP_MS || due > deadline) return report;
+    await sleep(Math.max(0, due - Date.now()));
+  }
+}
+
+function processIdOf(pathname, base) {
+  const m = new RegExp(`^${base}/processes/([^/]+)`).exec(pathname);
+  return m ? m[1] : null;
+}
+
+async function d1Api(request, env, ctx, url) {
+  const store = new D1Store(env.DB);
+  const pid = processIdOf(url.pathname, "");
+  const { variant, machine } = machineFor(pid ?? "");
+  const api = createHttpApi({
+    machine,
+    store,
+    maxRetries: 64,
+    afterCommit: (processId) => dispatchAndFollow(store, machine, processId, effectsFor(env, variant)),
+    onError: (err) => console.error("dispatch failed", err),
+  });
+  return api.handle(request, { waitUntil: (p) => ctx.waitUntil(p) });
+}
+
+function describe(basePath) {
+  const { machine } = machineFor("");
+  return createHttpApi({ machine, store: { load: async () => null }, basePath }).handle(new Request(`http://x${basePath}/`));
+}
+
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    const path = url.pathname;
+    if (path === "/api/health" || path === "/health") {
+      return Response.json({
+        ok: true,
+        store: "D1",
+        stores: { d1: "/processes", durableObject: "/do/processes", kv: "/kv/processes" },
+        machines: Object.fromEntries(Object.entries(DEFINITIONS).map(([k, d]) => [k, `${d.id}@${d.version}`])),
+        gateway: env.GATEWAY ? "service binding" : "in-process fake",
+      });
+    }
+    if (path === "/api" || path === "/api/") return describe("");
+    if (path.startsWith("/processes/")) return d1Api(request, env, ctx, url);
+    for (const mode of ["do", "kv"]) {
+      if (path === `/${mode}` || path === `/${mode}/`) return describe(`/${mode}`);
+      if (path.startsWith(`/${mode}/processes/`)) {
+        const pid = processIdOf(path, `/${mode}`);
+        if (!PROCESS_ID_PATTERN.test(pid)) return problem(400, "invalid_process_id", `process ids must match ${PROCESS_ID_PATTERN.source}`);
+        const stub = env.PROCESS.get(env.PROCESS.idFromName(`${mode}:${pid}`));
+        return stub.fetch(request);
+      }
+    }
+    if (path.startsWith("/kv-direct/processes/") && env.UNSAFE_KV_DIRECT === "1") {
+      const store = new KVStore(env.KV, { prefix: "direct:" });
+      const { machine } = machineFor(processIdOf(path, "/kv-direct") ?? "");
+      return createHttpApi({ machine, store, basePath: "/kv-direct", maxRetries: 64 }).handle(request);
+    }
+    if (env.ASSETS) return env.ASSETS.fetch(request);
+    return problem(404, "not_found", `no route for ${path}`);
+  },
+
+  /** Cron: dispatch the D1 processes whose effects or timers are due. */
+  async scheduled(_controller, env, ctx) {
+    const store = new D1Store(env.DB);
+    for (const pid of await store.due(Date.now())) {
+      const { variant, machine } = machineFor(pid);
+      ctx.waitUntil(dispatch(store, machine, pid, effectsFor(env, variant)).catch((err) => console.error("dispatch failed", pid, err)));
+    }
+  },
+};
+
+/**
+ * One object per process id (named "<mode>:<process id>"). It serialises the
+ * process's requests, stores the snapshot in its own transactional storage
+ * ("do" mode) or is the single writer of the process's Workers KV key ("kv"
+ * mode), and drives effect retries with alarms at their due times.
+ */
+export class ProcessObject extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.meta = null; // { processId, mode }
+    this.kvStore = null;
+    this.dispatching = null;
+    this.again = false;
+  }
+
+  store() {
+    if (this.meta.mode === "kv") return (this.kvStore ??= new KVStore(this.env.KV, { singleWriter: true }));
+    return new DurableObjectStore(this.ctx.storage, this.meta.processId);
+  }
+
+  async fetch(request) {
+    const url = new URL(request.url);
+    const mode = url.pathname.startsWith("/kv/") ? "kv" : "do";
+    const processId = processIdOf(url.pathname, `/${mode}`);
+    if (!this.meta) {
+      this.meta = (await this.ctx.storage.get("meta")) ?? null;
+      if (!this.meta) {
+        this.meta = { processId, mode };
+        await this.ctx.storage.put("meta", this.meta);
+      }
+    }
+    if (this.meta.processId !== processId || this.meta.mode !== mode) {
+      return problem(400, "invalid_process_id", "this object serves another process");
+    }
+    const { machine } = machineFor(processId);
+    const api = createHttpApi({
+      machine,
+      store: this.store(),
+      basePath: `/${mode}`,
+      maxRetries: 64,
+      afterCommit: () => this.kick(),
+      onError: (err) => console.error("dispatch failed", err),
+    });
+    return api.handle(request, { waitUntil: (p) => this.ctx.waitUntil(p) });
+  }
+
+  /** Run the dispatcher (one at a time in this object), then set the alarm for what is due next. */
+  kick() {
+    if (this.dispatching) {
+      this.again = true;
+      return this.dispatching;
+    }
+    this.dispatching = (async () => {
+      try {
+        do {
+          this.again = false;
+          const { variant, machine } = machineFor(this.meta.processId);
+          const report = await dispatch(this.store(), machine, this.meta.processId, effectsFor(this.env, variant));
+          if (report.nextDueAt === null) await this.ctx.storage.deleteAlarm();
+          else await this.ctx.storage.setAlarm(report.nextDueAt);
+        } while (this.again);
+      } finally {
+        this.dispatching = null;
+      }
+    })();
+    return this.dispatching;
+  }
+
+  async alarm() {
+    this.meta ??= (await this.ctx.storage.get("meta")) ?? null;
+    if (this.meta) await this.kick();
+  }
+}

@@ -1,0 +1,125 @@
+// Cloudflare D1 store. Schema: examples/cloudflare/migrations/0001_init.sql.
+//
+// One row per process (`processes`) with a revision, and an event log
+// (`events`) with UNIQUE(process_id, event_id) and UNIQUE(process_id, revision).
+// A commit is ONE `db.batch([...])`, which D1 runs as a transaction: if any
+// statement fails, none of them takes effect.
+//
+//   create: INSERT the process row (fails if it exists: PRIMARY KEY)
+//   update: UPDATE ... WHERE process_id = ? AND revision = <expected>
+//   both:   INSERT the event-log row, whose `revision` is read back from the
+//           process row *as this batch left it*:
+//             (SELECT revision FROM processes
+//               WHERE process_id = ? AND revision = <new> AND last_event_id = <event id>)
+//
+// A conditional UPDATE that matches no row is not an error in SQLite (it
+// changes 0 rows and the batch would commit), so the log insert is what turns
+// a lost race into a failure: when the UPDATE did not happen, the subquery
+// finds no row, the revision is NULL, NOT NULL fails and the batch rolls back.
+// If another writer got the same new revision first, the insert also hits
+// UNIQUE(process_id, revision); a second copy of an applied event hits
+// UNIQUE(process_id, event_id). Any constraint failure is reported as
+// `{ ok: false, conflict: true }` and the host loop reloads and reduces again.
+//
+// Version = revision.
+
+const CONSTRAINT = /constraint/i;
+
+/**
+ * @implements {import("../index.d.ts").Store}
+ */
+export class D1Store {
+  /**
+   * @param {D1Database} db the binding (`env.DB`)
+   */
+  constructor(db) {
+    this.db = db;
+  }
+
+  /** @param {string} processId */
+  async load(processId) {
+    const row = await this.db
+      .prepare("SELECT revision, snapshot FROM processes WHERE process_id = ?1")
+      .bind(processId)
+      .first();
+    return row ? { snapshot: row.snapshot, version: row.revision } : null;
+  }
+
+  /**
+   * @param {string} processId
+   * @param {number | null} expectedVersion
+   * @param {import("../index.d.ts").Outcome} outcome
+   * @param {import("../index.d.ts").CommitExtras} [extras]
+   */
+  async commit(processId, expectedVersion, outcome, extras = {}) {
+    const now = extras.now ?? Date.now();
+    const event = extras.event ?? { id: `revision-${outcome.revision}`, type: "unknown" };
+    const revision = outcome.revision;
+    const nextDue = outcome.nextDueAt ?? null;
+    const write =
+      expectedVersion === null
+        ? this.db
+            .prepare(
+              "INSERT INTO processes (process_id, revision, snapshot, updated_at, next_due_at, last_event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .bind(processId, revision, outcome.snapshot, now, nextDue, event.id)
+        : this.db
+            .prepare(
+              "UPDATE processes SET revision = ?2, snapshot = ?3, updated_at = ?4, next_due_at = ?5, last_event_id = ?6 WHERE process_id = ?1 AND revision = ?7",
+            )
+            .bind(processId, revision, outcome.snapshot, now, nextDue, event.id, expectedVersion);
+    const log = this.db
+      .prepare(
+        `INSERT INTO events (process_id, event_id, revision, type, status, response, received_at)
+         VALUES (?1, ?2,
+                 (SELECT revision FROM processes WHERE process_id = ?1 AND revision = ?3 AND last_event_id = ?2),
+                 ?4, ?5, ?6, ?7)`,
+      )
+      .bind(processId, event.id, revision, event.type, outcome.status, JSON.stringify(outcome.response ?? null), now);
+    try {
+      await this.db.batch([write, log]);
+    } catch (err) {
+      if (CONSTRAINT.test(String(err?.message ?? err)) || CONSTRAINT.test(String(err?.cause?.message ?? ""))) {
+        return { ok: false, conflict: true };
+      }
+      throw err;
+    }
+    return { ok: true, version: revision };
+  }
+
+  /**
+   * The event log, oldest first.
+   * @param {string} processId
+   * @param {{ after?: number, limit?: number }} [options]
+   */
+  async events(processId, options = {}) {
+    const { results } = await this.db
+      .prepare(
+        "SELECT event_id, revision, type, status, response, received_at FROM events WHERE process_id = ?1 AND revision > ?2 ORDER BY revision LIMIT ?3",
+      )
+      .bind(processId, options.after ?? 0, options.limit ?? 100)
+      .all();
+    return results.map((r) => ({
+      eventId: r.event_id,
+      revision: r.revision,
+      type: r.type,
+      status: r.status,
+      response: r.response === null ? null : JSON.parse(r.response),
+      receivedAt: r.received_at,
+    }));
+  }
+
+  /**
+   * Processes with work due at `now` (for a scheduled dispatcher), oldest due first.
+   * @param {number} now
+   * @param {number} [limit]
+   * @returns {Promise<string[]>}
+   */
+  async due(now, limit = 100) {
+    const { results } = await this.db
+      .prepare("SELECT process_id FROM processes WHERE next_due_at IS NOT NULL AND next_due_at <= ?1 ORDER BY next_due_at LIMIT ?2")
+      .bind(now, limit)
+      .all();
+    return results.map((r) => r.process_id);
+  }
+}

@@ -1,0 +1,102 @@
+// Cloudflare Workers KV store: one key per process holding the whole snapshot
+// (ledger included), so the "this event id was applied" mark and the new state
+// are written together, in one value.
+//
+// SAFE ONLY WITH ONE WRITER PER PROCESS. Workers KV has no compare-and-set and
+// is eventually consistent (a read may return a value up to about a minute
+// old in other locations). The version check in `commit` below is a read
+// followed by a write, not an atomic operation: two writers that read the
+// same version both "succeed", and the second write silently discards the
+// first one's event (a lost update; tests/workerd proves it). Put a single
+// writer in front of each process:
+//
+// - a Durable Object per process (examples/cloudflare does this: the object
+//   uses `new KVStore(env.KV, { singleWriter: true })`, which keeps the
+//   version check in the object's memory, where it is atomic), or
+// - a queue consumer that handles each process's messages one at a time.
+//
+// Values are the snapshot text; the version (the revision) is in the key's
+// metadata. Values are limited to 25 MiB by KV.
+
+const PREFIX = "process:";
+
+/**
+ * @implements {import("../index.d.ts").Store}
+ */
+export class KVStore {
+  /**
+   * @param {KVNamespace} kv the binding (`env.KV`)
+   * @param {{ singleWriter?: boolean, prefix?: string }} [options]
+   *   `singleWriter: true` when this instance is the only writer of its
+   *   processes (one Durable Object per process): versions are then checked
+   *   and reserved in memory, atomically, and loads see this writer's own
+   *   latest commit even where KV has not caught up yet.
+   */
+  constructor(kv, options = {}) {
+    this.kv = kv;
+    this.prefix = options.prefix ?? PREFIX;
+    this.singleWriter = options.singleWriter ?? false;
+    /** @type {Map<string, { snapshot: string, version: number } | "writing">} single-writer cache */
+    this.cache = new Map();
+  }
+
+  key(processId) {
+    return this.prefix + processId;
+  }
+
+  async read(processId) {
+    const { value, metadata } = await this.kv.getWithMetadata(this.key(processId), { type: "text" });
+    return value === null ? null : { snapshot: value, version: metadata?.version ?? 0 };
+  }
+
+  /** @param {string} processId */
+  async load(processId) {
+    if (this.singleWriter) {
+      const hit = this.cache.get(processId);
+      if (hit && hit !== "writing") return { ...hit };
+      const row = await this.read(processId);
+      if (row && !this.cache.has(processId)) this.cache.set(processId, row);
+      return row;
+    }
+    return this.read(processId);
+  }
+
+  /**
+   * @param {string} processId
+   * @param {number | null} expectedVersion
+   * @param {import("../index.d.ts").Outcome} outcome
+   */
+  async commit(processId, expectedVersion, outcome) {
+    const version = outcome.revision;
+    if (this.singleWriter) {
+      // Check and reserve synchronously: nothing can interleave between them.
+      const hit = this.cache.get(processId);
+      const current = hit === undefined ? undefined : hit === "writing" ? "writing" : hit.version;
+      if (current === "writing") return { ok: false, conflict: true };
+      if (current !== undefined && current !== expectedVersion) return { ok: false, conflict: true };
+      this.cache.set(processId, "writing");
+      try {
+        if (current === undefined) {
+          // First write seen by this instance: compare with what KV has.
+          const row = await this.read(processId);
+          if ((row ? row.version : null) !== expectedVersion) {
+            if (row) this.cache.set(processId, row);
+            else this.cache.delete(processId);
+            return { ok: false, conflict: true };
+          }
+        }
+        await this.kv.put(this.key(processId), outcome.snapshot, { metadata: { version } });
+        this.cache.set(processId, { snapshot: outcome.snapshot, version });
+        return { ok: true, version };
+      } catch (err) {
+        this.cache.delete(processId);
+        throw err;
+      }
+    }
+    // Several writers: a read-then-write check. NOT atomic (see the top of this file).
+    const row = await this.read(processId);
+    if ((row ? row.version : null) !== expectedVersion) return { ok: false, conflict: true };
+    await this.kv.put(this.key(processId), outcome.snapshot, { metadata: { version } });
+    return { ok: true, version };
+  }
+}

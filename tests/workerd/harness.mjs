@@ -1,0 +1,100 @@
+// Runs the Cloudflare example Worker (examples/cloudflare) on real workerd
+// through Miniflare's API, with real local D1, Workers KV and Durable Objects
+// (no mocks). The Worker is bundled by wrangler exactly as `wrangler deploy`
+// would bundle it; the D1 schema comes from the migration file.
+//
+// The payment gateway is the outside world, so it lives here, in node: two
+// fake gateways (with and without idempotency keys) served over HTTP to the
+// Worker's GATEWAY service binding (http://keys.gateway/, http://nokeys.gateway/).
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Miniflare } from "miniflare";
+import { FakeGateway, gatewayFetch, NetworkError } from "../../pkg/src/testing/fake-gateway.js";
+
+export const ROOT = resolve(fileURLToPath(import.meta.url), "..", "..", "..");
+const EXAMPLE = join(ROOT, "examples", "cloudflare");
+
+let bundle = null;
+/** Bundle the Worker once per test process (wrangler deploy --dry-run --outdir). */
+export function buildWorker() {
+  if (bundle) return bundle;
+  const out = mkdtempSync(join(tmpdir(), "idem-workerd-"));
+  execFileSync(join(ROOT, "node_modules", ".bin", "wrangler"), ["deploy", "--dry-run", "--outdir", out, "--config", join(EXAMPLE, "wrangler.toml")], {
+    cwd: ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  process.on("exit", () => rmSync(out, { recursive: true, force: true }));
+  bundle = join(out, "worker.js");
+  return bundle;
+}
+
+/** The statements of the D1 migration files, in order. */
+export function migrationStatements() {
+  const sql = readFileSync(join(EXAMPLE, "migrations", "0001_init.sql"), "utf8");
+  return sql
+    .split("\n")
+    .filter((l) => !l.trim().startsWith("--"))
+    .map((l) => l.replace(/--.*$/, ""))
+    .join("\n")
+    .split(";")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/**
+ * Start the Worker. Returns `{ mf, fetch(path, init), post(path, key, body), gateways, close }`.
+ * @param {{ kvDirect?: boolean }} [options]
+ */
+export async function startWorker(options = {}) {
+  const gateways = { keys: new FakeGateway(), nokeys: new FakeGateway({ idempotent: false }) };
+  const serveKeys = gatewayFetch(gateways.keys);
+  const serveNokeys = gatewayFetch(gateways.nokeys);
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: buildWorker(),
+    modulesRoot: dirname(buildWorker()),
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
+    compatibilityDate: "2025-09-01",
+    d1Databases: { DB: "idem-test" },
+    kvNamespaces: ["KV"],
+    durableObjects: { PROCESS: { className: "ProcessObject", useSQLite: true } },
+    bindings: options.kvDirect ? { UNSAFE_KV_DIRECT: "1" } : {},
+    serviceBindings: {
+      // A dropped response becomes a failed fetch in the Worker, like a reset connection.
+      GATEWAY: async (request) => {
+        const host = new URL(request.url).hostname;
+        try {
+          return await (host.startsWith("nokeys") ? serveNokeys : serveKeys)(request);
+        } catch (err) {
+          if (err instanceof NetworkError) return Response.error ? new Response("connection reset", { status: 504 }) : null;
+          throw err;
+        }
+      },
+    },
+  });
+  const db = await mf.getD1Database("DB");
+  for (const stmt of migrationStatements()) await db.prepare(stmt).run();
+  const fetch = (path, init) => mf.dispatchFetch(`http://localhost${path}`, init);
+  const post = (path, key, body, headers = {}) =>
+    fetch(path, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(key === null ? {} : { "idempotency-key": key }), ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+  return { mf, db, fetch, post, gateways, close: () => mf.dispose() };
+}
+
+/** Poll `fn` until it returns a truthy value (or throw after `tries`). */
+export async function eventually(fn, { tries = 200, everyMs = 50, what = "condition" } = {}) {
+  let last;
+  for (let i = 0; i < tries; i++) {
+    last = await fn();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`${what} did not hold; last value: ${JSON.stringify(last)}`);
+}
