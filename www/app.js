@@ -20,8 +20,10 @@ const VARIANTS = {
   fragile: { file: "machines/order-fragile.json", gateway: "keys", name: "fragile (counter)" },
   "robust-nokeys": { file: "machines/order-robust-nokeys.json", gateway: "nokeys", name: "robust, gateway without keys" },
 };
+// The order's process ids: "order-42-robust" and so on in this browser; on the Worker, whose
+// D1 database other visitors share, an order number made for this browser (reset makes a new one).
 const ORDER = "order-42";
-const processId = (variant) => `${ORDER}-${variant}`;
+const processId = (variant) => `${useWorker() ? settings.workerOrder : ORDER}-${variant}`;
 const SETTINGS_KEY = "idem-demo";
 const DISPATCH_TIMEOUT_MS = 1500; // how long the dispatcher waits for the gateway before "unknown"
 const FAULTS = { timeout: "timeout", drop: "drop", fail: "transient", decline: "permanent" };
@@ -40,12 +42,14 @@ function loadSettings() {
   }
 }
 function defaults() {
-  return { variant: "robust", target: "local", clockOffset: 0, last: {}, lastPayment: {}, history: {}, gateways: {}, calls: {}, seq: 1 };
+  return { variant: "robust", target: "local", workerOrder: null, clockOffset: 0, last: {}, lastPayment: {}, history: {}, gateways: {}, calls: {}, seq: 1 };
 }
 const settings = loadSettings();
 const saveSettings = () => localStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
 
-const clock = () => Date.now() + settings.clockOffset;
+// The engine's clock in this tab: real time plus what "advance the clock" added (the Worker
+// keeps its own time).
+const clock = () => Date.now() + (useWorker() ? 0 : settings.clockOffset);
 
 // ---------------------------------------------------------------- gateways
 function restoreGateway(kind) {
@@ -67,8 +71,8 @@ function saveGateways() {
   saveSettings();
 }
 
-// The dispatcher's handlers. The charge effect carries the order's context; the gateway
-// wants `{ amount }`: this adapter is the translation a production integration would do.
+// The dispatcher's handlers: the charge effect's payload is the gateway request
+// (`{ amount, currency }`); the key the engine chose is the idempotency key and reference.
 function effectsFor(variant) {
   const pid = processId(variant);
   const gw = gateways[VARIANTS[variant].gateway];
@@ -76,7 +80,7 @@ function effectsFor(variant) {
   const count = () => (settings.calls[pid] = (settings.calls[pid] ?? 0) + 1);
   return {
     handlers: {
-      charge: (payload, meta) => (count(), fx.handlers.charge({ amount: payload?.paid }, meta)),
+      charge: (payload, meta) => (count(), fx.handlers.charge(payload, meta)),
       ship: async (_payload, { key }) => ({ shipment: `sh_${key.slice(-6)}` }),
     },
     verifiers: { charge: (payload, meta) => (count(), fx.verifiers.charge(payload, meta)) },
@@ -140,17 +144,36 @@ function record(entry) {
 
 /** Send one event to the current process; returns the outcome (local) or the HTTP result (worker). */
 async function deliver(event, { note = "", lost = false } = {}) {
+  const wasKnown = history().some((h) => h.id === event.id && h.status === "applied");
+  let out;
   if (useWorker()) {
     const res = await remote.send(pid(), event);
-    record({ id: event.id, type: event.type, payload: event.payload, status: res.outcome?.status ?? `HTTP ${res.status}`, http: res.status, replayed: res.replayed, response: res.outcome?.response, error: res.outcome?.error, note, lost });
-    return { ...res.outcome, http: res.status, replayed: res.replayed };
+    const v = await remote.inspect(pid());
+    out = { ...res.outcome, http: res.http, replayed: res.replayed, state: v?.value ?? null, revision: res.outcome.revision ?? v?.revision };
+    followWorker();
+  } else {
+    out = await apply(store, current().machine, pid(), event, { now: clock });
+    if (out.changed) kick(settings.variant);
   }
-  const { machine } = current();
-  const wasKnown = history().some((h) => h.id === event.id && h.status === "applied");
-  const out = await apply(store, machine, pid(), event, { now: clock });
-  record({ id: event.id, type: event.type, payload: event.payload, status: out.status, response: out.response, error: out.error, note, lost, late: wasKnown && out.status !== "duplicate" && out.status !== "conflict" });
-  if (out.changed) kick(settings.variant);
+  record({
+    id: event.id,
+    type: event.type,
+    payload: event.payload,
+    status: out.status,
+    http: out.http,
+    replayed: out.replayed,
+    response: out.response,
+    error: out.error,
+    note,
+    lost,
+    late: wasKnown && out.status !== "duplicate" && out.status !== "conflict",
+  });
   return out;
+}
+
+// The Worker dispatches effects after its reply: look again a few times so the page follows.
+function followWorker() {
+  for (const ms of [300, 1000, 2500, 5000]) setTimeout(() => serial(refresh), ms);
 }
 
 function remember(event) {
@@ -370,12 +393,13 @@ function renderGateway() {
   const variant = settings.variant;
   const kind = VARIANTS[variant].gateway;
   const gw = gateways[kind];
-  $("gateway-kind").textContent =
-    kind === "keys"
+  $("gateway-kind").textContent = useWorker()
+    ? "In Worker mode the charges go to the Worker's own gateway; the outbox below shows each attempt and its result."
+    : kind === "keys"
       ? "This gateway honours idempotency keys: a retry with the same key returns the first charge."
       : "This gateway ignores idempotency keys: every call charges again. After an unknown outcome the engine asks it (findByReference) whether the charge exists before retrying.";
   const prefix = `${pid()}/`;
-  const mine = [...gw.charges.values()].filter((c) => String(c.reference ?? "").startsWith(prefix));
+  const mine = useWorker() ? [] : [...gw.charges.values()].filter((c) => String(c.reference ?? "").startsWith(prefix));
   const byRef = new Map();
   for (const c of mine) {
     const r = byRef.get(c.reference) ?? { reference: c.reference, count: 0, amount: 0 };
@@ -433,7 +457,11 @@ function renderControls(v) {
   $("retention").textContent = `The ledger keeps PAYMENT_PARTIAL ids for ${duration(window)}, other ids for ${duration(ret.defaultMs)}. Past that, a late duplicate is judged by the state it finds.`;
   $("clock").textContent =
     settings.clockOffset === 0 ? "real time" : `real time + ${duration(settings.clockOffset)}`;
-  const due = v.snapshot && !useWorker() ? nextDueAt(m.machine, v.snapshot) : null;
+  const worker = useWorker();
+  $("advance").disabled = worker;
+  $("gateway-mode").disabled = worker;
+  if (worker) $("clock").textContent = "the Worker's own clock";
+  const due = v.snapshot && !worker ? nextDueAt(m.machine, v.snapshot) : null;
   $("next-due").disabled = due == null;
   $("next-due").textContent = due == null ? "Skip to the next retry (nothing due)" : `Skip to the next retry (${due > clock() ? `in ${duration(due - clock())}` : "now"})`;
   for (const input of document.querySelectorAll('input[name="variant"]')) input.checked = input.value === settings.variant;
@@ -578,9 +606,10 @@ async function skipToNextDue() {
 async function reset() {
   for (const t of Object.values(timers)) clearTimeout(t);
   if (store) await store.clear();
-  if (useWorker()) await remote.reset?.(Object.keys(VARIANTS).map(processId));
   const { variant, target } = settings;
   Object.assign(settings, defaults(), { variant, target });
+  // the Worker's processes stay in its database: start a new order there
+  if (remote) settings.workerOrder = newOrderId();
   for (const gw of Object.values(gateways)) {
     gw.charges.clear();
     gw.keys.clear();
@@ -655,10 +684,12 @@ async function start() {
   workerInfo = await detectWorker();
   if (workerInfo) {
     remote = new RemoteProcess(workerInfo);
+    settings.workerOrder ??= newOrderId();
     $("worker-panel").hidden = false;
   } else if (settings.target === "worker") {
     settings.target = "local";
   }
+  saveSettings();
   updateMode();
 
   $("send-form").addEventListener("submit", (e) => {
@@ -703,6 +734,10 @@ async function start() {
   await refresh();
   for (const variant of Object.keys(VARIANTS)) kick(variant);
   document.body.dataset.ready = "true";
+}
+
+function newOrderId() {
+  return `order-${newEventId().slice(-8).toLowerCase()}`;
 }
 
 function updateMode() {

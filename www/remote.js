@@ -1,27 +1,27 @@
-// Worker mode: the same events sent to the Cloudflare Worker's HTTP API instead of the
-// in-browser engine. The page finds out whether it is served by the Worker by asking for
-// its health endpoint; a static server answers 404 and the page stays local.
+// Worker mode: the same events sent to the Cloudflare Worker's HTTP API (pkg/src/http.js,
+// D1 behind it) instead of the in-browser engine. The page finds out whether the Worker
+// serves it by asking for `/api/health`; a static server answers 404 and the page stays local.
 //
 //   POST /processes/:id/events   Idempotency-Key: <event id>   body { type, payload }
-//     -> status code + JSON outcome; a replayed answer carries a replay header
-//   GET  /processes/:id          -> the process as `machine.inspect` shows it
+//     -> 201/200 { processId, eventId, status, revision, response } for an applied event;
+//        a replay gets the first status and body again plus `Idempotency-Replayed: true`;
+//        409 event_not_accepted (ignored), 422 id_conflict, 4xx problems for rejected events.
+//        Every answer says the engine's outcome in `Idem-Outcome`.
+//   GET  /processes/:id          -> { processId, version, ...machine.inspect(snapshot) } or 404
 
-const HEALTH = ["/api/health", "/health"];
-const REPLAY_HEADERS = ["idempotent-replayed", "idempotency-replayed", "x-idempotent-replayed"];
+export const REPLAY_HEADER = "Idempotency-Replayed";
+export const OUTCOME_HEADER = "Idem-Outcome";
 
-/** `{ url, ... }` from the Worker's health endpoint, or null when there is no Worker. */
+/** The Worker's health answer ({ ok, store, ... }), or null when no Worker serves the page. */
 export async function detectWorker() {
-  for (const path of HEALTH) {
-    try {
-      const res = await fetch(path, { headers: { accept: "application/json" } });
-      if (!res.ok || !(res.headers.get("content-type") ?? "").includes("json")) continue;
-      const body = await res.json();
-      return { ...body, health: path };
-    } catch {
-      // not served by the Worker
-    }
+  try {
+    const res = await fetch("/api/health", { headers: { accept: "application/json" } });
+    if (!res.ok || !(res.headers.get("content-type") ?? "").includes("json")) return null;
+    const body = await res.json();
+    return body && body.ok ? body : null;
+  } catch {
+    return null;
   }
-  return null;
 }
 
 export class RemoteProcess {
@@ -29,24 +29,30 @@ export class RemoteProcess {
     this.info = info;
   }
 
-  /** Send one event; resolves to { status, replayed, outcome, headers }. */
+  /**
+   * Send one event. Resolves to `{ http, replayed, outcome }` where `outcome` has the
+   * fields the page shows for a local outcome: status, response, revision, error.
+   */
   async send(processId, event) {
     const res = await fetch(`/processes/${encodeURIComponent(processId)}/events`, {
       method: "POST",
       headers: { "content-type": "application/json", "idempotency-key": event.id },
       body: JSON.stringify({ type: event.type, payload: event.payload ?? {} }),
     });
-    const replay = REPLAY_HEADERS.map((h) => res.headers.get(h)).find((v) => v != null);
-    let outcome = null;
-    try {
-      outcome = await res.json();
-    } catch {
-      outcome = null;
+    const body = await res.json().catch(() => null);
+    const replayed = res.headers.get(REPLAY_HEADER) === "true";
+    const status = res.headers.get(OUTCOME_HEADER) ?? (res.ok ? "applied" : "rejected");
+    const outcome = { status, duplicate: status === "duplicate" };
+    if (res.ok && body) {
+      outcome.response = body.response ?? null;
+      outcome.revision = body.revision ?? null;
+    } else if (body && body.code) {
+      outcome.error = { code: body.code, message: body.detail ?? body.title ?? "" };
     }
-    return { status: res.status, replayed: replay != null && replay !== "false", replayHeader: replay ?? null, outcome };
+    return { http: res.status, replayed, outcome };
   }
 
-  /** The process as `inspect` shows it, or null when it does not exist. */
+  /** The process as `inspect` shows it, or null when it does not exist yet. */
   async inspect(processId) {
     const res = await fetch(`/processes/${encodeURIComponent(processId)}`, { headers: { accept: "application/json" } });
     if (res.status === 404) return null;
