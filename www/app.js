@@ -281,7 +281,9 @@ function showError(err) {
 async function view(variant) {
   const { machine, def } = machines[variant];
   if (useWorker()) {
-    const v = await remote.inspect(processId(variant));
+    // a process this browser never sent an event to does not exist on the Worker (skip the 404)
+    const id = processId(variant);
+    const v = settings.history[id]?.length ? await remote.inspect(id) : null;
     if (v) return v;
   } else {
     const row = await store.load(processId(variant));
