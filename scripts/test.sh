@@ -82,6 +82,10 @@ js_suite "js: pkg (node --test)"      pkg/test    node_tests pkg/test
 js_suite "js: hosts (node --test)"    tests/js    node_tests tests/js
 js_suite "js: deno hosts (deno test)" tests/deno  deno test --allow-all tests/deno/
 js_suite "e2e: demo (Playwright)"     tests/e2e   node_tests tests/e2e
+# --- Cloudflare host on real workerd (Miniflare + wrangler's bundle; needs pkg/dist) ---
+# One file at a time: each starts its own workerd with local D1, KV and Durable Objects.
+js_suite "workerd: Cloudflare host"   tests/workerd \
+                                        node --test --test-concurrency=1 tests/workerd/*.test.mjs
 
 echo
 echo "=== summary"

@@ -22,7 +22,8 @@
 //   body over the limit                       413     problem `request_too_large`
 //
 // Errors are `application/problem+json` (RFC 9457) with a stable `code`
-// member. Every event response carries `Idem-Outcome: <engine status>`.
+// member. Every event response carries `Idem-Outcome: <engine status>`, and
+// answers from the engine `Idem-Attempts: <load-reduce-commit tries>`.
 //
 // Window of protection (published at `GET {base}/`): an event id is remembered
 // for the machine's retention window (`retention.defaultMs`, or the window of
@@ -46,6 +47,8 @@ export const KEY_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
 export const PROCESS_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$/;
 export const REPLAY_HEADER = "Idempotency-Replayed";
 export const OUTCOME_HEADER = "Idem-Outcome";
+/** Load-reduce-commit tries the request took (1 without contention). */
+export const ATTEMPTS_HEADER = "Idem-Attempts";
 
 /** HTTP status of a `rejected` outcome, by engine error code (others: 422). */
 export const STATUS_BY_CODE = {
@@ -109,12 +112,32 @@ export function parseIdempotencyKey(raw) {
   return KEY_PATTERN.test(v) ? { key: v } : { invalid: true };
 }
 
+/** Bytes of an oversized body read and discarded before answering 413 (so clients that are still sending see the answer). */
+const DRAIN_BYTES = 1 << 20;
+
+/** Read the rest of a body and drop it, up to `limit` bytes; then cancel. */
+async function drain(reader, limit) {
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return;
+    }
+  }
+}
+
 /** Read at most `max` bytes of a body; null when it is longer. */
 async function readLimited(request, max) {
   const declared = Number(request.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > max) return null;
   if (!request.body) return "";
   const reader = request.body.getReader();
+  if (Number.isFinite(declared) && declared > max) {
+    await drain(reader, DRAIN_BYTES);
+    return null;
+  }
   const chunks = [];
   let size = 0;
   for (;;) {
@@ -122,7 +145,7 @@ async function readLimited(request, max) {
     if (done) break;
     size += value.byteLength;
     if (size > max) {
-      await reader.cancel().catch(() => {});
+      await drain(reader, DRAIN_BYTES);
       return null;
     }
     chunks.push(value);
@@ -188,8 +211,8 @@ export function createHttpApi(options) {
     return { status: created ? 201 : 200, body, headers };
   }
 
-  function answer(a, outcomeStatus, replay) {
-    const headers = { [OUTCOME_HEADER]: outcomeStatus, ...(a.headers ?? {}) };
+  function answer(a, outcomeStatus, replay, attempts) {
+    const headers = { [OUTCOME_HEADER]: outcomeStatus, [ATTEMPTS_HEADER]: String(attempts), ...(a.headers ?? {}) };
     if (replay) headers[REPLAY_HEADER] = "true";
     if (a.problem) return problem(a.status, a.problem[0], a.problem[1], a.problem[2], headers);
     return json(a.status, a.body, headers);
@@ -242,14 +265,14 @@ export function createHttpApi(options) {
           }
         }
         const a = firstAnswer(processId, k.key, { status: "applied", rev: out.revision, response: out.response }, event.type);
-        return answer(a, "applied", false);
+        return answer(a, "applied", false, out.attempts);
       }
       case "duplicate": {
         const entry = machine.inspect(out.snapshot).ledger.find((e) => e.id === k.key);
         const a = entry
           ? firstAnswer(processId, k.key, entry, event.type)
           : { status: 200, body: { processId, eventId: k.key, status: "applied", revision: null, response: out.response ?? null } };
-        return answer(a, "duplicate", true);
+        return answer(a, "duplicate", true, out.attempts);
       }
       case "ignored": {
         if (out.changed && options.afterCommit) {
@@ -257,7 +280,7 @@ export function createHttpApi(options) {
           if (p && typeof p.then === "function" && hooks.waitUntil) hooks.waitUntil(p.catch((err) => options.onError?.(err)));
         }
         const a = firstAnswer(processId, k.key, { status: "ignored" }, event.type);
-        return answer(a, "ignored", false);
+        return answer(a, "ignored", false, out.attempts);
       }
       case "conflict":
         return problem(

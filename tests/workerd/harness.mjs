@@ -47,7 +47,7 @@ export function migrationStatements() {
 
 /**
  * Start the Worker. Returns `{ mf, fetch(path, init), post(path, key, body), gateways, close }`.
- * @param {{ kvDirect?: boolean }} [options]
+ * @param {{ kvDirect?: boolean, vars?: Record<string, string> }} [options] `vars` become Worker env vars
  */
 export async function startWorker(options = {}) {
   const gateways = { keys: new FakeGateway(), nokeys: new FakeGateway({ idempotent: false }) };
@@ -62,7 +62,7 @@ export async function startWorker(options = {}) {
     d1Databases: { DB: "idem-test" },
     kvNamespaces: ["KV"],
     durableObjects: { PROCESS: { className: "ProcessObject", useSQLite: true } },
-    bindings: options.kvDirect ? { UNSAFE_KV_DIRECT: "1" } : {},
+    bindings: { ...(options.kvDirect ? { UNSAFE_KV_DIRECT: "1" } : {}), ...(options.vars ?? {}) },
     serviceBindings: {
       // A dropped response becomes a failed fetch in the Worker, like a reset connection.
       GATEWAY: async (request) => {
@@ -70,7 +70,9 @@ export async function startWorker(options = {}) {
         try {
           return await (host.startsWith("nokeys") ? serveNokeys : serveKeys)(request);
         } catch (err) {
-          if (err instanceof NetworkError) return Response.error ? new Response("connection reset", { status: 504 }) : null;
+          // The connection broke after the gateway charged: the Worker sees a 504 from the
+          // network in front of it, whose outcome is unknown.
+          if (err instanceof NetworkError) return new Response("upstream connection reset", { status: 504 });
           throw err;
         }
       },

@@ -67,6 +67,9 @@ function effectsFor(env, variant) {
   };
 }
 
+/** Compare-and-set retries per request (the MAX_RETRIES var can lower it, e.g. to show 409 contention). */
+const maxRetries = (env) => (env.MAX_RETRIES === undefined ? 64 : Number(env.MAX_RETRIES));
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Dispatch now, then keep following retries that are due within FOLLOW_UP_MS. */
@@ -92,7 +95,7 @@ async function d1Api(request, env, ctx, url) {
   const api = createHttpApi({
     machine,
     store,
-    maxRetries: 64,
+    maxRetries: maxRetries(env),
     afterCommit: (processId) => dispatchAndFollow(store, machine, processId, effectsFor(env, variant)),
     onError: (err) => console.error("dispatch failed", err),
   });
@@ -131,7 +134,7 @@ export default {
     if (path.startsWith("/kv-direct/processes/") && env.UNSAFE_KV_DIRECT === "1") {
       const store = new KVStore(env.KV, { prefix: "direct:" });
       const { machine } = machineFor(processIdOf(path, "/kv-direct") ?? "");
-      return createHttpApi({ machine, store, basePath: "/kv-direct", maxRetries: 64 }).handle(request);
+      return createHttpApi({ machine, store, basePath: "/kv-direct", maxRetries: maxRetries(env) }).handle(request);
     }
     if (env.ASSETS) return env.ASSETS.fetch(request);
     return problem(404, "not_found", `no route for ${path}`);
@@ -186,7 +189,7 @@ export class ProcessObject extends DurableObject {
       machine,
       store: this.store(),
       basePath: `/${mode}`,
-      maxRetries: 64,
+      maxRetries: maxRetries(this.env),
       afterCommit: () => this.kick(),
       onError: (err) => console.error("dispatch failed", err),
     });
