@@ -14,9 +14,8 @@ SIZE_BUDGET=warn scripts/build-wasm.sh # the size budget is enforced by scripts/
 
 WORKER=examples/cloudflare/wrangler.toml
 if [ -f "$WORKER" ]; then
-  # The Cloudflare Worker: run it on local workerd (no Cloudflare account needed).
-  # If the Worker needs its own build step, add it here before wrangler starts.
-  # Cloudflare Worker: static assets (www/ + pkg/) and the local D1 schema.
+  # The Cloudflare Worker on local workerd (no Cloudflare account needed):
+  # first its static assets (www/ + pkg/) and the local D1 schema.
   node examples/cloudflare/build-assets.mjs
   CI=1 wrangler d1 migrations apply idem --local --config "$WORKER"
   echo "idem demo: the Cloudflare Worker on local workerd at http://127.0.0.1:$PORT/"
