@@ -336,14 +336,15 @@ async function refresh() {
     (v.ledger ?? []).slice().reverse(),
     (e) => [
       shortId(e.id),
-      (e.fp ?? "").slice(0, 10),
+      (e.fp ?? "").slice(0, 8),
       e.rev ?? "",
       e.at != null ? duration(now - e.at) : "",
       e.exp != null ? (e.exp > now ? duration(e.exp - now) : "past (dropped at the next write)") : "",
       e.response != null ? fmt(e.response) : e.status && e.status !== "applied" ? e.status : "",
     ],
     "Empty: no event applied yet.",
-    (e) => ({ "data-id": e.id }),
+    // ids with "#" are the ones the engine chose for the dispatcher's reports
+    (e) => ({ "data-id": e.id, ...(String(e.id).includes("#") ? { class: "engine", title: "an effect report: its id was chosen by the engine" } : {}) }),
   );
 
   // outbox

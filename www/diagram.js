@@ -378,8 +378,10 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
     g.append(label);
     let ly = b.y + HEADER_H + 11;
     for (const t of n.transitions.filter((t) => !t.target || t.target === n)) {
+      const hot = flagged.get(n.path)?.some((f) => f.event === t.event);
       for (const [i, text] of inlineLines(t).entries()) {
-        const line = el("text", { x: b.x + PAD + (i ? 12 : 0), y: ly, class: i ? "inline detail" : "inline", "data-event": t.event });
+        const cls = `inline${i ? " detail" : ""}${hot ? " hot" : ""}`;
+        const line = el("text", { x: b.x + PAD + (i ? 12 : 0), y: ly, class: cls, "data-event": t.event });
         line.textContent = text;
         g.append(line);
         ly += LINE_H;

@@ -104,5 +104,6 @@ export async function chooseMachine(page, variant) {
 }
 
 export async function screenshot(page, name) {
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }

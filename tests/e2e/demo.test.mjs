@@ -201,6 +201,33 @@ for (const [variant, label] of [
   });
 }
 
+for (const [mode, finalState, charges, step] of [
+  ["timeout", "paid", 1, /attempt 1 of charge: unknown/],
+  ["fail", "paid", 1, /attempt 1 of charge: failed/],
+  ["decline", "review", 0, /attempt 1 of charge: failed → review/],
+]) {
+  test(`gateway fault "${mode}" on the next charge: the order ends in ${finalState} with ${charges} charge(s)`, async () => {
+    const { page, context, errors } = await openDemo(env);
+    await page.selectOption("#gateway-mode", mode);
+    await pay(page, "p1", 100, { expect: "applied" });
+    for (let i = 0; i < 6; i++) {
+      await settle(page);
+      if ((await readView(page)).state === finalState) break;
+      if (await page.isEnabled("#next-due")) await page.click("#next-due");
+      await settle(page);
+    }
+    await page.waitForFunction((s) => document.querySelector("#state-name").textContent === s, finalState);
+    await settle(page);
+    const v = await readView(page);
+    assert.equal(v.charges, charges);
+    const log = await page.$$eval("#dispatch-log li", (lis) => lis.map((li) => li.textContent));
+    assert.ok(log.some((l) => step.test(l)), log.join("\n"));
+    assert.equal(await page.inputValue("#gateway-mode"), "normal", "the fault was used up");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+}
+
 test("the IndexedDB store is a compare-and-set: one writer wins per version", async () => {
   const { page, context } = await openDemo(env);
   const r = await page.evaluate(async () => {
