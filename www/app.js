@@ -486,6 +486,9 @@ function acceptedEvents(parsed, active) {
 }
 
 let focusPath = null;
+let findingsKey = null;
+// The list is rebuilt only when the machine changes, so a focused finding keeps its focus
+// through the periodic refreshes.
 function renderFindings(findings) {
   const panel = $("findings-panel");
   const m = current();
@@ -495,26 +498,30 @@ function renderFindings(findings) {
   }
   panel.hidden = false;
   const ul = $("findings");
-  if (findings.length === 0) {
-    ul.innerHTML = '<li class="muted">No hazard found.</li>';
-    return;
+  if (findingsKey !== settings.variant) {
+    findingsKey = settings.variant;
+    if (findings.length === 0) {
+      ul.innerHTML = '<li class="muted">No hazard found.</li>';
+    } else {
+      ul.replaceChildren(
+        ...findings.map((f) => {
+          const li = document.createElement("li");
+          li.dataset.code = f.code;
+          const b = document.createElement("button");
+          b.type = "button";
+          b.dataset.path = f.path;
+          b.innerHTML = `<span class="sev sev-${esc(String(f.severity).toLowerCase())}">${esc(f.severity)}</span> <code>${esc(f.code)}</code> at <code>${esc(f.path || "machine")}</code>${f.event ? ` on <code>${esc(f.event)}</code>` : ""}<br>${esc(f.message ?? "")}${f.fix ? `<br><span class="muted">Fix: ${esc(f.fix)}</span>` : ""}`;
+          b.addEventListener("click", () => {
+            focusPath = focusPath === f.path ? null : f.path;
+            serial(refresh);
+          });
+          li.append(b);
+          return li;
+        }),
+      );
+    }
   }
-  ul.replaceChildren(
-    ...findings.map((f) => {
-      const li = document.createElement("li");
-      li.dataset.code = f.code;
-      const b = document.createElement("button");
-      b.type = "button";
-      b.innerHTML = `<span class="sev sev-${esc(String(f.severity).toLowerCase())}">${esc(f.severity)}</span> <code>${esc(f.code)}</code> at <code>${esc(f.path || "machine")}</code>${f.event ? ` on <code>${esc(f.event)}</code>` : ""}<br>${esc(f.message ?? "")}${f.fix ? `<br><span class="muted">Fix: ${esc(f.fix)}</span>` : ""}`;
-      b.setAttribute("aria-pressed", String(focusPath === f.path));
-      b.addEventListener("click", () => {
-        focusPath = focusPath === f.path ? null : f.path;
-        serial(refresh);
-      });
-      li.append(b);
-      return li;
-    }),
-  );
+  for (const b of ul.querySelectorAll("button")) b.setAttribute("aria-pressed", String(focusPath !== null && focusPath === b.dataset.path));
 }
 
 // ---------------------------------------------------------------- actions

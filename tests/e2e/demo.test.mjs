@@ -260,6 +260,44 @@ test("the IndexedDB store is a compare-and-set: one writer wins per version", as
   await context.close();
 });
 
+test("two tabs racing the same events through IndexedDB apply each id once", async () => {
+  const context = await env.browser.newContext();
+  const tabs = await Promise.all([context.newPage(), context.newPage()]);
+  for (const tab of tabs) await tab.goto(`${env.url}machines/order-robust.json`); // same origin, no demo running
+  const N = 20;
+  const race = (tab, order) =>
+    tab.evaluate(
+      async ({ N, order }) => {
+        const { Machine } = await import("/pkg/src/web.js");
+        const { apply } = await import("/pkg/src/host.js");
+        const { openIndexedDBStore } = await import("/pkg/src/stores/indexeddb.js");
+        const machine = new Machine(await (await fetch("/machines/order-robust.json")).json());
+        const store = await openIndexedDBStore({ name: "race" });
+        const ids = Array.from({ length: N }, (_, i) => i);
+        if (order === "reverse") ids.reverse();
+        // every event is sent by both tabs; within a tab, all at once
+        const outs = await Promise.all(
+          ids.map((i) => apply(store, machine, "order-race", { id: `evt-${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `p${i}`, amount: 1 } })),
+        );
+        const row = await store.load("order-race");
+        const view = machine.inspect(row.snapshot);
+        store.close();
+        return { statuses: outs.map((o) => o.status), paid: view.context.paid, revision: view.revision, ledger: view.ledger.length };
+      },
+      { N, order },
+    );
+  const [a, b] = await Promise.all([race(tabs[0], "forward"), race(tabs[1], "reverse")]);
+  const applied = [...a.statuses, ...b.statuses].filter((s) => s === "applied").length;
+  const duplicates = [...a.statuses, ...b.statuses].filter((s) => s === "duplicate").length;
+  assert.equal(applied, N, "each id applied exactly once across both tabs");
+  assert.equal(duplicates, N);
+  const last = a.revision >= b.revision ? a : b;
+  assert.equal(last.revision, N);
+  assert.equal(last.paid, N);
+  assert.equal(last.ledger, N);
+  await context.close();
+});
+
 test("hazard findings are marked on the diagram when the engine has machine.analyze()", async () => {
   const { page, context, errors } = await openDemo(env);
   const has = await page.evaluate(async () => {
