@@ -39,7 +39,7 @@
 // `<effect>.succeeded` / `<effect>.failed` for the machine's effect types are
 // raised by the engine when an effect finishes: clients cannot send either (422).
 
-import { apply, ContentionError, readClock } from "./host.js";
+import { apply, ContentionError } from "./host.js";
 
 /** Largest POST body accepted by default (bytes): the engine's 64 KiB payload limit plus room for the envelope. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 + 1024;
@@ -391,5 +391,5 @@ export function createHttpApi(options) {
     return base === "" ? p === "/" || p.startsWith("/processes/") : p === base || p.startsWith(`${base}/`);
   }
 
-  return { handle, matches, now: () => readClock(options.now) };
+  return { handle, matches };
 }

@@ -336,3 +336,85 @@ export interface HttpApi {
 }
 
 export declare function createHttpApi(options: HttpApiOptions): HttpApi;
+
+export declare function problem(status: number, code: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Response;
+export declare const STATUS_BY_CODE: Record<string, number>;
+export declare const REPLAY_HEADER: "Idempotency-Replayed";
+export declare const OUTCOME_HEADER: "Idem-Outcome";
+export declare const ATTEMPTS_HEADER: "Idem-Attempts";
+
+// ---------------------------------------------------------------------------
+// host.js / dispatch.js helpers
+
+/** `machine.inspect` of the stored snapshot plus its version, or null. */
+export declare function inspect(store: Store, machine: MachineLike, processId: string): Promise<(Inspection & { version: Version }) | null>;
+export declare function readClock(now?: Clock): number;
+export declare function jitteredBackoff(n: number, baseMs?: number, capMs?: number): number;
+/** Mark an error as retryable (`failed` with `retryable: true`). */
+export declare function retryable<E extends Error>(err: E): E & { retryable: true };
+/** Mark an error as an unknown outcome (the operation may have happened). */
+export declare function unknownOutcome<E extends Error>(err: E): E & { unknown: true };
+export declare function nextDueAt(machine: MachineLike, snapshot: Snapshot): number | null;
+
+// ---------------------------------------------------------------------------
+// stores/*.js
+
+export declare class MemoryStore implements Store {
+  writes: number;
+  conflicts: number;
+  load(processId: string): Promise<Loaded | null>;
+  commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+  events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
+}
+/** D1: schema in examples/cloudflare/migrations; one `batch()` per commit. */
+export declare class D1Store implements Store {
+  constructor(db: unknown);
+  load(processId: string): Promise<Loaded | null>;
+  commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+  events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
+  /** Processes with work due at `now`. */
+  due(now: number, limit?: number): Promise<string[]>;
+}
+/** Workers KV: safe only with one writer per process (see stores/kv.js). */
+export declare class KVStore implements Store {
+  constructor(kv: unknown, options?: { singleWriter?: boolean; prefix?: string });
+  load(processId: string): Promise<Loaded | null>;
+  commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+}
+/** A Durable Object's transactional storage (one object per process). */
+export declare class DurableObjectStore implements Store {
+  constructor(storage: unknown, processId?: string);
+  load(processId: string): Promise<Loaded | null>;
+  commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+  events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
+}
+
+// ---------------------------------------------------------------------------
+// testing/fake-gateway.js
+
+export type GatewayFault = "timeout" | "drop" | "transient" | "permanent";
+export interface Charge {
+  id: string;
+  amount: number;
+  currency: string;
+  reference: string | null;
+  status: "succeeded";
+}
+export interface GatewayClient {
+  charge(request: { amount: number; currency?: string; reference?: string }, options?: { idempotencyKey?: string }): Promise<Charge>;
+  findByReference(reference: string): Promise<Charge | null>;
+}
+export declare class FakeGateway implements GatewayClient {
+  constructor(options?: { idempotent?: boolean; timeoutMs?: number | null });
+  readonly idempotent: boolean;
+  charges: Map<string, Charge>;
+  requests: number;
+  failNext(fault: GatewayFault, times?: number): this;
+  chargeCount(reference?: string): number;
+  total(): number;
+  charge(request: { amount: number; currency?: string; reference?: string }, options?: { idempotencyKey?: string }): Promise<Charge>;
+  findByReference(reference: string): Promise<Charge | null>;
+}
+export declare function gatewayEffects(gateway: GatewayClient, type?: string): { handlers: Record<string, Handler>; verifiers: Record<string, Verifier> };
+export declare function gatewayFetch(gateway: FakeGateway): (request: Request) => Promise<Response>;
+export declare function httpGateway(fetcher: (request: Request) => Promise<Response>, baseUrl: string): GatewayClient;

@@ -81,6 +81,8 @@ export async function startWorker(options = {}) {
   const db = await mf.getD1Database("DB");
   for (const stmt of migrationStatements()) await db.prepare(stmt).run();
   const fetch = (path, init) => mf.dispatchFetch(`http://localhost${path}`, init);
+  // Warm up: the first request builds the machines, so that tests race on the stores, not on that.
+  await (await fetch("/api")).arrayBuffer();
   const post = (path, key, body, headers = {}) =>
     fetch(path, {
       method: "POST",
