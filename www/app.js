@@ -500,26 +500,36 @@ function renderFindings(findings) {
   const ul = $("findings");
   if (findingsKey !== settings.variant) {
     findingsKey = settings.variant;
-    if (findings.length === 0) {
-      ul.innerHTML = '<li class="muted">No hazard found.</li>';
-    } else {
-      ul.replaceChildren(
-        ...findings.map((f) => {
-          const li = document.createElement("li");
-          li.dataset.code = f.code;
-          const b = document.createElement("button");
-          b.type = "button";
-          b.dataset.path = f.path;
-          b.innerHTML = `<span class="sev sev-${esc(String(f.severity).toLowerCase())}">${esc(f.severity)}</span> <code>${esc(f.code)}</code> at <code>${esc(f.path || "machine")}</code>${f.event ? ` on <code>${esc(f.event)}</code>` : ""}<br>${esc(f.message ?? "")}${f.fix ? `<br><span class="muted">Fix: ${esc(f.fix)}</span>` : ""}`;
-          b.addEventListener("click", () => {
-            focusPath = focusPath === f.path ? null : f.path;
-            serial(refresh);
-          });
-          li.append(b);
-          return li;
-        }),
-      );
+    const item = (f) => {
+      const li = document.createElement("li");
+      li.dataset.code = f.code;
+      li.dataset.severity = String(f.severity).toLowerCase();
+      const b = document.createElement("button");
+      b.type = "button";
+      b.dataset.path = f.path;
+      b.innerHTML = `<span class="sev sev-${esc(String(f.severity).toLowerCase())}">${esc(f.severity)}</span> <code>${esc(f.code)}</code> at <code>${esc(f.path || "machine")}</code>${f.event ? ` on <code>${esc(f.event)}</code>` : ""}<br>${esc(f.message ?? "")}${f.fix ? `<br><span class="muted">Fix: ${esc(f.fix)}</span>` : ""}`;
+      b.addEventListener("click", () => {
+        focusPath = focusPath === f.path ? null : f.path;
+        serial(refresh);
+      });
+      li.append(b);
+      return li;
+    };
+    const serious = findings.filter((f) => String(f.severity).toLowerCase() !== "info");
+    const info = findings.filter((f) => String(f.severity).toLowerCase() === "info");
+    const nodes = serious.length ? serious.map(item) : [Object.assign(document.createElement("li"), { className: "muted", textContent: "No hazard: no repeat of any event is applied twice." })];
+    if (info.length) {
+      const li = document.createElement("li");
+      const details = document.createElement("details");
+      const summary = document.createElement("summary");
+      summary.textContent = `${info.length} informational finding${info.length > 1 ? "s" : ""} (transitions a repeat cannot harm, and why)`;
+      const inner = document.createElement("ul");
+      inner.append(...info.map(item));
+      details.append(summary, inner);
+      li.append(details);
+      nodes.push(li);
     }
+    ul.replaceChildren(...nodes);
   }
   for (const b of ul.querySelectorAll("button")) b.setAttribute("aria-pressed", String(focusPath !== null && focusPath === b.dataset.path));
 }

@@ -13,6 +13,8 @@ const PAD = 14;
 const COL_GAP = 40;
 const ROW_GAP = 26;
 const HEADER_H = 24;
+const BADGE_CHAR_W = 6.4;
+const BADGE_ROW = 22;
 
 /** Parse a definition into a tree of states with resolved transitions. */
 export function parseDefinition(def) {
@@ -103,8 +105,9 @@ export function formatExpr(e) {
 }
 
 /** Positions for every state: { boxes: Map(path -> {x,y,w,h,node}), width, height }. */
-export function layout(parsed) {
+export function layout(parsed, { badges = new Map() } = {}) {
   const boxes = new Map();
+  const badgeW = (path) => (badges.has(path) ? badges.get(path).length * BADGE_CHAR_W + 12 : 0);
   const lines = (n) => n.transitions.filter((t) => !t.target || t.target === n).flatMap(inlineLines);
   const headerOf = (n) => (n.path === "" ? 0 : HEADER_H + lines(n).length * LINE_H + (lines(n).length ? 4 : 0));
 
@@ -113,8 +116,8 @@ export function layout(parsed) {
   function size(n, depth) {
     if (n.children.length === 0) {
       const text = [n.key, ...lines(n)];
-      const w = Math.max(92, Math.max(...text.map((t) => t.length)) * CHAR_W + 2 * PAD + 12);
-      const h = HEADER_H + lines(n).length * LINE_H + (lines(n).length ? 8 : 4);
+      const w = Math.max(92, Math.max(...text.map((t) => t.length)) * CHAR_W + 2 * PAD + 12, badgeW(n.path) + 2 * PAD);
+      const h = HEADER_H + lines(n).length * LINE_H + (lines(n).length ? 8 : 4) + (badges.has(n.path) ? BADGE_ROW : 0);
       boxes.set(n.path, { node: n, w, h, x: 0, y: 0 });
       return;
     }
@@ -170,7 +173,7 @@ export function layout(parsed) {
     all.forEach((b) => (lr ? (b.y += first - least) : (b.x += first - least)));
     const w = Math.max(
       Math.max(...all.map((b) => b.x + b.w)) + PAD,
-      (n.key.length + 2) * CHAR_W + 2 * PAD,
+      (n.key.length + 2) * CHAR_W + 2 * PAD + badgeW(n.path),
       ...lines(n).map((t) => t.length * CHAR_W + 2 * PAD),
     );
     const h = Math.max(...all.map((b) => b.y + b.h)) + PAD;
@@ -336,9 +339,8 @@ export function findingPath(p, machineId) {
  * `findings`: [{ code, severity, path, event }] with path already in diagram form.
  */
 export function render(svg, parsed, { active = [], findings = [], focus = null } = {}) {
-  const { boxes, width, height } = layout(parsed);
+  const badges = new Map(); // filled below, before the layout, from the findings
   const margin = 8;
-  svg.setAttribute("viewBox", `${-margin} ${-margin} ${width + 2 * margin} ${height + 2 * margin}`);
   svg.replaceChildren();
   const defs = el("defs");
   defs.innerHTML =
@@ -349,11 +351,26 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
   svg.append(defs);
 
   const activeSet = new Set(active);
-  const flagged = new Map(); // path -> findings
+  // Errors and warnings flag their state (badge, dashed outline) and colour the transitions
+  // they name; informational findings about an event (protected by topology, guarded by an
+  // identified set) mark those transitions as safe; other informational ones get a grey badge.
+  const isInfo = (f) => String(f.severity).toLowerCase() === "info";
+  const flagged = new Map(); // path -> findings shown as a badge
+  const safe = new Map(); // path -> events whose repeat is harmless
   for (const f of findings) {
+    if (isInfo(f) && f.event) {
+      if (!safe.has(f.path)) safe.set(f.path, new Set());
+      safe.get(f.path).add(f.event);
+      continue;
+    }
     if (!flagged.has(f.path)) flagged.set(f.path, []);
     flagged.get(f.path).push(f);
   }
+  for (const [path, fs] of flagged) badges.set(path, fs.map((f) => f.code).join(" · "));
+  const { boxes, width, height } = layout(parsed, { badges });
+  svg.setAttribute("viewBox", `${-margin} ${-margin} ${width + 2 * margin} ${height + 2 * margin}`);
+  const hotFor = (path, event) => (flagged.get(path) ?? []).some((f) => !isInfo(f) && (!f.event || f.event === event));
+  const safeFor = (path, event) => !hotFor(path, event) && !!safe.get(path)?.has(event);
 
   // states, parents first so children draw on top
   const gStates = el("g", { class: "states" });
@@ -378,9 +395,10 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
     g.append(label);
     let ly = b.y + HEADER_H + 11;
     for (const t of n.transitions.filter((t) => !t.target || t.target === n)) {
-      const hot = flagged.get(n.path)?.some((f) => f.event === t.event);
+      const hot = hotFor(n.path, t.event);
+      const ok = safeFor(n.path, t.event);
       for (const [i, text] of inlineLines(t).entries()) {
-        const cls = `inline${i ? " detail" : ""}${hot ? " hot" : ""}`;
+        const cls = `inline${i ? " detail" : ""}${hot ? " hot" : ok ? " safe" : ""}`;
         const line = el("text", { x: b.x + PAD + (i ? 12 : 0), y: ly, class: cls, "data-event": t.event });
         line.textContent = text;
         g.append(line);
@@ -390,10 +408,13 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
     if (flagged.has(n.path)) {
       const fs = flagged.get(n.path);
       const badge = el("g", { class: "badge" });
-      const text = fs.map((f) => f.code).join(" · ");
-      const bw = text.length * 6.4 + 12;
-      badge.append(el("rect", { x: b.x + b.w - bw - 4, y: b.y - 9, width: bw, height: 17, rx: 8 }));
-      const bt = el("text", { x: b.x + b.w - bw + 2, y: b.y + 3.5 });
+      const text = badges.get(n.path);
+      const bw = text.length * BADGE_CHAR_W + 12;
+      // atomic states: a row at the bottom of the box; compound states: beside the name
+      const bx = n.children.length ? b.x + PAD + (n.key.length + 1) * CHAR_W : b.x + PAD - 4;
+      const by = n.children.length ? b.y + 5 : b.y + b.h - BADGE_ROW + 1;
+      badge.append(el("rect", { x: bx, y: by, width: bw, height: 17, rx: 8 }));
+      const bt = el("text", { x: bx + 6, y: by + 12.5 });
       bt.textContent = text;
       badge.append(bt);
       g.append(badge);
@@ -431,10 +452,11 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
       const p = border(a, centre(a), first);
       const q = border(z, centre(z), last);
       const pts = [p, ...via, q].map(([x, y]) => [x + k * 10, y + k * 10]);
-      const hot = flagged.get(n.path)?.some((f) => !f.event || f.event === t.event);
+      const hot = hotFor(n.path, t.event);
+      const ok = safeFor(n.path, t.event);
       gEdges.append(
         el("path", {
-          class: `edge${hot ? " hot" : ""}`,
+          class: `edge${hot ? " hot" : ok ? " safe" : ""}`,
           d: smooth(pts),
           "marker-end": hot ? "url(#arrow-hot)" : "url(#arrow)",
           "data-event": t.event,
@@ -456,7 +478,12 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
         spot ??= r;
       }
       taken.push(spot);
-      const lg = el("g", { class: `label${hot ? " hot" : ""}`, "data-event": t.event });
+      const lg = el("g", { class: `label${hot ? " hot" : ok ? " safe" : ""}`, "data-event": t.event });
+      if (hot || ok) {
+        const title = el("title");
+        title.textContent = hot ? "a repeat of this event is applied again (see the hazard analysis)" : "a repeat of this event is harmless (see the hazard analysis)";
+        lg.append(title);
+      }
       lg.append(el("rect", { x: spot.x, y: spot.y, width: tw, height: th, rx: 3 }));
       const tx = el("text", { x: spot.x + tw / 2, y: spot.y + 11.5, "text-anchor": "middle" });
       tx.textContent = text;

@@ -26,7 +26,8 @@ export async function startAll() {
     throw new Error("pkg/dist/idem_bg.wasm is missing: run scripts/build-wasm.sh first");
   }
   mkdirSync(SCREENSHOTS, { recursive: true });
-  const server = await serve({ port: 0 });
+  // IDEM_E2E_URL: run the page tests against a server started elsewhere (www/ at its root)
+  const server = process.env.IDEM_E2E_URL ? { url: process.env.IDEM_E2E_URL, close: async () => {} } : await serve({ port: 0 });
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
   return {
     url: server.url,

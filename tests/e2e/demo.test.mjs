@@ -309,15 +309,23 @@ test("hazard findings are marked on the diagram when the engine has machine.anal
     assert.equal(await page.isHidden("#findings-panel"), true);
     assert.equal(await page.locator("#diagram .state.flagged").count(), 0);
   } else {
+    // the fragile machine: an error on the counter, marked on its state and its transition
     await chooseMachine(page, "fragile");
     assert.equal(await page.isVisible("#findings-panel"), true);
-    const codes = await page.$$eval("#findings li[data-code]", (lis) => lis.map((li) => li.dataset.code));
-    assert.ok(codes.length > 0, "the fragile machine has findings");
-    assert.ok((await page.locator("#diagram .state.flagged").count()) > 0, "a state is flagged on the diagram");
-    await page.click("#findings li[data-code] button");
+    const serious = await page.$$eval("#findings > li[data-code]", (lis) => lis.map((li) => ({ code: li.dataset.code, severity: li.dataset.severity, text: li.textContent })));
+    assert.ok(serious.some((f) => f.severity === "error" && /payment\.collecting/.test(f.text) && /PAYMENT_PARTIAL/.test(f.text)), JSON.stringify(serious));
+    assert.equal(await page.locator('#diagram .state.flagged[data-state="payment.collecting"]').count(), 1);
+    assert.ok((await page.locator('#diagram [data-state="payment.collecting"] text.inline.hot[data-event="PAYMENT_PARTIAL"]').count()) > 0);
+    await page.click("#findings > li[data-code] button");
     await settle(page);
-    assert.equal(await page.locator("#diagram .state.focus").count(), 1);
+    assert.equal(await page.locator('#diagram .state.focus[data-state="payment.collecting"]').count(), 1);
     await screenshot(page, "06-hazard-findings");
+
+    // the robust machine: no error or warning, and the same transition is marked harmless
+    await chooseMachine(page, "robust");
+    assert.equal(await page.locator("#findings > li[data-code]").count(), 0);
+    assert.ok((await page.locator('#diagram [data-state="payment.collecting"] text.inline.safe[data-event="PAYMENT_PARTIAL"]').count()) > 0);
+    assert.equal(await page.locator('#diagram .state.flagged[data-state="payment.collecting"]').count(), 0);
   }
   console.log(`# machine.analyze ${has ? "present" : "absent"}`);
   assert.deepEqual(errors, []);
