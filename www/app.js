@@ -548,8 +548,8 @@ async function sendPayment() {
   remember(event);
   const out = await deliver(event);
   setStatus(out.status, describe(event, out));
-  if (out.status === "applied") advancePaymentForm(event);
   await refresh();
+  if (out.status === "applied") advancePaymentForm(event);
 }
 
 async function again() {
@@ -599,8 +599,8 @@ async function lostResponse() {
   await refresh();
   const second = await deliver(event, { note: "client retry" });
   setStatus(second.status, describe(event, second, { lostRetry: true }));
-  if (first.status === "applied") advancePaymentForm(event);
   await refresh();
+  if (first.status === "applied") advancePaymentForm(event);
 }
 
 async function advanceClock() {
