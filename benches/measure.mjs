@@ -1,0 +1,79 @@
+// Timing helpers: medians and p95 of batched samples, and number formatting.
+import { performance } from "node:perf_hooks";
+
+/**
+ * Time `fn(i)`: warm up (JIT) for about 50 ms, size batches so one lasts about
+ * 200 µs, take at least `minSamples` batches, then more until `budgetMs` is
+ * spent or `maxSamples` are taken. Returns per-call median and p95 (ns).
+ */
+export function measure(fn, { budgetMs = 400, maxSamples = 2000, minSamples = 5 } = {}) {
+  let i = 0;
+  const warmEnd = performance.now() + 50;
+  let warm = 0;
+  do {
+    fn(i++);
+    warm++;
+  } while (performance.now() < warmEnd && warm < 2000);
+  let t = performance.now();
+  fn(i++);
+  const one = Math.max(performance.now() - t, 1e-4);
+  const batch = Math.min(100_000, Math.max(1, Math.floor(0.2 / one)));
+  const samples = [];
+  const start = performance.now();
+  while (samples.length < minSamples || (performance.now() - start < budgetMs && samples.length < maxSamples)) {
+    t = performance.now();
+    for (let k = 0; k < batch; k++) fn(i++);
+    samples.push(((performance.now() - t) * 1e6) / batch);
+  }
+  samples.sort((a, b) => a - b);
+  const pick = (q) => samples[Math.round((samples.length - 1) * q)];
+  return { medianNs: pick(0.5), p95Ns: pick(0.95), samples: samples.length, batch };
+}
+
+export function fmtNs(ns) {
+  if (ns == null || Number.isNaN(ns)) return "—";
+  if (ns >= 1e9) return `${(ns / 1e9).toFixed(2)} s`;
+  if (ns >= 1e6) return `${(ns / 1e6).toFixed(ns >= 1e8 ? 0 : ns >= 1e7 ? 1 : 2)} ms`;
+  if (ns >= 1e3) return `${(ns / 1e3).toFixed(ns >= 1e5 ? 0 : ns >= 1e4 ? 1 : 2)} µs`;
+  return `${ns.toFixed(0)} ns`;
+}
+
+export function fmtOps(ns) {
+  if (ns == null) return "—";
+  const ops = 1e9 / ns;
+  if (ops >= 1e6) return `${(ops / 1e6).toFixed(2)} M`;
+  if (ops >= 1e3) return `${(ops / 1e3).toFixed(1)} k`;
+  return ops >= 10 ? ops.toFixed(0) : ops.toFixed(1);
+}
+
+/** "how many times faster `b` is than the reference `a`": a / b, e.g. `8.1×` or `0.25×`. */
+export function ratio(a, b) {
+  if (a == null || b == null) return "—";
+  const r = a / b;
+  return `${r >= 100 ? r.toFixed(0) : r >= 10 ? r.toFixed(1) : r.toFixed(2)}×`;
+}
+
+export function fmtBytes(b) {
+  if (b >= 1 << 20) return `${(b / (1 << 20)).toFixed(1)} MiB`;
+  if (b >= 1024) return `${(b / 1024).toFixed(1)} KiB`;
+  return `${b} B`;
+}
+
+/** A markdown table: header row, then rows of cells (strings). */
+export function table(header, rows, align) {
+  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => String(r[c]).length)));
+  const line = (cells) =>
+    "| " + cells.map((x, c) => (align?.[c] === "l" ? String(x).padEnd(widths[c]) : String(x).padStart(widths[c]))).join(" | ") + " |";
+  const sep = "|" + widths.map((w, c) => (align?.[c] === "l" ? ":" + "-".repeat(w + 1) : "-".repeat(w + 1) + ":")).join("|") + "|";
+  return [line(header), sep, ...rows.map(line)].join("\n");
+}
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+}
+
+export function quantile(xs, q) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.round((s.length - 1) * q)];
+}
