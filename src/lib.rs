@@ -25,6 +25,7 @@
 //! assert_eq!(again.response, first.response);
 //! ```
 
+pub mod analyze;
 pub mod error;
 pub mod expr;
 pub mod json;
@@ -32,6 +33,7 @@ pub mod machine;
 pub mod outbox;
 pub mod reduce;
 pub mod snapshot;
+pub mod xstate;
 
 #[cfg(target_arch = "wasm32")]
 mod wasm;

@@ -135,6 +135,37 @@ impl Machine {
     pub fn event_types(&self) -> JsValue {
         to_js(&Value::Array(self.inner.event_types.iter().cloned().map(Value::String).collect()))
     }
+
+    /// The duplicate-delivery hazards of this machine, as `idem lint` reports
+    /// them: `[{ code, severity, state, event?, transitions, site?, message, fix,
+    /// retentionMs?, cycle?, witness? }]`, errors first. A hazard's
+    /// `witness.steps` (`{ event, now, role }`), reduced in order, shows the repeat
+    /// being applied a second time.
+    ///
+    /// ```js
+    /// for (const f of machine.analyze()) {
+    ///   if (f.severity === "error") console.log(f.code, f.state, f.transitions, f.fix);
+    /// }
+    /// ```
+    pub fn analyze(&self) -> JsValue {
+        let findings = crate::analyze::analyze(&self.inner);
+        to_js(&serde_json::to_value(&findings).unwrap_or(Value::Null))
+    }
+}
+
+/// Import the JSON form of an XState v5 config (`JSON.stringify(machine.config)`)
+/// as an idem definition: `{ definition, diagnostics }`, where `diagnostics` are
+/// `unrepresentable` findings naming what could not be expressed as data.
+///
+/// ```js
+/// const { definition, diagnostics } = importXState(JSON.stringify(xstateMachine.config));
+/// const findings = [...diagnostics, ...new Machine(definition).analyze()];
+/// ```
+#[wasm_bindgen(js_name = importXState)]
+pub fn import_xstate(config: JsValue) -> Result<JsValue, JsValue> {
+    let text = json_text(&config, "xstate config")?;
+    let out = crate::xstate::import_json(&text).map_err(|e| js_error(&e))?;
+    Ok(to_js(&serde_json::json!({ "definition": out.definition, "diagnostics": out.diagnostics })))
 }
 
 /// The engine version.

@@ -4,6 +4,7 @@
 //! idem reduce --machine M.json [--snapshot S.json] --event E.json --now MS [--process ID]
 //! idem run    --machine M.json --events EVENTS.jsonl [--process ID]
 //! idem inspect --machine M.json --snapshot S.json
+//! idem lint MACHINE.json [--format text|json] [--xstate]
 //! ```
 //! Errors go to stderr as JSON `{ "code", "message" }` with a non-zero exit status.
 
@@ -16,6 +17,7 @@ const USAGE: &str = "usage:
   idem reduce  --machine M.json [--snapshot S.txt] --event E.json --now MS [--process ID]
   idem run     --machine M.json --events EVENTS.jsonl [--process ID]
   idem inspect --machine M.json --snapshot S.txt
+  idem lint    MACHINE.json [--format text|json] [--xstate]
   idem version";
 
 fn main() -> ExitCode {
@@ -108,6 +110,43 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
             writeln!(out, "{}", idem::inspect(&m, s.trim_end())?).ok();
             Ok(ExitCode::SUCCESS)
         }
+        "lint" => lint(args, &mut out),
         other => Err(usage(&format!("unknown command \"{other}\""))),
     }
+}
+
+/// `idem lint MACHINE.json [--format text|json] [--xstate]`: the duplicate-delivery
+/// hazard analysis; exit status 1 when there is an error-severity finding, so CI fails.
+fn lint(args: &[String], out: &mut impl Write) -> Result<ExitCode, Error> {
+    let mut path = None;
+    let mut format = "text";
+    let mut xstate = false;
+    let mut rest = args.iter().skip(1);
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--format" => format = rest.next().map(String::as_str).ok_or_else(|| usage("--format needs text or json"))?,
+            "--xstate" => xstate = true,
+            p if !p.starts_with("--") && path.is_none() => path = Some(p),
+            other => return Err(usage(&format!("unexpected argument \"{other}\""))),
+        }
+    }
+    if format != "text" && format != "json" {
+        return Err(usage("--format must be text or json"));
+    }
+    let text = read(path.ok_or_else(|| usage("lint needs a machine file"))?)?;
+    let (m, mut findings) = if xstate {
+        let imported = idem::xstate::import_json(&text)?;
+        (Machine::from_value(imported.definition)?, imported.diagnostics)
+    } else {
+        (Machine::from_json(&text)?, Vec::new())
+    };
+    findings.extend(idem::analyze::analyze(&m));
+    idem::analyze::sort(&mut findings);
+    if format == "json" {
+        writeln!(out, "{}", idem::analyze::to_json(&m.id, &findings)).ok();
+    } else {
+        write!(out, "{}", idem::analyze::to_text(&m.id, &findings)).ok();
+    }
+    let (errors, _, _) = idem::analyze::counts(&findings);
+    Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
