@@ -1390,7 +1390,6 @@ impl<'m> Search<'m> {
         // are reported once per field as information.
         let (acc, eff) = sites(m);
         let mut fields: Vec<&str> = acc.iter().map(|s| s.field.as_str()).collect();
-        fields.dedup();
         fields.sort();
         fields.dedup();
         for field in fields {
