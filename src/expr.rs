@@ -596,16 +596,16 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
             let len = s.len() as i64;
             let start = to_number(&*arg(1)?);
             let start = if start.is_nan() { 0 } else { start as i64 };
-            let start = if start < 0 { (len + start).max(0) } else { start.min(len) };
+            let start = if start < 0 { len.saturating_add(start).max(0) } else { start.min(len) };
             let end = match args.get(2) {
                 None => len,
                 Some(_) => {
                     let l = to_number(&*arg(2)?);
                     let l = if l.is_nan() { 0 } else { l as i64 };
                     if l < 0 {
-                        (len + l).max(start)
+                        len.saturating_add(l).max(start)
                     } else {
-                        (start + l).min(len)
+                        start.saturating_add(l).min(len)
                     }
                 }
             };

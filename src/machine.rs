@@ -16,6 +16,8 @@ pub const TIMER_EVENT: &str = "idem.after";
 
 /// Largest definition accepted, in bytes of JSON.
 pub const MAX_DEFINITION_BYTES: usize = 1 << 20;
+/// Most attempts a retry policy may allow.
+pub const MAX_ATTEMPTS: u32 = 1_000;
 /// Runtime bound on microsteps in one macrostep.
 pub const MAX_MICROSTEPS: usize = 10_000;
 
@@ -749,7 +751,7 @@ fn parse_retry(v: Option<&Value>, path: &str) -> Result<RetryPolicy> {
             },
         }
     };
-    if let Some(n) = num("maxAttempts", 1, 1_000)? {
+    if let Some(n) = num("maxAttempts", 1, MAX_ATTEMPTS as u64)? {
         r.max_attempts = n as u32;
     }
     if let Some(n) = num("baseMs", 0, 86_400_000)? {

@@ -111,7 +111,11 @@ pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event, now: u64) -> Res
         .ok_or_else(|| Error::at(Code::UnknownEffect, "payload.key", format!("no effect with key \"{key}\" in the outbox")))?;
     let attempt = match p.get("attempt") {
         None => None,
-        Some(v) => Some(v.as_u64().ok_or_else(|| bad("attempt must be a positive integer"))? as u32),
+        Some(v) => Some(
+            v.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| bad("attempt must be a positive integer below 2^32"))?,
+        ),
     };
     let current = |e: &OutboxEntry| attempt.is_none_or(|a| a == e.attempts);
     let retry = entry.retry;
@@ -119,7 +123,7 @@ pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event, now: u64) -> Res
 
     match event.event_type.as_str() {
         STARTED => {
-            let next = entry.attempts + 1;
+            let next = entry.attempts.saturating_add(1);
             let allowed = matches!(entry.state, EffectState::Pending | EffectState::Unknown);
             if !allowed || attempt.is_some_and(|a| a != next) {
                 return Ok(Report::Stale);
@@ -242,7 +246,7 @@ pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
         };
         match e.state {
             EffectState::Pending | EffectState::Unknown => {
-                let n = e.attempts + 1;
+                let n = e.attempts.saturating_add(1);
                 let mut item = base("attempt", n);
                 item["started"] = report_event(&e.key, n, "started", STARTED, json!({}));
                 item["resultId"] = format!("{}#{}:result", e.key, n).into();

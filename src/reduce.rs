@@ -11,7 +11,7 @@ use crate::expr::Data;
 use crate::json;
 use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_PREFIX, MAX_MICROSTEPS, TIMER_EVENT};
 use crate::outbox;
-use crate::snapshot::{self, LedgerEntry, OutboxEntry, Snapshot, Timer};
+use crate::snapshot::{self, OutboxEntry, Snapshot, Timer};
 use serde_json::{json, Map, Value};
 
 /// An event as the engine sees it, validated.
@@ -210,7 +210,7 @@ impl Machine {
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
         let event = self.parse_event(event)?;
         let fp = json::fingerprint(&event.event_type, &event.payload);
-        let (snap, leaf, upgraded_from, fresh) = match snapshot {
+        let (mut snap, leaf, upgraded_from, fresh) = match snapshot {
             Some(text) => {
                 let l = snapshot::load(self, text)?;
                 (l.snap, l.leaf, l.upgraded_from, false)
@@ -222,12 +222,12 @@ impl Machine {
         };
 
         // 1. Seen before? A live ledger entry answers without touching anything.
-        if let Some(entry) = snap.ledger.iter().rev().find(|e| e.id == event.id && e.exp > now) {
+        if let Some(entry) = snap.ledger.find(&event.id, now) {
             let mut o = self.unchanged(&snap, leaf, upgraded_from);
             if entry.fp == fp {
                 o.status = Status::Duplicate;
                 o.duplicate = true;
-                o.response = entry.response.clone();
+                o.response = entry.response()?;
             } else {
                 o.status = Status::Conflict;
                 o.error = Some(Error::at(
@@ -244,16 +244,16 @@ impl Machine {
         let mut run = Run {
             m: self,
             leaf,
-            context: snap.context.clone(),
-            value: snap.value.clone(),
+            context: std::mem::take(&mut snap.context),
+            value: std::mem::take(&mut snap.value),
             response: None,
             effects: Vec::new(),
-            timers: snap.timers.clone(),
-            outbox: snap.outbox.clone(),
+            timers: std::mem::take(&mut snap.timers),
+            outbox: std::mem::take(&mut snap.outbox),
             origin: &event,
             process,
             now,
-            revision: snap.revision + 1,
+            revision: next_revision(snap.revision)?,
             microsteps: 0,
             done: snap.done,
         };
@@ -292,13 +292,21 @@ impl Machine {
         };
 
         if !taken {
-            if self.record_ignored {
-                let mut next = snap.clone();
-                next.revision += 1;
-                self.remember(&mut next, &event, &fp, now, "ignored", Value::Null);
+            // Nothing ran (a report or timer that changed nothing returns before
+            // touching them), so the working copy is the snapshot as it was.
+            snap.context = run.context;
+            snap.value = run.value;
+            snap.timers = run.timers;
+            snap.outbox = run.outbox;
+            // A process is created by the first event it accepts, so an ignored
+            // first event is never recorded.
+            if self.record_ignored && !fresh {
+                let mut next = snap;
+                next.revision = next_revision(next.revision)?;
+                self.remember(&mut next, &event, &fp, now, true, &Value::Null);
                 let mut o = self.unchanged(&next, leaf, upgraded_from);
                 o.status = Status::Ignored;
-                o.snapshot = Some(next.encode());
+                o.snapshot = Some(self.encode_within_limit(&next)?);
                 return Ok(o);
             }
             let mut o = self.unchanged(&snap, leaf, upgraded_from);
@@ -324,19 +332,9 @@ impl Machine {
             next.outbox.push(outbox::new_entry(e, &event.id, now));
         }
         outbox::prune(&mut next.outbox, now, self.retention.default_ms);
-        self.remember(&mut next, &event, &fp, now, "applied", response.clone());
+        self.remember(&mut next, &event, &fp, now, false, &response);
         let next_due_at = next_due(&next);
-        let text = next.encode();
-        if text.len() > self.limits.max_snapshot_bytes {
-            return Err(Error::new(
-                Code::SnapshotTooLarge,
-                format!(
-                    "applying the event would make the snapshot {} bytes, more than the {} allowed",
-                    text.len(),
-                    self.limits.max_snapshot_bytes
-                ),
-            ));
-        }
+        let text = self.encode_within_limit(&next)?;
         Ok(Outcome {
             status: Status::Applied,
             duplicate: false,
@@ -349,6 +347,22 @@ impl Machine {
             upgraded_from,
             next_due_at,
         })
+    }
+
+    /// Encode, refusing to produce a snapshot this machine could not read back.
+    fn encode_within_limit(&self, snap: &Snapshot) -> Result<String> {
+        let text = snap.encode();
+        if text.len() > self.limits.max_snapshot_bytes {
+            return Err(Error::new(
+                Code::SnapshotTooLarge,
+                format!(
+                    "applying the event would make the snapshot {} bytes, more than the {} allowed",
+                    text.len(),
+                    self.limits.max_snapshot_bytes
+                ),
+            ));
+        }
+        Ok(text)
     }
 
     fn unchanged(&self, snap: &Snapshot, leaf: StateIdx, upgraded_from: Option<String>) -> Outcome {
@@ -367,24 +381,17 @@ impl Machine {
     }
 
     /// Record the event id, then forget what is expired or beyond the cap (oldest first).
-    fn remember(&self, snap: &mut Snapshot, event: &Event, fp: &str, now: u64, status: &str, response: Value) {
+    fn remember(&self, snap: &mut Snapshot, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) {
         let exp = now.saturating_add(self.retention_for(&event.event_type));
-        snap.ledger.retain(|e| e.exp > now);
-        snap.ledger.push(LedgerEntry {
-            id: event.id.clone(),
-            fp: fp.to_string(),
-            at: now,
-            exp,
-            rev: snap.revision,
-            status: status.to_string(),
-            response,
-        });
-        let cap = self.retention.max_entries;
-        if snap.ledger.len() > cap {
-            let drop = snap.ledger.len() - cap;
-            snap.ledger.drain(..drop);
-        }
+        snap.ledger.push(&event.id, fp, now, exp, snap.revision, ignored, response);
+        snap.ledger.prune(now, self.retention.max_entries);
     }
+}
+
+fn next_revision(revision: u64) -> Result<u64> {
+    revision
+        .checked_add(1)
+        .ok_or_else(|| Error::new(Code::InvalidSnapshot, "snapshot revision is at its maximum and cannot advance"))
 }
 
 /// Earliest due time of any unfinished effect or timer.

@@ -1,10 +1,21 @@
 //! The snapshot: one self-contained, versioned value holding the state, the
 //! context, the ledger of applied event ids, the outbox and the due timers.
 //!
-//! Wire format 1 is JSON text whose last member is a checksum of everything
-//! before it: `{"format":1,...,"check":"<16 hex>"}`. A host stores the text as
-//! it is; any change to it (truncation, a flipped bit, a hand edit) is detected
-//! on load and the snapshot is rejected rather than reinterpreted.
+//! A host stores the snapshot as one opaque ASCII string; any change to it
+//! (truncation, a flipped bit, a hand edit) is caught by its checksum on load
+//! and the snapshot is rejected rather than reinterpreted.
+//!
+//! Format 2 keeps the ledger out of JSON so that its cost per event is a copy,
+//! not a parse:
+//!
+//! ```text
+//! idem2 <head bytes> <ledger entries>\n
+//! <head: JSON of machine, value, context, revision, done, outbox, timers>\n
+//! <one ledger record per line, fixed-width fields, see `Ledger`>
+//! <16 hex digits: xxh3-64 of everything before them>
+//! ```
+//!
+//! Format 1 (one JSON object ending in a `"check"` member) is still read.
 
 use crate::error::{Code, Error, Result};
 use crate::json;
@@ -13,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The newest format this engine writes. Every older format stays readable.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,25 +32,6 @@ pub struct MachineRef {
     pub id: String,
     pub version: String,
     pub hash: String,
-}
-
-/// One remembered event id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LedgerEntry {
-    pub id: String,
-    /// Fingerprint of the event's canonical `type` + `payload`.
-    pub fp: String,
-    /// When it was applied (host time, ms).
-    pub at: u64,
-    /// When the entry is forgotten (ms): `at` + the retention window of its type.
-    pub exp: u64,
-    /// The revision it produced.
-    pub rev: u64,
-    /// `applied` or `ignored` (the latter only when the machine records ignored events).
-    pub status: String,
-    /// The frozen response, replayed to duplicates.
-    pub response: Value,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,10 +114,10 @@ pub struct Timer {
     pub due_at: u64,
 }
 
-/// The decoded snapshot (format 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The snapshot, decoded. The ledger stays as text records (see [`Ledger`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
+    /// The format it was read from (new snapshots: [`FORMAT`]).
     pub format: u32,
     pub machine: MachineRef,
     /// XState-style state value.
@@ -133,13 +125,68 @@ pub struct Snapshot {
     pub context: Value,
     /// Count of committed changes (applied events, and recorded ignored ones).
     pub revision: u64,
-    #[serde(default)]
     pub done: bool,
-    pub ledger: Vec<LedgerEntry>,
-    #[serde(default)]
+    pub ledger: Ledger,
     pub outbox: Vec<OutboxEntry>,
-    #[serde(default)]
     pub timers: Vec<Timer>,
+}
+
+/// Everything but the ledger, as it is written in format 2's JSON head.
+#[derive(Serialize)]
+struct HeadRef<'a> {
+    machine: &'a MachineRef,
+    value: &'a Value,
+    context: &'a Value,
+    revision: u64,
+    done: bool,
+    outbox: &'a [OutboxEntry],
+    timers: &'a [Timer],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Head {
+    machine: MachineRef,
+    value: Value,
+    context: Value,
+    revision: u64,
+    #[serde(default)]
+    done: bool,
+    #[serde(default)]
+    outbox: Vec<OutboxEntry>,
+    #[serde(default)]
+    timers: Vec<Timer>,
+}
+
+/// Format 1: the whole snapshot as JSON, ledger entries as objects.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1 {
+    #[allow(dead_code)]
+    format: u32,
+    machine: MachineRef,
+    value: Value,
+    context: Value,
+    revision: u64,
+    #[serde(default)]
+    done: bool,
+    ledger: Vec<V1Entry>,
+    #[serde(default)]
+    outbox: Vec<OutboxEntry>,
+    #[serde(default)]
+    timers: Vec<Timer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1Entry {
+    id: String,
+    fp: String,
+    at: u64,
+    exp: u64,
+    rev: u64,
+    status: String,
+    response: Value,
 }
 
 /// A snapshot checked against a machine, with its active leaf resolved.
@@ -151,21 +198,34 @@ pub struct Loaded {
     pub upgraded_from: Option<String>,
 }
 
-const CHECK_PREFIX: &str = ",\"check\":\"";
+fn corrupt(why: &str) -> Error {
+    Error::new(Code::InvalidSnapshot, format!("snapshot is corrupted: {why}"))
+}
 
 impl Snapshot {
-    /// Encode as wire text with its checksum.
+    /// Encode as format 2 text (ASCII), checksum last.
     pub fn encode(&self) -> String {
-        let mut body = serde_json::to_string(self).expect("snapshot serializes");
-        debug_assert!(body.ends_with('}'));
-        let h = json::hash64(body.as_bytes());
-        body.pop();
-        body.push_str(CHECK_PREFIX);
-        body.push_str(&format!("{h:016x}\"}}"));
-        body
+        let head = HeadRef {
+            machine: &self.machine,
+            value: &self.value,
+            context: &self.context,
+            revision: self.revision,
+            done: self.done,
+            outbox: &self.outbox,
+            timers: &self.timers,
+        };
+        let head = ascii_json(&serde_json::to_string(&head).expect("snapshot head serializes"));
+        let mut out = String::with_capacity(head.len() + self.ledger.text_len() + 48);
+        out.push_str(&format!("idem{} {} {}\n", FORMAT, head.len(), self.ledger.len()));
+        out.push_str(&head);
+        out.push('\n');
+        self.ledger.write_to(&mut out);
+        let h = json::hash64(out.as_bytes());
+        out.push_str(&format!("{h:016x}"));
+        out
     }
 
-    /// Decode wire text, verifying its checksum and format (no machine checks).
+    /// Decode any format this engine has written, verifying its checksum.
     pub fn decode(text: &str, max_bytes: usize) -> Result<Snapshot> {
         if text.len() > max_bytes {
             return Err(Error::new(
@@ -173,35 +233,59 @@ impl Snapshot {
                 format!("snapshot is {} bytes, more than the {} allowed", text.len(), max_bytes),
             ));
         }
-        let corrupt = |why: &str| Error::new(Code::InvalidSnapshot, format!("snapshot is corrupted: {why}"));
-        // `..."check":"0123456789abcdef"}`
-        let tail_len = CHECK_PREFIX.len() + 16 + 2;
-        if text.len() < tail_len + 2 || !text.is_char_boundary(text.len() - tail_len) {
-            return Err(corrupt("too short or missing its checksum"));
+        if text.starts_with('{') {
+            return decode_v1(text);
         }
-        let (head, tail) = text.split_at(text.len() - tail_len);
-        let digits = tail
-            .strip_prefix(CHECK_PREFIX)
-            .and_then(|t| t.strip_suffix("\"}"))
-            .ok_or_else(|| corrupt("missing its checksum"))?;
-        let expected = u64::from_str_radix(digits, 16).map_err(|_| corrupt("checksum is not hex"))?;
-        let mut body = String::with_capacity(head.len() + 1);
-        body.push_str(head);
-        body.push('}');
+        if !text.starts_with("idem") {
+            return Err(Error::new(Code::InvalidSnapshot, "not an idem snapshot"));
+        }
+        // Every text format from 2 on ends with the checksum of all that precedes it,
+        // so integrity is checked before anything else is believed, even the format.
+        if text.len() < 24 || !text.is_char_boundary(text.len() - 16) {
+            return Err(corrupt("too short"));
+        }
+        let (body, check) = text.split_at(text.len() - 16);
+        if !check.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(corrupt("checksum is not lowercase hex"));
+        }
+        let expected = u64::from_str_radix(check, 16).map_err(|_| corrupt("checksum is not hex"))?;
         if json::hash64(body.as_bytes()) != expected {
             return Err(corrupt("checksum mismatch"));
         }
-        let value = json::parse(&body, Code::InvalidSnapshot, "snapshot")?;
-        let format = value.get("format").and_then(Value::as_u64);
-        match format {
-            Some(1) => serde_json::from_value(value)
-                .map_err(|e| Error::new(Code::InvalidSnapshot, format!("snapshot does not match format 1: {e}"))),
-            Some(f) => Err(Error::new(
+        let rest = &body["idem".len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let format: u32 = rest[..digits].parse().map_err(|_| corrupt("no format number"))?;
+        if format > FORMAT {
+            return Err(Error::new(
                 Code::UnsupportedSnapshotFormat,
-                format!("snapshot format {f} is newer than this engine (it reads 1 to {FORMAT})"),
-            )),
-            None => Err(Error::new(Code::InvalidSnapshot, "snapshot has no format number")),
+                format!("snapshot format {format} is newer than this engine (it reads 1 to {FORMAT})"),
+            ));
         }
+        if format != 2 {
+            return Err(corrupt(&format!("unknown format {format}")));
+        }
+        let (header, after) = body.split_once('\n').ok_or_else(|| corrupt("no header line"))?;
+        let mut fields = header["idem2".len()..].split(' ').skip(1);
+        let head_len: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad header"))?;
+        let count: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad header"))?;
+        if after.len() < head_len + 1 || !after.is_char_boundary(head_len) || &after[head_len..head_len + 1] != "\n" {
+            return Err(corrupt("head length does not match"));
+        }
+        let head_value = json::parse(&after[..head_len], Code::InvalidSnapshot, "snapshot head")?;
+        let head: Head = serde_json::from_value(head_value)
+            .map_err(|e| Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format 2: {e}")))?;
+        let ledger = Ledger::parse(&after[head_len + 1..], count)?;
+        Ok(Snapshot {
+            format,
+            machine: head.machine,
+            value: head.value,
+            context: head.context,
+            revision: head.revision,
+            done: head.done,
+            ledger,
+            outbox: head.outbox,
+            timers: head.timers,
+        })
     }
 
     /// A fresh snapshot in `leaf` with the machine's initial context.
@@ -213,15 +297,306 @@ impl Snapshot {
             context: machine.initial_context.clone(),
             revision: 0,
             done: false,
-            ledger: Vec::new(),
+            ledger: Ledger::default(),
             outbox: Vec::new(),
             timers: Vec::new(),
         }
     }
 
-    /// The readable form for people and tools (the decoded value, without checksum).
+    /// The readable form for people and tools.
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).expect("snapshot serializes")
+        let ledger: Vec<Value> = self
+            .ledger
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id(),
+                    "fp": e.fp,
+                    "at": e.at,
+                    "exp": e.exp,
+                    "rev": e.rev,
+                    "status": e.status(),
+                    "response": e.response().unwrap_or(Value::Null),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "format": self.format,
+            "machine": self.machine,
+            "value": self.value,
+            "context": self.context,
+            "revision": self.revision,
+            "done": self.done,
+            "ledger": ledger,
+            "outbox": self.outbox,
+            "timers": self.timers,
+        })
+    }
+}
+
+const V1_CHECK_PREFIX: &str = ",\"check\":\"";
+
+fn decode_v1(text: &str) -> Result<Snapshot> {
+    // `...,"check":"0123456789abcdef"}`
+    let tail_len = V1_CHECK_PREFIX.len() + 16 + 2;
+    if text.len() < tail_len + 2 || !text.is_char_boundary(text.len() - tail_len) {
+        return Err(corrupt("too short or missing its checksum"));
+    }
+    let (head, tail) = text.split_at(text.len() - tail_len);
+    let digits = tail
+        .strip_prefix(V1_CHECK_PREFIX)
+        .and_then(|t| t.strip_suffix("\"}"))
+        .ok_or_else(|| corrupt("missing its checksum"))?;
+    let expected = u64::from_str_radix(digits, 16).map_err(|_| corrupt("checksum is not hex"))?;
+    let mut body = String::with_capacity(head.len() + 1);
+    body.push_str(head);
+    body.push('}');
+    if json::hash64(body.as_bytes()) != expected {
+        return Err(corrupt("checksum mismatch"));
+    }
+    let value = json::parse(&body, Code::InvalidSnapshot, "snapshot")?;
+    match value.get("format").and_then(Value::as_u64) {
+        Some(1) => {}
+        Some(f) if f > FORMAT as u64 => {
+            return Err(Error::new(
+                Code::UnsupportedSnapshotFormat,
+                format!("snapshot format {f} is newer than this engine (it reads 1 to {FORMAT})"),
+            ))
+        }
+        _ => return Err(Error::new(Code::InvalidSnapshot, "json snapshot is not format 1")),
+    }
+    let v1: V1 = serde_json::from_value(value)
+        .map_err(|e| Error::new(Code::InvalidSnapshot, format!("snapshot does not match format 1: {e}")))?;
+    let mut ledger = Ledger::default();
+    for e in v1.ledger {
+        if e.fp.len() != 32 || !e.fp.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(corrupt("ledger fingerprint is not 32 hex digits"));
+        }
+        ledger.push(&e.id, &e.fp, e.at, e.exp, e.rev, e.status == "ignored", &e.response);
+    }
+    Ok(Snapshot {
+        format: 1,
+        machine: v1.machine,
+        value: v1.value,
+        context: v1.context,
+        revision: v1.revision,
+        done: v1.done,
+        ledger,
+        outbox: v1.outbox,
+        timers: v1.timers,
+    })
+}
+
+/// JSON text with every non-ASCII character escaped as `\uXXXX`, so snapshots
+/// are ASCII (cheap to move between JavaScript strings and wasm memory).
+pub fn ascii_json(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    out
+}
+
+/// Where one ledger record's fields sit in [`Ledger::text`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rec {
+    start: u32,
+    end: u32,
+    /// The id as a JSON string literal (quotes included).
+    id_end: u32,
+    at: u64,
+    exp: u64,
+    rev: u64,
+    ignored: bool,
+}
+
+// Record layout, one per line, all ASCII:
+//   <id literal length: 4 hex><id as a JSON string literal>
+//   <fingerprint: 32 hex><at: 16 hex><exp: 16 hex><rev: 12 hex><a|i>
+//   <response length: 8 hex><response JSON>\n
+const FP_LEN: usize = 32;
+const FIXED: usize = FP_LEN + 16 + 16 + 12 + 1 + 8;
+
+/// The ledger of remembered event ids, kept as text records so that a reduce
+/// copies it instead of parsing it: finding an id is a scan of fixed-width
+/// fields, pruning drops records, encoding copies the kept ones.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ledger {
+    text: String,
+    recs: Vec<Rec>,
+}
+
+/// One record, read in place.
+pub struct Entry<'a> {
+    id_literal: &'a str,
+    pub fp: &'a str,
+    pub at: u64,
+    pub exp: u64,
+    pub rev: u64,
+    ignored: bool,
+    response_json: &'a str,
+}
+
+impl Entry<'_> {
+    pub fn id(&self) -> String {
+        serde_json::from_str(self.id_literal).unwrap_or_default()
+    }
+    pub fn status(&self) -> &'static str {
+        if self.ignored {
+            "ignored"
+        } else {
+            "applied"
+        }
+    }
+    /// The frozen response.
+    pub fn response(&self) -> Result<Value> {
+        serde_json::from_str(self.response_json).map_err(|_| corrupt("ledger response is not json"))
+    }
+}
+
+/// Lowercase hex, at most 16 digits (what `Ledger::push` writes).
+fn hex(s: &str) -> Option<u64> {
+    let mut v = 0u64;
+    for &c in s.as_bytes() {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | d as u64;
+    }
+    Some(v)
+}
+
+impl Ledger {
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    fn text_len(&self) -> usize {
+        self.recs.iter().map(|r| (r.end - r.start) as usize).sum()
+    }
+
+    fn entry(&self, r: &Rec) -> Entry<'_> {
+        let t = &self.text;
+        let f = r.id_end as usize;
+        let resp_start = f + FIXED;
+        Entry {
+            id_literal: &t[r.start as usize + 4..f],
+            fp: &t[f..f + FP_LEN],
+            at: r.at,
+            exp: r.exp,
+            rev: r.rev,
+            ignored: r.ignored,
+            response_json: &t[resp_start..r.end as usize - 1],
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Entry<'_>> {
+        self.recs.iter().map(|r| self.entry(r))
+    }
+
+    /// The live record for an event id, if any (newest first).
+    pub fn find(&self, id: &str, now: u64) -> Option<Entry<'_>> {
+        let literal = ascii_json(&Value::String(id.to_string()).to_string());
+        self.recs
+            .iter()
+            .rev()
+            .filter(|r| r.exp > now)
+            .map(|r| self.entry(r))
+            .find(|e| e.id_literal == literal)
+    }
+
+    /// Append a record.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(&mut self, id: &str, fp: &str, at: u64, exp: u64, rev: u64, ignored: bool, response: &Value) {
+        let id_literal = ascii_json(&Value::String(id.to_string()).to_string());
+        let response = ascii_json(&response.to_string());
+        let start = self.text.len();
+        self.text.push_str(&format!("{:04x}{}", id_literal.len(), id_literal));
+        let id_end = self.text.len();
+        self.text.push_str(&format!(
+            "{fp}{at:016x}{exp:016x}{:012x}{}{:08x}{response}\n",
+            rev & 0xffff_ffff_ffff,
+            if ignored { 'i' } else { 'a' },
+            response.len()
+        ));
+        self.recs.push(Rec {
+            start: start as u32,
+            end: self.text.len() as u32,
+            id_end: id_end as u32,
+            at,
+            exp,
+            rev,
+            ignored,
+        });
+    }
+
+    /// Forget records that expired by `now`, then the oldest beyond `cap`.
+    pub fn prune(&mut self, now: u64, cap: usize) {
+        self.recs.retain(|r| r.exp > now);
+        if self.recs.len() > cap {
+            let drop = self.recs.len() - cap;
+            self.recs.drain(..drop);
+        }
+    }
+
+    fn write_to(&self, out: &mut String) {
+        for r in &self.recs {
+            out.push_str(&self.text[r.start as usize..r.end as usize]);
+        }
+    }
+
+    /// Read `count` records from a format 2 ledger section.
+    fn parse(section: &str, count: usize) -> Result<Ledger> {
+        let bad = || corrupt("malformed ledger record");
+        let b = section.as_bytes();
+        let mut recs = Vec::with_capacity(count.min(section.len() / (FIXED + 8) + 1));
+        let mut i = 0usize;
+        for _ in 0..count {
+            let id_len = hex(section.get(i..i + 4).ok_or_else(bad)?).ok_or_else(bad)? as usize;
+            let id_end = i + 4 + id_len;
+            let fixed = section.get(id_end..id_end + FIXED).ok_or_else(bad)?;
+            if b.get(i + 4) != Some(&b'"') || b.get(id_end - 1) != Some(&b'"') {
+                return Err(bad());
+            }
+            if !fixed.as_bytes()[..FP_LEN].iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+                return Err(bad());
+            }
+            let at = hex(&fixed[32..48]).ok_or_else(bad)?;
+            let exp = hex(&fixed[48..64]).ok_or_else(bad)?;
+            let rev = hex(&fixed[64..76]).ok_or_else(bad)?;
+            let ignored = match &fixed[76..77] {
+                "a" => false,
+                "i" => true,
+                _ => return Err(bad()),
+            };
+            let resp_len = hex(&fixed[77..85]).ok_or_else(bad)? as usize;
+            let end = id_end + FIXED + resp_len + 1;
+            if b.get(end - 1) != Some(&b'\n') {
+                return Err(bad());
+            }
+            recs.push(Rec { start: i as u32, end: end as u32, id_end: id_end as u32, at, exp, rev, ignored });
+            i = end;
+        }
+        if i != section.len() {
+            return Err(corrupt("ledger has trailing bytes"));
+        }
+        Ok(Ledger { text: section.to_string(), recs })
     }
 }
 
@@ -252,6 +627,11 @@ pub fn load(machine: &Machine, text: &str) -> Result<Loaded> {
     };
     if !snap.context.is_object() {
         return Err(Error::new(Code::InvalidSnapshot, "snapshot context is not an object"));
+    }
+    for e in &snap.outbox {
+        if e.retry.max_attempts > crate::machine::MAX_ATTEMPTS || e.attempts > e.retry.max_attempts {
+            return Err(corrupt(&format!("effect \"{}\" has {} attempts, beyond its retry policy", e.key, e.attempts)));
+        }
     }
     let upgraded_from = (!same).then(|| snap.machine.version.clone());
     Ok(Loaded { snap, leaf, upgraded_from })

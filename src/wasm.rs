@@ -35,7 +35,7 @@ fn json_text(v: &JsValue, what: &str) -> Result<String, JsValue> {
 }
 
 fn now_ms(now: f64) -> Result<u64, JsValue> {
-    if now.is_finite() && now >= 0.0 && now <= 9_007_199_254_740_991.0 {
+    if (0.0..=9_007_199_254_740_991.0).contains(&now) {
         Ok(now as u64)
     } else {
         Err(js_error(&Error::new(Code::InvalidEvent, "now must be a non-negative number of milliseconds")))

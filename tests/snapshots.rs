@@ -6,6 +6,7 @@ use idem::{Code, Machine};
 use serde_json::{json, Value};
 
 const V1_SNAPSHOT: &str = include_str!("fixtures/order-v1-format1.snapshot");
+const V2_SNAPSHOT: &str = include_str!("fixtures/order-v1-format2.snapshot");
 const V1_MACHINE: &str = include_str!("fixtures/order-v1.json");
 
 fn v1() -> Machine {
@@ -33,9 +34,36 @@ fn format_1_written_by_0_1_still_loads_and_continues() {
     assert_eq!(o.state, json!("shipped"));
     assert_eq!(o.revision, 3);
     assert_eq!(o.upgraded_from, None);
-    // Re-encoding the decoded fixture gives the same bytes: the format is stable.
+    // Format 1 is read and rewritten as the current format, with the same content.
     let decoded = idem::Snapshot::decode(V1_SNAPSHOT, usize::MAX).unwrap();
-    assert_eq!(decoded.encode(), V1_SNAPSHOT);
+    assert_eq!(decoded.format, 1);
+    assert_eq!(decoded.encode(), V2_SNAPSHOT, "the same process written by 0.1 in format 2");
+}
+
+#[test]
+fn format_2_written_by_0_1_still_loads_and_reencodes_byte_for_byte() {
+    let m = v1();
+    let decoded = idem::Snapshot::decode(V2_SNAPSHOT, usize::MAX).unwrap();
+    assert_eq!(decoded.format, 2);
+    assert_eq!(decoded.encode(), V2_SNAPSHOT);
+    assert!(V2_SNAPSHOT.is_ascii());
+    let o = m.reduce_in("order-7", Some(V2_SNAPSHOT), &ship(), 1_700_000_002_000);
+    assert_eq!((o.status.as_str(), o.revision), ("applied", 3));
+    let dup = m.reduce_in("order-7", Some(V2_SNAPSHOT), &json!({ "id": "e2", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p2", "amount": 60 } }), 1_700_000_002_000);
+    assert_eq!((dup.status.as_str(), dup.response), ("duplicate", json!("recorded p2")));
+}
+
+#[test]
+fn non_ascii_ids_and_payloads_stay_ascii_on_the_wire() {
+    let m = v1();
+    let e = json!({ "id": "événement-💳", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "paiement-ü", "amount": 5 } });
+    let o = m.reduce(None, &e, 0);
+    let s = o.snapshot.unwrap();
+    assert!(s.is_ascii());
+    let dup = m.reduce(Some(&s), &e, 1);
+    assert_eq!(dup.status.as_str(), "duplicate");
+    assert_eq!(idem::inspect(&m, &s).unwrap()["ledger"][0]["id"], json!("événement-💳"));
+    assert_eq!(idem::inspect(&m, &s).unwrap()["context"]["payments"][0], json!("paiement-ü"));
 }
 
 #[test]
@@ -126,7 +154,7 @@ fn corrupted_snapshots_are_rejected_never_reinterpreted() {
 #[test]
 fn a_newer_format_is_refused_with_its_own_code() {
     let mut body: Value = serde_json::from_str(V1_SNAPSHOT).unwrap();
-    body["format"] = json!(2);
+    body["format"] = json!(3);
     let o = v1().reduce(Some(&resign(body)), &ship(), 0);
     assert_eq!(o.error.unwrap().code, Code::UnsupportedSnapshotFormat);
 }
