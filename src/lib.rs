@@ -35,8 +35,10 @@ pub mod reduce;
 pub mod snapshot;
 pub mod xstate;
 
+/// The JavaScript bindings. Public so that the wasm boundary tests
+/// (tests/wasm_shared) call the exports exactly as JavaScript does.
 #[cfg(target_arch = "wasm32")]
-mod wasm;
+pub mod wasm;
 
 pub use error::{Code, Error};
 pub use machine::Machine;

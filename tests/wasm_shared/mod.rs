@@ -1,9 +1,11 @@
 //! Boundary tests that run in every runtime: included by `wasm_node.rs` (Node.js)
-//! and `wasm_browser.rs` (Chromium, Firefox).
+//! and `wasm_browser.rs` (Chromium, Firefox). They call the exported bindings
+//! (`idem::wasm`) with real JavaScript values, as the generated package does.
+//!
+//! - `scenarios`: every scenario file, byte-identical to the native engine
+//!   (goldens in tests/golden/, kept current by tests/golden.rs);
+//! - `boundary`: errors, rejected outcomes, duplicates, the snapshot string.
 
-use wasm_bindgen_test::wasm_bindgen_test;
-
-#[wasm_bindgen_test]
-fn version_is_the_crate_version() {
-    assert_eq!(idem::version(), env!("CARGO_PKG_VERSION"));
-}
+mod boundary;
+mod runner;
+mod scenarios;

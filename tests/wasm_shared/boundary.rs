@@ -1,0 +1,216 @@
+//! The contract of the boundary itself: what is thrown (real `Error`s with a
+//! stable `code`, and `path` for definitions), what is an outcome instead
+//! (`rejected` with `error.code`), duplicates answered with the first response,
+//! and the opaque snapshot string.
+
+use super::scenarios::{js, machine_text, prop, value};
+use idem::wasm::Machine;
+use js_sys::{Object, Reflect};
+use serde_json::{json, Value};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+fn order() -> Machine {
+    Machine::new(js(machine_text("order.json"))).unwrap_or_else(|e| panic!("order.json threw {e:?}"))
+}
+
+fn pay(id: &str, payment: &str, amount: u32) -> JsValue {
+    js(&json!({ "id": id, "type": "PAYMENT_PARTIAL", "payload": { "paymentId": payment, "amount": amount } }).to_string())
+}
+
+/// What was thrown must be a JavaScript `Error` named IdemError with this code.
+fn assert_idem_error(thrown: &JsValue, code: &str) {
+    assert!(thrown.is_instance_of::<js_sys::Error>(), "thrown value is not an Error: {thrown:?}");
+    assert_eq!(prop(thrown, "name").as_deref(), Some("IdemError"));
+    assert_eq!(prop(thrown, "code").as_deref(), Some(code), "{thrown:?}");
+    assert!(!prop(thrown, "message").unwrap_or_default().is_empty(), "empty message: {thrown:?}");
+}
+
+fn outcome(out: Result<JsValue, JsValue>) -> Value {
+    match out {
+        Ok(o) => value(&o),
+        Err(e) => panic!("reduce threw {e:?}"),
+    }
+}
+
+#[wasm_bindgen_test]
+fn version_is_the_crate_version() {
+    assert_eq!(idem::wasm::js_version(), env!("CARGO_PKG_VERSION"));
+}
+
+#[wasm_bindgen_test]
+fn invalid_definitions_throw_errors_with_code_and_path() {
+    let cases = [
+        (r#"{"id":"o","initial":"pending","states":{"pending":{"on":{"PAY":"shiped"}},"paid":{}}}"#, "unknown_target", Some("states.pending.on.PAY")),
+        (r#"{"id":"o","initial":"nowhere","states":{"pending":{}}}"#, "invalid_initial", Some("initial")),
+        (r#"{"id":"o","initial":"a","states":{"a":{"on":{"GO":{"target":"a","guard":{"nope":[1]}}}}}}"#, "invalid_expression", Some("states.a.on.GO.guard")),
+    ];
+    for (text, code, path) in cases {
+        // As an object and as JSON text: the same error.
+        for definition in [js(text), JsValue::from_str(text)] {
+            match Machine::new(definition) {
+                Ok(_) => panic!("{text} was accepted"),
+                Err(e) => {
+                    assert_idem_error(&e, code);
+                    assert_eq!(prop(&e, "path").as_deref(), path, "{text}");
+                }
+            }
+        }
+    }
+    // Text that is not JSON, and an object JSON.stringify cannot serialise (a BigInt).
+    let Err(e) = Machine::new(JsValue::from_str(r#"{"id":"o", "initial":"#)) else { panic!("truncated json was accepted") };
+    assert_idem_error(&e, "invalid_json");
+    let bigint = Object::new();
+    Reflect::set(&bigint, &"id".into(), &js_sys::BigInt::from(1u32).into()).unwrap();
+    let Err(e) = Machine::new(bigint.into()) else { panic!("a BigInt definition was accepted") };
+    assert_idem_error(&e, "invalid_json");
+}
+
+#[wasm_bindgen_test]
+fn a_definition_as_object_or_text_is_the_same_machine() {
+    let text = machine_text("order.json");
+    let (a, b) = (order(), Machine::new(JsValue::from_str(text)).unwrap_or_else(|e| panic!("{e:?}")));
+    assert_eq!((a.id(), a.version()), ("order".to_string(), "1".to_string()));
+    assert_eq!(a.hash(), b.hash());
+    assert!(!a.hash().is_empty());
+    assert_eq!(value(&a.definition())["id"], "order");
+    assert!(value(&a.event_types()).as_array().unwrap().contains(&json!("PAYMENT_PARTIAL")));
+    assert_eq!(value(&a.retention()), json!({ "defaultMs": 86400000, "perType": { "PAYMENT_PARTIAL": 3600000 }, "maxEntries": 1000 }));
+}
+
+#[wasm_bindgen_test]
+fn bad_now_ms_throws_with_a_code() {
+    let m = order();
+    let first = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    let snapshot = first["snapshot"].as_str().unwrap().to_string();
+    for now in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9_007_199_254_740_992.0] {
+        let Err(e) = m.reduce(Some(snapshot.clone()), pay("e2", "p2", 10), now, None) else { panic!("reduce accepted nowMs {now}") };
+        assert_idem_error(&e, "invalid_event");
+        let Err(e) = m.due(snapshot.clone(), now) else { panic!("due accepted nowMs {now}") };
+        assert_idem_error(&e, "invalid_event");
+    }
+    // The largest safe integer is a valid time.
+    assert!(m.reduce(Some(snapshot), pay("e2", "p2", 10), 9_007_199_254_740_991.0, None).is_ok());
+}
+
+#[wasm_bindgen_test]
+fn a_duplicate_replays_the_identical_response() {
+    let m = order();
+    let first = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    assert_eq!((first["status"].as_str(), first["changed"].as_bool()), (Some("applied"), Some(true)));
+    let stored = first["snapshot"].as_str().unwrap().to_string();
+    // The client retries the same event, as an object and as JSON text.
+    let retry_text = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 40 } }).to_string();
+    for event in [pay("e1", "p1", 40), JsValue::from_str(&retry_text)] {
+        let again = outcome(m.reduce(Some(stored.clone()), event, 2000.0, Some("o".into())));
+        assert_eq!(again["status"], "duplicate");
+        assert_eq!(again["duplicate"], true);
+        assert_eq!(again["changed"], false);
+        assert_eq!(again["response"], first["response"]);
+        assert_eq!(again["response"], "recorded p1");
+        assert_eq!(again["revision"], first["revision"]);
+        assert_eq!(again["effects"], json!([]));
+        // Nothing to write: the snapshot handed back is the stored one, byte for byte.
+        assert_eq!(again["snapshot"].as_str(), Some(stored.as_str()));
+    }
+    // Same id, different payload: a conflict, never applied.
+    let clash = outcome(m.reduce(Some(stored.clone()), pay("e1", "p1", 41), 3000.0, Some("o".into())));
+    assert_eq!((clash["status"].as_str(), clash["changed"].as_bool()), (Some("conflict"), Some(false)));
+    assert_eq!(clash["error"]["code"], "id_conflict");
+    assert_eq!(clash["snapshot"].as_str(), Some(stored.as_str()));
+}
+
+#[wasm_bindgen_test]
+fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
+    let m = order();
+    let first = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, None));
+    let stored = first["snapshot"].as_str().unwrap().to_string();
+    let cases: [(Option<String>, JsValue, &str); 6] = [
+        (Some(stored.clone()), js(r#"{"type":"PAYMENT_PARTIAL","payload":{}}"#), "missing_event_id"),
+        (Some(stored.clone()), js(r#"{"id":"e9","payload":{}}"#), "missing_event_type"),
+        (Some(stored.clone()), js(r#"{"id":"e9","type":"NO_SUCH_EVENT"}"#), "unknown_event_type"),
+        (Some(stored.clone()), JsValue::from_str(r#"{"id":"e9","#), "invalid_event"),
+        (Some("idem2 not a snapshot".into()), pay("e9", "p9", 1), "invalid_snapshot"),
+        (Some(stored.replacen("order", "other", 1)), pay("e9", "p9", 1), "invalid_snapshot"),
+    ];
+    for (snapshot, event, code) in cases {
+        let out = outcome(m.reduce(snapshot.clone(), event, 2000.0, None));
+        assert_eq!(out["status"], "rejected", "{code}: {out}");
+        assert_eq!(out["error"]["code"], code, "{out}");
+        assert_eq!(out["changed"], false);
+        assert_eq!(out["snapshot"].as_str(), snapshot.as_deref(), "a rejected event must leave the snapshot as it was");
+    }
+}
+
+#[wasm_bindgen_test]
+fn the_snapshot_is_an_opaque_ascii_string_and_inspect_reads_it() {
+    let m = order();
+    let out = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, None));
+    let snapshot = out["snapshot"].as_str().unwrap();
+    assert!(snapshot.starts_with("idem2 "), "{snapshot}");
+    assert!(snapshot.is_ascii());
+    let seen = value(&m.inspect(snapshot.to_string()).unwrap_or_else(|e| panic!("{e:?}")));
+    assert_eq!(seen["format"], 2);
+    assert_eq!(seen["value"], "pending");
+    assert_eq!(seen["context"]["payments"], json!(["p1"]));
+    assert_eq!(seen["ledger"][0]["id"], "e1");
+    // An unreadable snapshot is an error here (inspect is for people and tools).
+    let Err(e) = m.inspect("idem2 not a snapshot".into()) else { panic!("inspect accepted garbage") };
+    assert!(e.is_instance_of::<js_sys::Error>());
+    assert_eq!(prop(&e, "code").as_deref(), Some("invalid_snapshot"));
+}
+
+#[wasm_bindgen_test]
+fn new_event_ids_are_time_ordered_and_distinct() {
+    const CROCKFORD: &str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let before = js_sys::Date::now() as u64;
+    let ids: Vec<String> = (0..64).map(|_| idem::wasm::new_event_id().unwrap_or_else(|e| panic!("{e:?}"))).collect();
+    let after = js_sys::Date::now() as u64;
+    let time = |id: &str| id[..10].chars().fold(0u64, |t, c| t * 32 + CROCKFORD.find(c).unwrap() as u64);
+    for id in &ids {
+        assert_eq!(id.len(), 26, "{id}");
+        assert!(id.chars().all(|c| CROCKFORD.contains(c)), "{id}");
+        assert!((before..=after).contains(&time(id)), "{id}: timestamp {} outside [{before}, {after}]", time(id));
+    }
+    assert!(ids.windows(2).all(|w| time(&w[0]) <= time(&w[1])), "timestamps go back: {ids:?}");
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "repeated ids: {ids:?}");
+}
+
+#[cfg(feature = "analysis")]
+#[wasm_bindgen_test]
+fn a_hazard_witness_replays_through_reduce() {
+    // analyze() promises that reducing a finding's witness steps in order shows
+    // the repeat applied a second time: check it across the boundary.
+    let m = Machine::new(js(machine_text("fragile-counter.json"))).unwrap_or_else(|e| panic!("{e:?}"));
+    let findings = value(&m.analyze());
+    let finding = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "accumulating_assign")
+        .unwrap_or_else(|| panic!("no accumulating_assign in {findings}"));
+    assert_eq!(finding["severity"], "error");
+    let mut snapshot: Option<String> = None;
+    let mut statuses = Vec::new();
+    for step in finding["witness"]["steps"].as_array().unwrap() {
+        let out = outcome(m.reduce(snapshot.clone(), js(&step["event"].to_string()), step["now"].as_f64().unwrap(), None));
+        statuses.push(out["status"].as_str().unwrap().to_string());
+        snapshot = out["snapshot"].as_str().map(str::to_string);
+    }
+    assert_eq!(statuses, ["applied", "applied"], "the duplicate of the witness is applied again");
+    let context = value(&m.inspect(snapshot.unwrap()).unwrap_or_else(|e| panic!("{e:?}")))["context"].clone();
+    assert_eq!(context["paid"], 80);
+    // The robust order machine has no error-severity finding.
+    let robust = value(&order().analyze());
+    assert!(robust.as_array().unwrap().iter().all(|f| f["severity"] != "error"), "{robust}");
+}
+
+#[cfg(feature = "analysis")]
+#[wasm_bindgen_test]
+fn import_xstate_errors_are_errors_with_a_code() {
+    let Err(e) = idem::wasm::import_xstate(JsValue::from_str("{not json")) else { panic!("garbage was imported") };
+    assert_idem_error(&e, "invalid_json");
+}
