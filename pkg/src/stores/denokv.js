@@ -1,0 +1,412 @@
+// Deno KV store (local SQLite-backed KV and Deno Deploy's KV: the same API),
+// and the glue that drives the outbox dispatcher from Deno KV's queue.
+//
+// Keys (prefix default "idem"):
+//
+//   [prefix, "process", id, 0]          head { revision, chunks, bytes, nextDueAt, updatedAt }
+//   [prefix, "process", id, 1..n]       the snapshot's bytes, split into values of at most 64 KiB
+//   [prefix, "log", id, revision]       event log row (JSON), expires after the event's retention window
+//   [prefix, "event", id, eventId]      replay record: { revision } of an event id's log row, same expiry
+//
+// Commit = ONE `kv.atomic()`: `check({ key: head, versionstamp: expected })`,
+// then the head, every chunk, the deletion of chunks the previous snapshot had
+// beyond the new count, the two side records and (with `queue: true`) the
+// dispatch message, all or nothing. A lost check (`ok: false`) is reported as
+// `{ ok: false, conflict: true }` and the shared retry loop (host.js) reloads.
+// Version = the head's versionstamp.
+//
+// A load is ONE range read (`list` over [prefix, "process", id]), so the head
+// and its chunks always come from the same commit.
+//
+// Deno KV's limits (denokv_proto / ext/kv/config.rs): a value is at most
+// 65 536 bytes; one atomic operation holds at most 1 000 mutations + enqueues
+// and 100 checks; the keys of its checks and mutations plus the keys and
+// values it writes plus its enqueued messages add up to at most 819 200 bytes,
+// of which the keys written at most 81 920 bytes. So a snapshot of up to
+// about 790 KiB fits (13 chunks) when the event's response is small, and one
+// of up to `DenoKvStore.maxSnapshotBytes` (724 KiB) fits whatever the event.
+// When a commit would not fit, `commit` throws a `StoreLimitError` (code
+// `snapshot_too_large`, HTTP 507) BEFORE anything is sent to Deno KV: nothing
+// is written and nothing is truncated. Keep snapshots under it with the
+// machine's `retention.maxEntries` (ledger size) or `limits.maxSnapshotBytes`
+// (then the engine rejects the event instead, and nothing is thrown).
+
+import { dispatch } from "../dispatch.js";
+
+/** Deno KV's limits for one atomic operation (the defaults of Deno's KV config). */
+export const DENO_KV_LIMITS = Object.freeze({
+  maxValueBytes: 65_536,
+  maxKeyBytes: 2_048,
+  maxChecks: 100,
+  maxMutations: 1_000,
+  maxTotalMutationBytes: 819_200,
+  maxTotalKeyBytes: 81_920,
+  /** Longest delay of an enqueued message (30 days). */
+  maxQueueDelayMs: 30 * 24 * 3_600_000,
+});
+
+/** Bytes per snapshot chunk (one value). */
+export const CHUNK_BYTES = DENO_KV_LIMITS.maxValueBytes;
+
+/** Thrown by `commit` when an outcome cannot fit in one Deno KV atomic operation. Nothing was written. */
+export class StoreLimitError extends Error {
+  /**
+   * @param {string} message
+   * @param {Record<string, unknown>} details
+   */
+  constructor(message, details = {}) {
+    super(message);
+    this.name = "IdemError";
+    this.code = "snapshot_too_large";
+    Object.assign(this, details);
+  }
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Encoded size of a key, as Deno KV counts it (its tuple encoding). */
+export function keyBytes(key) {
+  let n = 0;
+  for (const part of key) {
+    if (typeof part === "string") {
+      const b = encoder.encode(part);
+      n += 2 + b.length + b.filter((x) => x === 0).length;
+    } else if (part instanceof Uint8Array) {
+      n += 2 + part.length + part.filter((x) => x === 0).length;
+    } else if (typeof part === "number") {
+      n += 9;
+    } else if (typeof part === "bigint") {
+      n += 2 + Math.ceil(part.toString(16).length / 2) + 1;
+    } else if (typeof part === "boolean") {
+      n += 1;
+    } else {
+      throw new TypeError(`unsupported key part ${typeof part}`);
+    }
+  }
+  return n;
+}
+
+/** A plain object's size as a Deno KV value: V8 serialization, bounded from above. */
+function objectBytes(value) {
+  return 2 * JSON.stringify(value).length + 64;
+}
+
+/** Retention window of an event type, from `machine.retention()`. */
+function windowOf(retention, type) {
+  const ms = retention?.perType?.[type] ?? retention?.defaultMs;
+  return typeof ms === "number" && ms > 0 ? ms : undefined;
+}
+
+/** The dispatch message this module enqueues. */
+export function isDispatchMessage(msg) {
+  return !!msg && typeof msg === "object" && msg.idem === "dispatch" && typeof msg.processId === "string";
+}
+
+/** Delay (ms) of a message meant to run at `at`, from `now`, within Deno KV's bounds. */
+function delayFor(at, now) {
+  return Math.min(Math.max(0, Math.ceil(at - now)), DENO_KV_LIMITS.maxQueueDelayMs);
+}
+
+/**
+ * @implements {import("../index.d.ts").Store}
+ */
+export class DenoKvStore {
+  /**
+   * ```js
+   * const kv = await Deno.openKv();            // or Deno.openKv("./idem.sqlite")
+   * const store = new DenoKvStore(kv, { machine, queue: true });
+   * ```
+   *
+   * @param {Deno.Kv} kv
+   * @param {{
+   *   prefix?: string,
+   *   machine?: { retention(): import("../index.d.ts").Retention },
+   *   machineFor?: (processId: string) => { retention(): import("../index.d.ts").Retention },
+   *   queue?: boolean,
+   * }} [options]
+   *   `machine` / `machineFor`: whose `retention()` sets how long side records
+   *   live (`expireIn`: the window of the event's type, else `defaultMs`);
+   *   `queue: true`: a commit that leaves work due (`outcome.nextDueAt`)
+   *   enqueues a dispatch message for that time in the same atomic operation
+   *   (see {@link DenoKvQueue}), so no effect waits on a lost kick.
+   */
+  constructor(kv, options = {}) {
+    this.kv = kv;
+    this.prefix = options.prefix ?? "idem";
+    this.machineFor = options.machineFor ?? (options.machine ? () => options.machine : null);
+    this.queue = options.queue ?? false;
+    /** @type {Map<string, { version: string, chunks: number }>} chunk count of the last head seen per process */
+    this.heads = new Map();
+  }
+
+  headKey(processId) {
+    return [this.prefix, "process", processId, 0];
+  }
+
+  chunkKey(processId, i) {
+    return [this.prefix, "process", processId, i];
+  }
+
+  remember(processId, version, chunks) {
+    this.heads.delete(processId);
+    this.heads.set(processId, { version, chunks });
+    if (this.heads.size > 1_000) this.heads.delete(this.heads.keys().next().value);
+  }
+
+  /** @param {string} processId */
+  async load(processId) {
+    const entries = [];
+    const iter = this.kv.list({ prefix: [this.prefix, "process", processId] }, { batchSize: 1_000, consistency: "strong" });
+    for await (const e of iter) entries.push(e);
+    if (entries.length === 0 || entries[0].key[3] !== 0) return null;
+    const head = entries[0];
+    const { chunks, bytes } = head.value;
+    const parts = entries.slice(1, 1 + chunks);
+    if (parts.length !== chunks || parts.some((e, i) => e.key[3] !== i + 1)) {
+      throw new Error(`process "${processId}": ${parts.length} of ${chunks} snapshot chunks found`);
+    }
+    const all = new Uint8Array(bytes);
+    let at = 0;
+    for (const p of parts) {
+      if (at + p.value.byteLength > bytes) throw new Error(`process "${processId}": snapshot chunks exceed ${bytes} bytes`);
+      all.set(p.value, at);
+      at += p.value.byteLength;
+    }
+    if (at !== bytes) throw new Error(`process "${processId}": snapshot chunks hold ${at} of ${bytes} bytes`);
+    this.remember(processId, head.versionstamp, chunks);
+    return { snapshot: decoder.decode(all), version: head.versionstamp };
+  }
+
+  /**
+   * @param {string} processId
+   * @param {string | null} expectedVersion
+   * @param {import("../index.d.ts").Outcome} outcome
+   * @param {import("../index.d.ts").CommitExtras} [extras]
+   */
+  async commit(processId, expectedVersion, outcome, extras = {}) {
+    const now = extras.now ?? Date.now();
+    const headKey = this.headKey(processId);
+
+    // The chunk count of the snapshot being replaced (its extra chunks are deleted).
+    let oldChunks = 0;
+    if (expectedVersion !== null) {
+      const known = this.heads.get(processId);
+      if (known && known.version === expectedVersion) {
+        oldChunks = known.chunks;
+      } else {
+        const head = await this.kv.get(headKey);
+        if (head.versionstamp !== expectedVersion) return { ok: false, conflict: true };
+        oldChunks = head.value.chunks;
+      }
+    }
+
+    const bytes = encoder.encode(outcome.snapshot);
+    const chunks = Math.max(1, Math.ceil(bytes.length / CHUNK_BYTES));
+    const head = { revision: outcome.revision, chunks, bytes: bytes.length, nextDueAt: outcome.nextDueAt ?? null, updatedAt: now };
+
+    /** @type {{ key: Deno.KvKey, value?: unknown, size: number, expireIn?: number }[]} */
+    const sets = [{ key: headKey, value: head, size: objectBytes(head) }];
+    for (let i = 0; i < chunks; i++) {
+      const value = bytes.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES);
+      sets.push({ key: this.chunkKey(processId, i + 1), value, size: value.byteLength });
+    }
+    const deletes = [];
+    for (let i = chunks + 1; i <= oldChunks; i++) deletes.push(this.chunkKey(processId, i));
+
+    const event = extras.event;
+    if (event && typeof event.id === "string") {
+      const machine = this.machineFor?.(processId);
+      const expireIn = windowOf(machine?.retention(), event.type);
+      const row = {
+        eventId: event.id,
+        revision: outcome.revision,
+        type: event.type ?? null,
+        status: outcome.status,
+        response: outcome.response ?? null,
+        receivedAt: now,
+      };
+      const text = encoder.encode(JSON.stringify(row));
+      sets.push({ key: [this.prefix, "log", processId, outcome.revision], value: text, size: text.byteLength, expireIn });
+      const pointer = { revision: outcome.revision };
+      sets.push({ key: [this.prefix, "event", processId, event.id], value: pointer, size: objectBytes(pointer), expireIn });
+    }
+
+    let message = null;
+    if (this.queue && typeof outcome.nextDueAt === "number") {
+      message = { idem: "dispatch", processId, at: outcome.nextDueAt, token: null };
+    }
+
+    // Check every limit before anything is sent: the commit is all or nothing, and so is this answer.
+    const checkBytes = keyBytes(headKey);
+    let keyTotal = 0;
+    let total = checkBytes;
+    for (const s of sets) {
+      const k = keyBytes(s.key);
+      if (k > DENO_KV_LIMITS.maxKeyBytes) throw new StoreLimitError(`Deno KV key of ${k} bytes is over ${DENO_KV_LIMITS.maxKeyBytes} (process id or event id too long)`, { processId });
+      if (s.size > DENO_KV_LIMITS.maxValueBytes) {
+        throw new StoreLimitError(
+          `process "${processId}": a record of ${s.size} bytes is over Deno KV's ${DENO_KV_LIMITS.maxValueBytes}-byte value limit (the event's response is too large); nothing was written`,
+          { processId, bytes: s.size },
+        );
+      }
+      keyTotal += k;
+      total += 2 * k + s.size; // a set counts its key twice (as a mutation and with its value)
+    }
+    for (const d of deletes) total += keyBytes(d);
+    const messageBytes = message ? objectBytes(message) : 0;
+    total += messageBytes;
+    const mutations = sets.length + deletes.length + (message ? 1 : 0);
+    if (total > DENO_KV_LIMITS.maxTotalMutationBytes || keyTotal > DENO_KV_LIMITS.maxTotalKeyBytes || mutations > DENO_KV_LIMITS.maxMutations) {
+      throw new StoreLimitError(
+        `process "${processId}": the snapshot is ${bytes.length} bytes (${chunks} chunks of at most ${CHUNK_BYTES}); ` +
+          `with its keys and side records one commit would be ${total} bytes, over Deno KV's ${DENO_KV_LIMITS.maxTotalMutationBytes}-byte ` +
+          `limit for one atomic operation. Nothing was written. Lower the machine's retention.maxEntries (the ledger) ` +
+          `or set limits.maxSnapshotBytes below ${DenoKvStore.maxSnapshotBytes} so the engine rejects the event instead.`,
+        { processId, bytes: bytes.length, chunks, commitBytes: total, limit: DENO_KV_LIMITS.maxTotalMutationBytes },
+      );
+    }
+
+    const op = this.kv.atomic().check({ key: headKey, versionstamp: expectedVersion });
+    for (const s of sets) op.set(s.key, s.value, s.expireIn === undefined ? undefined : { expireIn: s.expireIn });
+    for (const d of deletes) op.delete(d);
+    if (message) op.enqueue(message, { delay: delayFor(message.at, now) });
+    let res;
+    try {
+      res = await op.commit();
+    } catch (err) {
+      if (/too large|too many/i.test(String(err?.message))) {
+        throw new StoreLimitError(`process "${processId}": Deno KV refused the commit (${err.message}); nothing was written`, { processId, cause: err });
+      }
+      throw err;
+    }
+    if (!res.ok) {
+      this.heads.delete(processId);
+      return { ok: false, conflict: true };
+    }
+    this.remember(processId, res.versionstamp, chunks);
+    return { ok: true, version: res.versionstamp };
+  }
+
+  /**
+   * The event log, oldest first (rows expire after their retention window).
+   * @param {string} processId
+   * @param {{ after?: number, limit?: number }} [options]
+   * @returns {Promise<import("../index.d.ts").EventLogRow[]>}
+   */
+  async events(processId, options = {}) {
+    const prefix = [this.prefix, "log", processId];
+    const rows = [];
+    const iter = this.kv.list({ prefix, start: [...prefix, (options.after ?? 0) + 1] }, { limit: options.limit ?? 100 });
+    for await (const e of iter) rows.push(JSON.parse(decoder.decode(e.value)));
+    return rows;
+  }
+
+  /**
+   * The first outcome of an event id (the replay record), while its retention
+   * window lasts, or null.
+   * @param {string} processId
+   * @param {string} eventId
+   * @returns {Promise<import("../index.d.ts").EventLogRow | null>}
+   */
+  async eventRecord(processId, eventId) {
+    const e = await this.kv.get([this.prefix, "event", processId, eventId]);
+    if (e.value === null) return null;
+    const row = await this.kv.get([this.prefix, "log", processId, e.value.revision]);
+    return row.value === null ? null : JSON.parse(decoder.decode(row.value));
+  }
+}
+
+/**
+ * Largest snapshot (bytes) that always fits one commit, whatever the event:
+ * the rest of the atomic limit is left for the keys (process and event ids of
+ * up to 256 bytes), the event log row (up to one 64 KiB value: it holds the
+ * frozen response) and the queue message. Set a machine's
+ * `limits.maxSnapshotBytes` at or under it and the engine rejects an event
+ * whose snapshot would not fit (`snapshot_too_large`) before the store sees it.
+ */
+DenoKvStore.maxSnapshotBytes = DENO_KV_LIMITS.maxTotalMutationBytes - DENO_KV_LIMITS.maxValueBytes - 12 * 1024;
+
+/**
+ * Drives the outbox dispatcher (dispatch.js) from Deno KV's queue.
+ *
+ * ```js
+ * const kv = await Deno.openKv();
+ * const store = new DenoKvStore(kv, { machine, queue: true }); // commits enqueue their due work
+ * const queue = new DenoKvQueue(kv, { store, machineFor: () => machine, options: () => ({ handlers, verifiers }) });
+ * kv.listenQueue((msg) => queue.handle(msg));                   // or queue.listen()
+ * ```
+ *
+ * Every commit that leaves work due enqueues `{ idem: "dispatch", processId, at }`
+ * with `delay` = its due time (in the same atomic operation, when the store
+ * has `queue: true`; `kick(processId)` enqueues one by hand). A delivered
+ * message runs `dispatch` for its process; the reports it commits enqueue
+ * the next messages (a retry's backoff, an attempt's lease). The handler
+ * enqueues one more message itself only for work that stays due without a
+ * commit: work this host has no handler for, a verifier that failed, or a
+ * due time further than Deno KV's 30-day delay limit.
+ *
+ * Delivery is at least once: a message delivered twice runs `dispatch`
+ * twice, and the engine absorbs the second (its `started` report is a
+ * duplicate: the handler is not called again). A handler that throws makes
+ * Deno KV deliver the message again.
+ */
+export class DenoKvQueue {
+  /**
+   * @param {Deno.Kv} kv
+   * @param {{
+   *   store: import("../index.d.ts").Store,
+   *   machineFor: (processId: string) => import("../index.d.ts").MachineLike,
+   *   options?: (processId: string) => import("../index.d.ts").DispatchOptions,
+   *   now?: () => number,
+   *   onReport?: (processId: string, report: import("../index.d.ts").DispatchReport) => void,
+   * }} config
+   */
+  constructor(kv, config) {
+    this.kv = kv;
+    this.store = config.store;
+    this.machineFor = config.machineFor;
+    this.options = config.options ?? (() => ({}));
+    this.now = config.now ?? Date.now;
+    this.onReport = config.onReport;
+    /** Messages handled by this instance. */
+    this.delivered = 0;
+  }
+
+  /**
+   * Enqueue a dispatch of `processId` at `at` (ms; default now).
+   * @param {string} processId
+   * @param {number} [at]
+   */
+  async kick(processId, at = this.now()) {
+    await this.kv.enqueue({ idem: "dispatch", processId, at, token: null }, { delay: delayFor(at, this.now()) });
+  }
+
+  /**
+   * Handle one queue message. Resolves to false for messages that are not
+   * this module's (so an app can route its own), true once handled.
+   * @param {unknown} msg
+   */
+  async handle(msg) {
+    if (!isDispatchMessage(msg)) return false;
+    this.delivered++;
+    const { processId } = msg;
+    const machine = this.machineFor(processId);
+    const report = await dispatch(this.store, machine, processId, this.options(processId));
+    this.onReport?.(processId, report);
+    if (report.nextDueAt !== null) {
+      // Work this host could not do stays due: look again when the dispatcher says.
+      const stuck = report.steps.some((s) => s.result === "unhandled" || s.result === "verify-error");
+      // Woke before the work it was enqueued for (a delay clamped to 30 days): wait again.
+      const early = report.steps.length === 0 && typeof msg.at === "number" && msg.at >= report.nextDueAt;
+      // Otherwise every commit that left work due enqueued its own message.
+      if (stuck || early) await this.kick(processId, report.nextDueAt);
+    }
+    return true;
+  }
+
+  /** `kv.listenQueue` with this handler (call it once per Deno KV handle). */
+  listen() {
+    return this.kv.listenQueue((msg) => this.handle(msg));
+  }
+}

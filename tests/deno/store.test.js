@@ -1,0 +1,200 @@
+// The Deno KV store on real Deno KV (a SQLite file): the compare-and-set, the
+// side records, and snapshots larger than Deno KV's 64 KiB value limit.
+import { assert, assertEquals, assertRejects } from "./assert.js";
+import { apply, inspect } from "../../pkg/src/host.js";
+import { CHUNK_BYTES, DENO_KV_LIMITS, DenoKvStore, StoreLimitError } from "../../pkg/src/stores/denokv.js";
+import { demoMachine, note, notesMachine, pay, processKeys, tempKvPath } from "./helpers.js";
+
+async function withKv(fn) {
+  const tmp = await tempKvPath();
+  const kv = await Deno.openKv(tmp.path);
+  try {
+    await fn(kv, tmp.path);
+  } finally {
+    kv.close();
+    await tmp.cleanup();
+  }
+}
+
+Deno.test("applied, duplicate, conflict, ignored: only an applied event writes; version = the head's versionstamp", () =>
+  withKv(async (kv) => {
+    const m = await demoMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    const first = await apply(store, m, "o1", pay("e1", "p1", 40));
+    assertEquals(first.status, "applied");
+    assertEquals(typeof first.version, "string");
+    assertEquals(first.version, (await kv.get(["idem", "process", "o1", 0])).versionstamp);
+    const again = await apply(store, m, "o1", pay("e1", "p1", 40));
+    assertEquals(again.status, "duplicate");
+    assertEquals(again.version, first.version, "a duplicate writes nothing");
+    assertEquals(again.response, first.response);
+    assertEquals((await apply(store, m, "o1", pay("e1", "p1", 41))).status, "conflict");
+    assertEquals((await apply(store, m, "o1", { id: "e2", type: "SHIP" })).status, "ignored");
+    assertEquals((await store.load("o1")).version, first.version);
+    assertEquals((await inspect(store, m, "o1")).context.paid, 40);
+    assertEquals(await store.load("nobody"), null);
+  }));
+
+Deno.test("a commit against a stale version is a conflict and writes nothing; creating an existing process too", () =>
+  withKv(async (kv) => {
+    const m = await demoMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    await apply(store, m, "o1", pay("e1", "p1"));
+    const loaded = await store.load("o1");
+    const a = m.reduce(loaded.snapshot, pay("e2", "p2"), Date.now(), "o1");
+    const b = m.reduce(loaded.snapshot, pay("e3", "p3"), Date.now(), "o1");
+    const other = new DenoKvStore(kv, { machine: m }); // a second writer with its own cache
+    assertEquals((await store.commit("o1", loaded.version, a, { event: pay("e2", "p2") })).ok, true);
+    assertEquals(await other.commit("o1", loaded.version, b, { event: pay("e3", "p3") }), { ok: false, conflict: true });
+    assertEquals(await store.commit("o1", loaded.version, b, { event: pay("e3", "p3") }), { ok: false, conflict: true });
+    assertEquals(await store.commit("o1", null, b, { event: pay("e3", "p3") }), { ok: false, conflict: true });
+    assertEquals((await inspect(store, m, "o1")).context.payments, ["p1", "p2"]);
+    assertEquals((await store.events("o1")).map((r) => r.eventId), ["e1", "e2"]);
+    assertEquals(await store.eventRecord("o1", "e3"), null);
+  }));
+
+Deno.test("event log and replay records: who sent what and the first outcome, by revision and by event id", () =>
+  withKv(async (kv) => {
+    const m = await demoMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    const now = 1_800_000_000_000;
+    await apply(store, m, "o1", pay("k1", "p1"), { now });
+    await apply(store, m, "o1", pay("k1", "p1"), { now: now + 1 });
+    await apply(store, m, "o1", pay("k2", "p2"), { now: now + 2 });
+    const log = await store.events("o1");
+    assertEquals(log, [
+      { eventId: "k1", revision: 1, type: "PAYMENT_PARTIAL", status: "applied", response: "recorded p1", receivedAt: now },
+      { eventId: "k2", revision: 2, type: "PAYMENT_PARTIAL", status: "applied", response: "recorded p2", receivedAt: now + 2 },
+    ]);
+    assertEquals((await store.events("o1", { after: 1 })).map((r) => r.revision), [2]);
+    assertEquals((await store.events("o1", { limit: 1 })).map((r) => r.revision), [1]);
+    assertEquals(await store.eventRecord("o1", "k2"), log[1]);
+  }));
+
+Deno.test("a snapshot of several hundred KiB is split into 64 KiB chunks in one commit, reassembled on load, and the next event applies", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    let last;
+    for (let i = 0; i < 15; i++) {
+      last = await apply(store, m, "big", note(i, 30_000));
+      assertEquals(last.status, "applied");
+    }
+    const loaded = await store.load("big");
+    const bytes = loaded.snapshot.length;
+    console.log(`large snapshot: ${bytes} bytes in ${Math.ceil(bytes / CHUNK_BYTES)} chunks`);
+    assert(bytes > 400 * 1024, `several hundred KiB (got ${bytes})`);
+    assert(bytes > DENO_KV_LIMITS.maxValueBytes * 6);
+    assertEquals(loaded.snapshot, last.snapshot, "the text stored is the text loaded");
+    assertEquals(await kvText(kv, "big"), last.snapshot, "the chunks, read key by key, are the text in order");
+    assertEquals((await processKeys(kv, "big")).length, 1 + Math.ceil(bytes / CHUNK_BYTES));
+    const view = m.inspect(loaded.snapshot);
+    assertEquals(view.context.n, 15);
+    assertEquals(view.ledger.length, 15);
+    assertEquals(view.ledger[3].response, note(3, 30_000).payload.note, "a response recorded in chunk 2 comes back whole");
+    // The next event applies on the reassembled snapshot, and a copy of an old one is a duplicate.
+    const next = await apply(store, m, "big", note(15, 10));
+    assertEquals(next.status, "applied");
+    assertEquals(next.revision, 16);
+    const dup = await apply(store, m, "big", note(2, 30_000));
+    assertEquals(dup.status, "duplicate");
+    assertEquals(dup.response, note(2, 30_000).payload.note);
+    assertEquals((await inspect(store, m, "big")).context.n, 16);
+  }));
+
+/** The snapshot text as the chunk values hold it, read key by key. */
+async function kvText(kv, processId) {
+  const head = await kv.get(["idem", "process", processId, 0]);
+  let text = "";
+  for (let i = 1; i <= head.value.chunks; i++) text += new TextDecoder().decode((await kv.get(["idem", "process", processId, i])).value);
+  return text;
+}
+
+Deno.test("when the snapshot shrinks, the chunks it no longer needs are deleted in the same commit", () =>
+  withKv(async (kv) => {
+    const m = notesMachine({ maxEntries: 8 });
+    const store = new DenoKvStore(kv, { machine: m });
+    for (let i = 0; i < 8; i++) await apply(store, m, "shrink", note(i, 50_000));
+    const bigKeys = (await processKeys(kv, "shrink")).length;
+    assert(bigKeys >= 7, `${bigKeys} keys`);
+    for (let i = 8; i < 16; i++) await apply(store, m, "shrink", note(i, 10)); // evicts the big entries
+    const keys = await processKeys(kv, "shrink");
+    assertEquals(keys.map((k) => k[3]), [0, 1]);
+    const view = await inspect(store, m, "shrink");
+    assertEquals(view.context.n, 16);
+    assertEquals(view.ledger.map((e) => e.id), Array.from({ length: 8 }, (_, i) => `note-${i + 8}`));
+  }));
+
+Deno.test("a snapshot just under the store's published maximum commits, with a 60 KB response on top", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    const max = DenoKvStore.maxSnapshotBytes;
+    const now = Date.now();
+    // Grow with the engine alone to 60 KB under the maximum, then store one event whose
+    // frozen response is 60 KB (the snapshot's ledger and the log row both hold it).
+    let snapshot = null;
+    let i = 0;
+    const grow = (size) => (snapshot = m.reduce(snapshot, note(i++, size), now, "edge").snapshot);
+    const room = () => max - (snapshot?.length ?? 0);
+    while (room() > 61_300 + 61_200) grow(60_000);
+    grow(room() - 61_300 - 200);
+    const last = note(i, 60_000);
+    const out = m.reduce(snapshot, last, now, "edge");
+    assertEquals(out.response.length, 60_000);
+    assert(out.snapshot.length <= max && out.snapshot.length > max - 2_000, `${out.snapshot.length}`);
+    const res = await store.commit("edge", null, out, { event: last, now });
+    assertEquals(res.ok, true);
+    assertEquals((await store.load("edge")).snapshot, out.snapshot);
+    console.log(`largest tested snapshot that commits: ${out.snapshot.length} bytes (published maximum ${max})`);
+  }));
+
+Deno.test("over Deno KV's atomic limits: a clear StoreLimitError before anything is written", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const store = new DenoKvStore(kv, { machine: m, queue: true });
+    let before;
+    let keysBefore;
+    let err = null;
+    let i = 0;
+    for (; i < 20 && err === null; i++) {
+      before = await store.load("huge");
+      keysBefore = await processKeys(kv, "huge");
+      err = await apply(store, m, "huge", note(i, 60_000)).then(
+        (out) => (assertEquals(out.status, "applied"), null),
+        (e) => e,
+      );
+    }
+    assert(err instanceof StoreLimitError, `expected a StoreLimitError, got ${err}`);
+    assertEquals(err.code, "snapshot_too_large");
+    assert(before.snapshot.length > 700 * 1024, `the last stored snapshot: ${before.snapshot.length} bytes`);
+    assert(err.commitBytes > DENO_KV_LIMITS.maxTotalMutationBytes, `${err.commitBytes}`);
+    assert(/over Deno KV's 819200-byte limit/.test(err.message), err.message);
+    assert(/Nothing was written/.test(err.message), err.message);
+    console.log(`over the limit: ${err.message}`);
+    // Nothing written: same head, same chunks, no log row, no replay record, no queued message.
+    const failed = `note-${i - 1}`;
+    const after = await store.load("huge");
+    assertEquals(after.version, before.version);
+    assertEquals(after.snapshot, before.snapshot);
+    assertEquals(await processKeys(kv, "huge"), keysBefore);
+    assertEquals((await store.events("huge", { after: i - 1 })).length, 0);
+    assertEquals(await store.eventRecord("huge", failed), null);
+    // The process still works for events that fit.
+    assertEquals((await apply(store, m, "huge", note(99, 10))).status, "applied");
+  }));
+
+Deno.test("with limits.maxSnapshotBytes at the store's maximum, the engine rejects the event instead: nothing thrown, nothing written", () =>
+  withKv(async (kv) => {
+    const m = notesMachine({ maxSnapshotBytes: DenoKvStore.maxSnapshotBytes });
+    const store = new DenoKvStore(kv, { machine: m });
+    let out;
+    let i = 0;
+    do out = await apply(store, m, "capped", note(i++, 60_000));
+    while (out.status === "applied" && i < 20);
+    assertEquals(out.status, "rejected");
+    assertEquals(out.error.code, "snapshot_too_large");
+    const view = await inspect(store, m, "capped");
+    assertEquals(view.context.n, i - 1);
+    assertEquals(view.revision, i - 1);
+  }));
