@@ -25,6 +25,7 @@
 //! assert_eq!(again.response, first.response);
 //! ```
 
+#[cfg(feature = "analysis")]
 pub mod analyze;
 pub mod error;
 pub mod expr;
@@ -33,6 +34,7 @@ pub mod machine;
 pub mod outbox;
 pub mod reduce;
 pub mod snapshot;
+#[cfg(feature = "analysis")]
 pub mod xstate;
 
 /// The JavaScript bindings. Public so that the wasm boundary tests

@@ -124,7 +124,7 @@ pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event, now: u64) -> Res
     match event.event_type.as_str() {
         STARTED => {
             let next = entry.attempts.saturating_add(1);
-            let allowed = matches!(entry.state, EffectState::Pending | EffectState::Unknown);
+            let allowed = matches!(entry.state, EffectState::Pending | EffectState::Unknown) && next <= retry.max_attempts;
             if !allowed || attempt.is_some_and(|a| a != next) {
                 return Ok(Report::Stale);
             }
@@ -245,8 +245,8 @@ pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
             })
         };
         match e.state {
-            EffectState::Pending | EffectState::Unknown => {
-                let n = e.attempts.saturating_add(1);
+            EffectState::Pending | EffectState::Unknown if e.attempts < e.retry.max_attempts => {
+                let n = e.attempts + 1;
                 let mut item = base("attempt", n);
                 item["started"] = report_event(&e.key, n, "started", STARTED, json!({}));
                 item["resultId"] = format!("{}#{}:result", e.key, n).into();
@@ -264,7 +264,7 @@ pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
                 item["resultId"] = format!("{}#{}:verify", e.key, n).into();
                 out.push(item);
             }
-            EffectState::Succeeded | EffectState::Failed => {}
+            EffectState::Pending | EffectState::Unknown | EffectState::Succeeded | EffectState::Failed => {}
         }
     }
     for t in &snap.timers {

@@ -135,7 +135,12 @@ impl Machine {
     pub fn event_types(&self) -> JsValue {
         to_js(&Value::Array(self.inner.event_types.iter().cloned().map(Value::String).collect()))
     }
+}
 
+/// Hazard analysis, in the full build only (the lean build for edge hosts leaves it out).
+#[cfg(feature = "analysis")]
+#[wasm_bindgen]
+impl Machine {
     /// The duplicate-delivery hazards of this machine, as `idem lint` reports
     /// them: `[{ code, severity, state, event?, transitions, site?, message, fix,
     /// retentionMs?, cycle?, witness? }]`, errors first. A hazard's
@@ -161,6 +166,7 @@ impl Machine {
 /// const { definition, diagnostics } = importXState(JSON.stringify(xstateMachine.config));
 /// const findings = [...diagnostics, ...new Machine(definition).analyze()];
 /// ```
+#[cfg(feature = "analysis")]
 #[wasm_bindgen(js_name = importXState)]
 pub fn import_xstate(config: JsValue) -> Result<JsValue, JsValue> {
     let text = json_text(&config, "xstate config")?;

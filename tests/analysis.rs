@@ -1,3 +1,4 @@
+#![cfg(feature = "analysis")]
 //! The hazard analysis against its corpus (`tests/analysis/corpus.json`): every
 //! planted hazard is found with the severity expected, the safe twins have no
 //! hazard, and every witness, replayed here through `reduce` step by step,
