@@ -41,7 +41,7 @@ suite() {
   read -r passed failed < <(count "$log")
   TOTAL_PASSED=$((TOTAL_PASSED + passed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
   local tally="$passed passed, $failed failed"
-  case "$name" in clippy*|build*) tally="" ;; esac
+  case "$name" in clippy*|build*|types*) tally="" ;; esac
   SUMMARY+=("$(printf '%-4s  %-34s %-24s %4ss' "$status" "$name" "$tally" $((SECONDS - start)))")
 }
 
@@ -79,9 +79,11 @@ node_tests() {
   node --test "${files[@]}"
 }
 js_suite "js: pkg (node --test)"      pkg/test    node_tests pkg/test
-js_suite "js: hosts (node --test)"    tests/js    node_tests tests/js
+js_suite "js: package surface (node --test)" tests/js node_tests tests/js
 js_suite "js: deno hosts (deno test)" tests/deno  deno test --allow-all tests/deno/
 js_suite "e2e: demo (Playwright)"     tests/e2e   node_tests tests/e2e
+# --- TypeScript: pkg/src/*.d.ts and a typed usage of the package (tests/types) ---
+suite "types: tsc --noEmit"           tsc -p tests/types
 # --- Cloudflare host on real workerd (Miniflare + wrangler's bundle; needs pkg/dist) ---
 # One file at a time: each starts its own workerd with local D1, KV and Durable Objects.
 js_suite "workerd: Cloudflare host"   tests/workerd \

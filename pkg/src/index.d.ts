@@ -11,7 +11,7 @@ export interface Event {
   payload?: Json;
 }
 
-/** The stored form of a process: opaque text (wire format 1, JSON ending with a checksum). Store it as is. */
+/** The stored form of a process: opaque ASCII text (wire format 2 starts with `idem2 `). Store it as is, never parse or edit it. */
 export type Snapshot = string;
 
 export type OutcomeStatus = "applied" | "duplicate" | "conflict" | "ignored" | "rejected";
@@ -66,6 +66,14 @@ export type HostErrorCode =
   | "invalid_query"
   | "not_found"
   | "method_not_allowed";
+
+/** What the engine throws (invalid definitions, a bad `nowMs`, unreadable snapshots in `due`/`inspect`): a real `Error`. */
+export interface IdemError extends Error {
+  name: "IdemError";
+  code: ErrorCode;
+  /** JSON path of the offending value, where one applies (`states.paid.on.SHIP`). */
+  path?: string;
+}
 
 export interface IdemErrorInfo {
   code: ErrorCode;
@@ -170,9 +178,86 @@ export declare class Machine implements MachineLike {
   retention(): Retention;
   definition(): Json;
   eventTypes(): string[];
+  /**
+   * The duplicate-delivery hazards of this machine (as `idem lint` reports them), errors first.
+   * In the full module (the node and web entries); the edge entries load the engine alone.
+   */
+  analyze(): Finding[];
 }
 export declare function newEventId(): string;
 export declare function version(): string;
+
+/**
+ * Import the JSON form of an XState v5 config (`JSON.stringify(machine.config)`, as text or
+ * as the parsed object) as an idem definition. Throws an `IdemError` (`invalid_json`, ...) when
+ * it is not a config; what cannot be expressed as data becomes an `unrepresentable` diagnostic.
+ * Exported by the node and web entries (the full module), not by the edge ones.
+ */
+export declare function importXState(config: object | string): ImportedXState;
+
+export interface ImportedXState {
+  /** An idem definition: pass it to `new Machine(definition)`. */
+  definition: { [key: string]: Json };
+  /** `unrepresentable` findings naming what could not be imported. */
+  diagnostics: Finding[];
+}
+
+// ---------------------------------------------------------------------------
+// Hazard analysis: Machine.analyze() and importXState diagnostics
+
+export type Severity = "error" | "warning" | "info";
+
+/** Codes of `Finding.code` (a public contract, like `ErrorCode`). */
+export type FindingCode =
+  // hazards
+  | "reaccept"
+  | "reenter_reruns"
+  | "cycle_reaccept"
+  | "accumulating_assign"
+  | "unverified_effect"
+  | "unstable_effect_key"
+  // information: why a transition is safe
+  | "topology_protected"
+  | "identity_guarded"
+  | "reaccept_unconfirmed"
+  // XState import
+  | "unrepresentable";
+
+/** A hazard (error / warning) with the event sequence that shows it, or information about what is safe. */
+export interface Finding {
+  code: FindingCode;
+  severity: Severity;
+  /** Dotted path of the state concerned (`pending`, `active.paid`); "" for the root. */
+  state: string;
+  event?: string;
+  /** JSON paths of the transitions involved, in the order they are taken. */
+  transitions: string[];
+  /** JSON path of the action concerned, for findings about one action. */
+  site?: string;
+  message: string;
+  /** How to remove the hazard ("" for information). */
+  fix: string;
+  /** The retention window (ms) of the event's type, where it is what guards. */
+  retentionMs?: number;
+  /** For `cycle_reaccept`: the steps of the cycle, `state --EVENT--> state`. */
+  cycle?: string[];
+  witness?: Witness;
+}
+
+/** Reducing `steps` in order (each at its `now`) applies the repeat (`steps[duplicate]`) a second time. */
+export interface Witness {
+  /** `late_duplicate`: same id after the ledger forgot it; `fresh_id`: same event under a new id. */
+  mode: "late_duplicate" | "fresh_id";
+  steps: Array<{ event: Event; now: number; role: "prefix" | "original" | "cycle" | "effect" | "timer" | "duplicate" }>;
+  original: number;
+  duplicate: number;
+  /** What the repeat changed. */
+  shows: {
+    changes: Array<{ field: string; before: Json; after: Json }>;
+    effects: Array<{ type: string; key: string; idempotent: boolean }>;
+    movedTo?: Json;
+  };
+}
 
 /** What the hosts need of a machine (the engine's `Machine` satisfies it). */
 export interface MachineLike {

@@ -4,4 +4,4 @@ import { initSync } from "../dist/idem.js";
 
 initSync({ module: readFileSync(new URL("../dist/idem_bg.wasm", import.meta.url)) });
 
-export { Machine, newEventId, version } from "../dist/idem.js";
+export { Machine, importXState, newEventId, version } from "../dist/idem.js";

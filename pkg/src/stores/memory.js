@@ -28,6 +28,7 @@ export class MemoryStore {
    * @param {number | null} expectedVersion
    * @param {import("../index.d.ts").Outcome} outcome
    * @param {import("../index.d.ts").CommitExtras} [extras]
+   * @returns {Promise<import("../index.d.ts").CommitResult>}
    */
   async commit(processId, expectedVersion, outcome, extras = {}) {
     const row = this.rows.get(processId);

@@ -1,0 +1,17 @@
+// Run by deno.test.mjs under Deno: load the package through its Deno entry and
+// print what the engine answered, as one JSON line (the test compares it with
+// the same calls in Node).
+import { Machine, newEventId, version } from "../../pkg/src/deno.js";
+
+const definition = JSON.parse(await Deno.readTextFile(new URL("../machines/order.json", import.meta.url)));
+const machine = new Machine(definition);
+const pay = { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 40 } };
+const first = machine.reduce(null, pay, 1000, "order-1");
+const again = machine.reduce(first.snapshot, pay, 2000, "order-1");
+let error = null;
+try {
+  new Machine({ ...definition, initial: "nowhere" });
+} catch (err) {
+  error = { isError: err instanceof Error, name: err.name, code: err.code, path: err.path };
+}
+console.log(JSON.stringify({ version: version(), eventId: newEventId(), first, again, error, runtime: typeof Deno.version.deno }));

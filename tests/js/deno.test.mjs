@@ -1,0 +1,35 @@
+// The Deno entry (pkg/src/deno.js) under real Deno: it loads the wasm module,
+// and the engine there answers byte for byte as it does in Node.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Machine, version } from "../../pkg/src/node.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const deno = `${root}node_modules/.bin/deno`;
+
+test("pkg/src/deno.js loads the engine under Deno, which answers as Node does", () => {
+  const out = execFileSync(deno, ["run", "--no-prompt", "--no-config", "--no-lock", `--allow-read=${root}`, "tests/js/deno-entry.js"], {
+    cwd: root,
+    encoding: "utf8",
+    env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+  });
+  const got = JSON.parse(out);
+  assert.equal(got.runtime, "string", "ran under Deno");
+  assert.equal(got.version, version());
+  assert.match(got.eventId, /^[0-9A-HJKMNP-TV-Z]{26}$/);
+
+  const definition = JSON.parse(readFileSync(`${root}tests/machines/order.json`, "utf8"));
+  const machine = new Machine(definition);
+  const pay = { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 40 } };
+  const first = machine.reduce(null, pay, 1000, "order-1");
+  const again = machine.reduce(first.snapshot, pay, 2000, "order-1");
+  assert.equal(got.first.snapshot, first.snapshot, "the same snapshot string in Deno and in Node");
+  assert.deepEqual(got.first, JSON.parse(JSON.stringify(first)));
+  assert.deepEqual(got.again, JSON.parse(JSON.stringify(again)));
+  assert.equal(got.again.status, "duplicate");
+  assert.equal(got.again.response, got.first.response);
+  assert.deepEqual(got.error, { isError: true, name: "IdemError", code: "invalid_initial", path: "initial" });
+});

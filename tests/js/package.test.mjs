@@ -1,0 +1,195 @@
+// The package surface in Node.js, through pkg/src/node.js and the generated
+// bindings (pkg/dist, built by scripts/build-wasm.sh): what a user imports,
+// what is thrown, what is an outcome, and that the package's files agree with
+// each other (exports, types, the tsconfig that checks them).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { createMachine } from "xstate";
+import * as idem from "../../pkg/src/node.js";
+import { Machine, importXState, newEventId, version } from "../../pkg/src/node.js";
+
+const root = new URL("../../", import.meta.url);
+const read = (path) => readFileSync(new URL(path, root), "utf8");
+const orderDefinition = () => JSON.parse(read("tests/machines/order.json"));
+const pay = (id, paymentId, amount) => ({ id, type: "PAYMENT_PARTIAL", payload: { paymentId, amount } });
+
+/** Assert `fn` throws a real Error named IdemError with this code (and path). */
+function throwsIdemError(fn, code, path) {
+  let thrown = null;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  assert.ok(thrown instanceof Error, `expected an Error, got ${thrown}`);
+  assert.equal(thrown.name, "IdemError");
+  assert.equal(thrown.code, code, thrown.message);
+  if (path !== undefined) assert.equal(thrown.path, path);
+  assert.ok(thrown.message.length > 0);
+  return thrown;
+}
+
+test("the node entry exports the engine and nothing else", () => {
+  assert.deepEqual(Object.keys(idem).sort(), ["Machine", "importXState", "newEventId", "version"]);
+  const cargo = read("Cargo.toml").match(/^version = "([^"]+)"/m)[1];
+  assert.equal(version(), cargo);
+});
+
+test("every file named by pkg/package.json exports exists", () => {
+  const pkg = JSON.parse(read("pkg/package.json"));
+  const targets = [];
+  for (const [sub, target] of Object.entries(pkg.exports)) {
+    for (const file of typeof target === "string" ? [target] : Object.values(target)) targets.push([sub, file]);
+  }
+  assert.ok(targets.length >= 6);
+  for (const [sub, file] of targets) {
+    if (file.includes("*")) {
+      const dir = new URL(`pkg/${file.slice(0, file.indexOf("*"))}`, root);
+      assert.ok(existsSync(dir), `${sub}: ${file} matches nothing`);
+    } else {
+      assert.ok(existsSync(new URL(`pkg/${file}`, root)), `${sub}: pkg/${file} does not exist`);
+    }
+  }
+  assert.ok(existsSync(new URL(`pkg/${pkg.types}`, root)));
+});
+
+test("tests/types/tsconfig.json resolves idem/* as pkg/package.json exports do", () => {
+  const pkg = JSON.parse(read("pkg/package.json"));
+  // The tsconfig has comments; drop them before parsing.
+  const tsconfig = JSON.parse(read("tests/types/tsconfig.json").replace(/^\s*\/\/.*$/gm, ""));
+  const paths = tsconfig.compilerOptions.paths;
+  for (const [sub, target] of Object.entries(pkg.exports)) {
+    const name = sub === "." ? "idem" : `idem/${sub.slice(2)}`;
+    const file = typeof target === "string" ? target : target.types ?? target.node;
+    const want = sub === "." ? `../../pkg/${pkg.types.replace(/^\.\//, "")}` : `../../pkg/${file.replace(/^\.\//, "")}`;
+    assert.deepEqual(paths[name], [want], `paths["${name}"]`);
+  }
+  assert.equal(Object.keys(paths).length, Object.keys(pkg.exports).length, "paths that the package does not export");
+});
+
+test("invalid definitions throw an Error with code and path", () => {
+  const def = orderDefinition();
+  def.states.pending.on.CANCEL = "canceled";
+  throwsIdemError(() => new Machine(def), "unknown_target", "states.pending.on.CANCEL");
+  throwsIdemError(() => new Machine(JSON.stringify(def)), "unknown_target", "states.pending.on.CANCEL");
+  throwsIdemError(() => new Machine('{"id": "x", "initial":'), "invalid_json");
+  throwsIdemError(() => new Machine({ id: 1n }), "invalid_json");
+  throwsIdemError(() => new Machine({ ...orderDefinition(), initial: "nowhere" }), "invalid_initial", "initial");
+});
+
+test("a bad nowMs throws an Error with a code; a bad event or snapshot is a rejected outcome", () => {
+  const m = new Machine(orderDefinition());
+  const first = m.reduce(null, pay("e1", "p1", 40), 1000, "order-1");
+  for (const now of [-1, NaN, Infinity, 2 ** 53, undefined]) {
+    throwsIdemError(() => m.reduce(first.snapshot, pay("e2", "p2", 10), now, "order-1"), "invalid_event");
+    throwsIdemError(() => m.due(first.snapshot, now), "invalid_event");
+  }
+  const rejected = [
+    [first.snapshot, { type: "PAYMENT_PARTIAL" }, "missing_event_id"],
+    [first.snapshot, { id: "e9", type: "NOPE" }, "unknown_event_type"],
+    [first.snapshot, '{"id": "e9",', "invalid_event"],
+    ["idem2 garbage", pay("e9", "p9", 1), "invalid_snapshot"],
+    [first.snapshot.slice(0, -3), pay("e9", "p9", 1), "invalid_snapshot"],
+  ];
+  for (const [snapshot, event, code] of rejected) {
+    const out = m.reduce(snapshot, event, 2000, "order-1");
+    assert.equal(out.status, "rejected");
+    assert.equal(out.error.code, code, out.error.message);
+    assert.equal(out.changed, false);
+    assert.equal(out.snapshot, snapshot, "a rejected event leaves the snapshot as it was");
+  }
+  throwsIdemError(() => m.inspect("idem2 garbage"), "invalid_snapshot");
+});
+
+test("a duplicate gets the identical first response and costs no write", () => {
+  const m = new Machine(orderDefinition());
+  const first = m.reduce(null, pay("e1", "p1", 40), 1000, "order-1");
+  assert.equal(first.status, "applied");
+  assert.equal(typeof first.snapshot, "string");
+  assert.ok(first.snapshot.startsWith("idem2 "));
+  for (const retry of [pay("e1", "p1", 40), JSON.stringify(pay("e1", "p1", 40))]) {
+    const again = m.reduce(first.snapshot, retry, 5000, "order-1");
+    assert.equal(again.status, "duplicate");
+    assert.equal(again.duplicate, true);
+    assert.equal(again.changed, false);
+    assert.deepEqual(again.response, first.response);
+    assert.equal(again.response, "recorded p1");
+    assert.equal(again.snapshot, first.snapshot, "the stored string, unchanged");
+    assert.deepEqual(again.effects, []);
+  }
+  const clash = m.reduce(first.snapshot, pay("e1", "p1", 41), 6000, "order-1");
+  assert.equal(clash.status, "conflict");
+  assert.equal(clash.error.code, "id_conflict");
+  // The process id is optional (it only scopes default effect keys).
+  assert.equal(m.reduce(null, pay("e1", "p1", 40), 1000).status, "applied");
+  assert.equal(m.reduce(null, pay("e1", "p1", 40), 1000, null).status, "applied");
+});
+
+test("outcomes, due work and inspections are plain objects", () => {
+  const m = new Machine(JSON.parse(read("tests/machines/payment.json")));
+  const out = m.reduce(null, { id: "c1", type: "CHECKOUT", payload: { amount: 50 } }, 1000, "pay-1");
+  assert.deepEqual(Object.keys(out).sort(), ["changed", "duplicate", "effects", "nextDueAt", "response", "revision", "snapshot", "state", "status"]);
+  assert.deepEqual(out.effects, [{ key: "pay-1/c1:0", type: "charge", payload: { amount: 50 }, idempotent: true }]);
+  assert.equal(out.nextDueAt, 1000);
+  const [item] = m.due(out.snapshot, 1000);
+  assert.equal(item.kind, "attempt");
+  assert.deepEqual(item.started.payload, { key: "pay-1/c1:0", attempt: 1 });
+  const seen = m.inspect(out.snapshot);
+  assert.equal(seen.format, 2);
+  assert.equal(seen.value, "charging");
+  assert.deepEqual(seen.machine, { id: m.id, version: m.version, hash: m.hash });
+  assert.ok(Array.isArray(m.eventTypes()) && m.eventTypes().includes("CHECKOUT"));
+  assert.equal(m.definition().id, "payment");
+  assert.equal(typeof m.retention().defaultMs, "number");
+});
+
+test("newEventId: 26 Crockford characters, distinct, time-ordered", () => {
+  const before = Date.now();
+  const ids = Array.from({ length: 200 }, () => newEventId());
+  const after = Date.now();
+  const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  const time = (id) => [...id.slice(0, 10)].reduce((t, c) => t * 32 + alphabet.indexOf(c), 0);
+  for (const id of ids) {
+    assert.match(id, /^[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.ok(time(id) >= before && time(id) <= after, `${id}: ${time(id)} not in [${before}, ${after}]`);
+  }
+  assert.equal(new Set(ids).size, ids.length);
+  assert.deepEqual(ids.map(time), ids.map(time).sort((a, b) => a - b));
+});
+
+test("importXState takes a real XState v5 machine's config; analyze() finds its hazard", () => {
+  const xstate = createMachine({
+    id: "tab",
+    initial: "open",
+    context: { total: 0 },
+    states: {
+      open: { on: { ADD: { actions: "addToTotal" }, CLOSE: "closed" } },
+      closed: { type: "final" },
+    },
+  });
+  for (const config of [JSON.stringify(xstate.config), JSON.parse(JSON.stringify(xstate.config))]) {
+    const { definition, diagnostics } = importXState(config);
+    assert.equal(definition.id, "tab");
+    assert.ok(Array.isArray(diagnostics));
+    // The named action is code: it cannot be imported as data, and says so.
+    assert.ok(diagnostics.some((d) => d.code === "unrepresentable" && JSON.stringify(d).includes("addToTotal")), JSON.stringify(diagnostics));
+    const m = new Machine(definition);
+    assert.equal(m.reduce(null, { id: "e1", type: "CLOSE" }, 1).state, "closed");
+  }
+  throwsIdemError(() => importXState("{not json"), "invalid_json");
+
+  const fragile = new Machine(JSON.parse(read("tests/machines/fragile-counter.json")));
+  const finding = fragile.analyze().find((f) => f.code === "accumulating_assign");
+  assert.equal(finding?.severity, "error");
+  // Replaying the witness applies the repeat a second time: that is what it proves.
+  let snapshot = null;
+  const statuses = finding.witness.steps.map((step) => {
+    const out = fragile.reduce(snapshot, step.event, step.now);
+    snapshot = out.snapshot;
+    return out.status;
+  });
+  assert.deepEqual(statuses, ["applied", "applied"]);
+  assert.equal(fragile.inspect(snapshot).context.paid, 80);
+  assert.deepEqual(new Machine(orderDefinition()).analyze().filter((f) => f.severity === "error"), []);
+});

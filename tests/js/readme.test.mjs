@@ -1,0 +1,82 @@
+// The README's examples run, so they cannot rot: every ```js block of README.md
+// runs as an ES module in Node.js, its `idem` imports resolved as
+// pkg/package.json "exports" resolves them for Node, and what it prints must
+// be exactly the lines its `// → ...` comments announce, in order.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = new URL("../../", import.meta.url);
+const readme = readFileSync(new URL("README.md", root), "utf8");
+const pkg = JSON.parse(readFileSync(new URL("pkg/package.json", root), "utf8"));
+
+/** The ```js blocks of a markdown text, with the line each starts on. */
+export function jsBlocks(markdown) {
+  const blocks = [];
+  const re = /^```js\n([\s\S]*?)^```$/gm;
+  for (let m; (m = re.exec(markdown)); ) {
+    blocks.push({ code: m[1], line: markdown.slice(0, m.index).split("\n").length + 1 });
+  }
+  return blocks;
+}
+
+/** A specifier of the package (`idem`, `idem/host`, ...) as a file URL, following pkg/package.json "exports" for Node. */
+export function resolveIdem(specifier) {
+  const sub = specifier === "idem" ? "." : `./${specifier.slice("idem/".length)}`;
+  for (const [key, target] of Object.entries(pkg.exports)) {
+    const star = key.indexOf("*");
+    const matched = star < 0 ? (key === sub ? "" : null) : sub.startsWith(key.slice(0, star)) && sub.endsWith(key.slice(star + 1)) ? sub.slice(star, sub.length - (key.length - star - 1)) : null;
+    if (matched === null) continue;
+    const file = typeof target === "string" ? target : (target.node ?? target.default);
+    return new URL(`pkg/${file.replace("*", matched).replace(/^\.\//, "")}`, root).href;
+  }
+  throw new Error(`the package does not export "${specifier}" (pkg/package.json exports)`);
+}
+
+/** Rewrite `from "idem..."` and `import("idem...")` to the files they name. */
+export function linkIdem(code) {
+  return code.replace(/(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])(idem(?:\/[^"']*)?)\2/g, (_, lead, q, spec) => `${lead}${q}${resolveIdem(spec)}${q}`);
+}
+
+/** The output a block announces: the text after `// →` on each line, in order. */
+export function announced(code) {
+  return code.split("\n").flatMap((line) => {
+    const m = line.match(/\/\/ → (.*)$/);
+    return m ? [m[1].trimEnd()] : [];
+  });
+}
+
+const blocks = jsBlocks(readme);
+
+test("README.md has JavaScript examples that announce their output", () => {
+  assert.ok(blocks.length >= 1, "no ```js block in README.md");
+  for (const b of blocks) assert.ok(announced(b.code).length >= 1, `the block at README.md:${b.line} announces no output (// → ...)`);
+});
+
+test("the helpers resolve and compare as they should", () => {
+  assert.equal(resolveIdem("idem"), new URL("pkg/src/node.js", root).href);
+  assert.equal(resolveIdem("idem/stores/memory"), new URL("pkg/src/stores/memory.js", root).href);
+  assert.throws(() => resolveIdem("idem/nope"), /does not export "idem\/nope"/);
+  assert.equal(linkIdem(`import { apply } from "idem/host";`), `import { apply } from "${new URL("pkg/src/host.js", root).href}";`);
+  assert.deepEqual(announced("a(); // → 1 2\nb();\nc(); // → x"), ["1 2", "x"]);
+  assert.deepEqual(jsBlocks("t\n```js\nx();\n```\n```sh\ny\n```\n"), [{ code: "x();\n", line: 3 }]);
+});
+
+const dir = fileURLToPath(new URL("target/readme-test/", root));
+for (const [i, block] of blocks.entries()) {
+  test(`README.md:${block.line} runs and prints what it says`, () => {
+    mkdirSync(dir, { recursive: true });
+    const file = `${dir}block-${i + 1}.mjs`;
+    writeFileSync(file, linkIdem(block.code));
+    try {
+      const out = execFileSync(process.execPath, [file], { encoding: "utf8", cwd: fileURLToPath(root) });
+      const printed = out.split("\n").map((l) => l.trimEnd());
+      if (printed.at(-1) === "") printed.pop();
+      assert.deepEqual(printed, announced(block.code), `README.md:${block.line} (run as ${pathToFileURL(file).href})`);
+    } finally {
+      rmSync(file, { force: true });
+    }
+  });
+}
