@@ -26,6 +26,7 @@ pub enum Code {
     NestingTooDeep,
     UnknownEventType,
     IdConflict,
+    ReservedEvent,
     // snapshot
     InvalidSnapshot,
     SnapshotTooLarge,
@@ -63,6 +64,7 @@ impl Code {
             NestingTooDeep => "nesting_too_deep",
             UnknownEventType => "unknown_event_type",
             IdConflict => "id_conflict",
+            ReservedEvent => "reserved_event",
             InvalidSnapshot => "invalid_snapshot",
             SnapshotTooLarge => "snapshot_too_large",
             UnsupportedSnapshotFormat => "unsupported_snapshot_format",
@@ -96,6 +98,7 @@ impl Code {
         Code::NestingTooDeep,
         Code::UnknownEventType,
         Code::IdConflict,
+        Code::ReservedEvent,
         Code::InvalidSnapshot,
         Code::SnapshotTooLarge,
         Code::UnsupportedSnapshotFormat,

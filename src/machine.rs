@@ -140,6 +140,9 @@ pub struct Machine {
     pub limits: Limits,
     /// Event types some state accepts (external events).
     pub event_types: BTreeSet<String>,
+    /// `<effect>.succeeded` / `<effect>.failed` for every effect type the machine
+    /// emits: raised by the outbox only, never accepted from outside.
+    pub outcome_types: BTreeSet<String>,
     pub exprs: Exprs,
     pub definition: Value,
     by_path: HashMap<String, StateIdx>,
@@ -212,6 +215,7 @@ impl Machine {
             record_ignored,
             limits,
             event_types: BTreeSet::new(),
+            outcome_types: BTreeSet::new(),
             exprs: b.exprs,
             definition: Value::Null,
             by_path: HashMap::new(),
@@ -234,8 +238,25 @@ impl Machine {
             m.attach_transitions(idx, raw)?;
         }
         m.check_always_loops()?;
+        m.outcome_types = m.effect_types().flat_map(|t| [format!("{t}.succeeded"), format!("{t}.failed")]).collect();
+        m.event_types.retain(|t| !m.outcome_types.contains(t));
         m.definition = def;
         Ok(m)
+    }
+
+    /// Every effect type some action emits.
+    pub fn effect_types(&self) -> impl Iterator<Item = &str> {
+        let mut types = BTreeSet::new();
+        for s in &self.states {
+            let transitions = s.on.iter().flat_map(|(_, ts)| ts).chain(&s.always).chain(s.after.iter().flat_map(|(_, ts)| ts));
+            let actions = s.entry.iter().chain(&s.exit).chain(transitions.flat_map(|t| &t.actions));
+            for a in actions {
+                if let Action::Effect(e) = a {
+                    types.insert(e.effect_type.as_str());
+                }
+            }
+        }
+        types.into_iter()
     }
 
     pub fn root(&self) -> StateIdx {

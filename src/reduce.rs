@@ -184,6 +184,20 @@ impl Machine {
             Some(_) => return Err(Error::at(Code::InvalidEvent, "type", "event type must be a non-empty string")),
         };
         let reserved = event_type.starts_with(EFFECT_REPORT_PREFIX) || event_type == TIMER_EVENT;
+        if !reserved && id.starts_with(RESERVED_ID_PREFIX) {
+            return Err(Error::at(
+                Code::ReservedEvent,
+                "id",
+                format!("event ids starting with \"{RESERVED_ID_PREFIX}\" are reserved for the engine's own events"),
+            ));
+        }
+        if self.outcome_types.contains(event_type) {
+            return Err(Error::at(
+                Code::ReservedEvent,
+                "type",
+                format!("\"{event_type}\" is raised by the outbox when the effect finishes, never sent from outside"),
+            ));
+        }
         if !reserved && !self.event_types.contains(event_type) {
             return Err(Error::at(
                 Code::UnknownEventType,
@@ -210,6 +224,13 @@ impl Machine {
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
         let event = self.parse_event(event)?;
         let fp = json::fingerprint(&event.event_type, &event.payload);
+        // The engine's own events (attempt reports, timers) are remembered under a
+        // prefix no outside event may use, so a client can never take their ids first.
+        let ledger_id = if is_engine_event(&event.event_type) {
+            format!("{RESERVED_ID_PREFIX}{}", event.id)
+        } else {
+            event.id.clone()
+        };
         let (mut snap, leaf, upgraded_from, fresh) = match snapshot {
             Some(text) => {
                 let l = snapshot::load(self, text)?;
@@ -222,7 +243,7 @@ impl Machine {
         };
 
         // 1. Seen before? A live ledger entry answers without touching anything.
-        if let Some(entry) = snap.ledger.find(&event.id, now) {
+        if let Some(entry) = snap.ledger.find(&ledger_id, now) {
             let mut o = self.unchanged(&snap, leaf, upgraded_from);
             if entry.fp == fp {
                 o.status = Status::Duplicate;
@@ -303,7 +324,7 @@ impl Machine {
             if self.record_ignored && !fresh {
                 let mut next = snap;
                 next.revision = next_revision(next.revision)?;
-                self.remember(&mut next, &event, &fp, now, true, &Value::Null);
+                self.remember(&mut next, &ledger_id, &event, &fp, now, true, &Value::Null);
                 let mut o = self.unchanged(&next, leaf, upgraded_from);
                 o.status = Status::Ignored;
                 o.snapshot = Some(self.encode_within_limit(&next)?);
@@ -332,7 +353,7 @@ impl Machine {
             next.outbox.push(outbox::new_entry(e, &event.id, now));
         }
         outbox::prune(&mut next.outbox, now, self.retention.default_ms);
-        self.remember(&mut next, &event, &fp, now, false, &response);
+        self.remember(&mut next, &ledger_id, &event, &fp, now, false, &response);
         let next_due_at = next_due(&next);
         let text = self.encode_within_limit(&next)?;
         Ok(Outcome {
@@ -381,11 +402,19 @@ impl Machine {
     }
 
     /// Record the event id, then forget what is expired or beyond the cap (oldest first).
-    fn remember(&self, snap: &mut Snapshot, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) {
+    #[allow(clippy::too_many_arguments)]
+    fn remember(&self, snap: &mut Snapshot, id: &str, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) {
         let exp = now.saturating_add(self.retention_for(&event.event_type));
-        snap.ledger.push(&event.id, fp, now, exp, snap.revision, ignored, response);
+        snap.ledger.push(id, fp, now, exp, snap.revision, ignored, response);
         snap.ledger.prune(now, self.retention.max_entries);
     }
+}
+
+/// Ledger ids of the engine's own events start with this; outside ids may not.
+pub const RESERVED_ID_PREFIX: &str = "idem:";
+
+fn is_engine_event(event_type: &str) -> bool {
+    event_type.starts_with(EFFECT_REPORT_PREFIX) || event_type == TIMER_EVENT
 }
 
 fn next_revision(revision: u64) -> Result<u64> {

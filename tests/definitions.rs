@@ -79,7 +79,7 @@ fn error_codes_are_stable() {
             "invalid_json", "invalid_definition", "unknown_target", "invalid_initial", "duplicate_state_id",
             "invalid_expression", "unknown_action", "always_loop", "definition_too_large", "invalid_event",
             "missing_event_id", "missing_event_type", "event_id_too_long", "payload_too_large", "nesting_too_deep",
-            "unknown_event_type", "id_conflict", "invalid_snapshot", "snapshot_too_large",
+            "unknown_event_type", "id_conflict", "reserved_event", "invalid_snapshot", "snapshot_too_large",
             "unsupported_snapshot_format", "wrong_machine", "missing_state", "expression_failed", "microstep_limit",
             "unknown_effect", "invalid_effect_report", "usage", "io",
         ]
