@@ -30,6 +30,52 @@ export function measure(fn, { budgetMs = 400, maxSamples = 2000, minSamples = 5 
   return { medianNs: pick(0.5), p95Ns: pick(0.95), samples: samples.length, batch };
 }
 
+/**
+ * Time several functions against each other: after warming each up, take one
+ * batch of each in turn, round after round, so that load that comes and goes
+ * on a shared machine hits every contender alike. Stops after `budgetMs` per
+ * function (at least `minSamples` rounds, at most `maxSamples`). Returns
+ * `{ name: { medianNs, p95Ns, samples, batch } }`.
+ */
+export function measureGroup(fns, { budgetMs = 400, maxSamples = 2000, minSamples = 5, warmMs = 50 } = {}) {
+  const names = Object.keys(fns);
+  const state = {};
+  let i = 0;
+  for (const name of names) {
+    const fn = fns[name];
+    const warmEnd = performance.now() + warmMs;
+    let warm = 0;
+    do {
+      fn(i++);
+      warm++;
+    } while (performance.now() < warmEnd && warm < 5000);
+    const t = performance.now();
+    fn(i++);
+    const one = Math.max(performance.now() - t, 1e-4);
+    state[name] = { batch: Math.min(100_000, Math.max(1, Math.floor(0.2 / one))), samples: [] };
+  }
+  const start = performance.now();
+  const total = budgetMs * names.length;
+  let rounds = 0;
+  while (rounds < minSamples || (performance.now() - start < total && rounds < maxSamples)) {
+    for (const name of names) {
+      const { batch, samples } = state[name];
+      const fn = fns[name];
+      const t = performance.now();
+      for (let k = 0; k < batch; k++) fn(i++);
+      samples.push(((performance.now() - t) * 1e6) / batch);
+    }
+    rounds++;
+  }
+  const out = {};
+  for (const name of names) {
+    const s = state[name].samples.sort((a, b) => a - b);
+    const pick = (q) => s[Math.round((s.length - 1) * q)];
+    out[name] = { medianNs: pick(0.5), p95Ns: pick(0.95), samples: s.length, batch: state[name].batch };
+  }
+  return out;
+}
+
 export function fmtNs(ns) {
   if (ns == null || Number.isNaN(ns)) return "—";
   if (ns >= 1e9) return `${(ns / 1e9).toFixed(2)} s`;
@@ -46,11 +92,12 @@ export function fmtOps(ns) {
   return ops >= 10 ? ops.toFixed(0) : ops.toFixed(1);
 }
 
-/** "how many times faster `b` is than the reference `a`": a / b, e.g. `8.1×` or `0.25×`. */
-export function ratio(a, b) {
-  if (a == null || b == null) return "—";
-  const r = a / b;
-  return `${r >= 100 ? r.toFixed(0) : r >= 10 ? r.toFixed(1) : r.toFixed(2)}×`;
+/** How idem compares with a reference: `ratio(reference, idem)` is "8.1× faster" or "3.2× slower". */
+export function ratio(ref, idem) {
+  if (ref == null || idem == null) return "—";
+  const r = ref / idem;
+  const f = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  return r >= 1 ? `${f(r)}× faster` : `${f(1 / r)}× slower`;
 }
 
 export function fmtBytes(b) {
