@@ -1,0 +1,48 @@
+//! Snapshots: the input is either a whole snapshot text (integrity check and
+//! decoding: truncated, bit-flipped, spliced), or a forged snapshot that gets a
+//! valid checksum and so reaches the checks behind the integrity check: after
+//! `@`, format 2's JSON head, a newline and its ledger records; after `!`, a
+//! format 1 JSON body. Then the process continues.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use serde_json::json;
+
+#[path = "common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let snapshot = if let Some(rest) = text.strip_prefix('@') {
+        common::forge2(rest)
+    } else if let Some(body) = text.strip_prefix('!') {
+        common::forge(body)
+    } else {
+        text.to_string()
+    };
+    for m in [common::order(), common::checkout()] {
+        let _ = idem::inspect(&m, &snapshot);
+        let _ = idem::outbox::due(&m, &snapshot, 0);
+        let _ = idem::outbox::due(&m, &snapshot, u64::MAX);
+        let events = [
+            json!({ "id": "z1", "type": "CANCEL" }),
+            json!({ "id": "z2", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p9", "amount": 50 } }),
+            json!({ "id": "z3", "type": "ADD_ITEM", "payload": { "sku": "s9", "price": 5 } }),
+            json!({ "id": "z4", "type": "CHECKOUT" }),
+            json!({ "id": "z5", "type": "idem.after" }),
+            json!({ "id": "z6", "type": "idem.effect.started", "payload": { "key": "p/f2:0" } }),
+        ];
+        if idem::inspect(&m, &snapshot).is_err() {
+            for e in &events {
+                let o = m.reduce_in("p", Some(&snapshot), e, 5_000);
+                assert!(o.snapshot.is_none() && o.error.is_some(), "an unreadable snapshot was reduced");
+            }
+            continue;
+        }
+        let mut snap = Some(snapshot.clone());
+        for e in &events {
+            snap = common::step(&m, snap.as_deref(), e, 5_000).or(snap);
+        }
+        common::dispatch(&m, snap, 900_000, data);
+    }
+});

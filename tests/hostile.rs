@@ -1,0 +1,697 @@
+//! The catalogue of hostile inputs: one test per row, each asserting the
+//! stable error code the input gets (or, for inputs that are legal but
+//! dangerous in other languages, that they pass through unchanged).
+//! The table in docs/hostile-inputs.md lists the same rows.
+
+use idem::{Machine, Outcome, Status};
+use serde_json::{json, Value};
+use std::process::Command;
+
+const ORDER: &str = include_str!("machines/order.json");
+
+fn order() -> Machine {
+    Machine::from_json(ORDER).expect("order machine loads")
+}
+
+fn machine(def: Value) -> Machine {
+    Machine::from_value(def).expect("test machine loads")
+}
+
+fn pay(id: &str, payment: &str, amount: u64) -> Value {
+    json!({ "id": id, "type": "PAYMENT_PARTIAL", "payload": { "paymentId": payment, "amount": amount } })
+}
+
+fn code(o: &Outcome) -> &'static str {
+    o.error.as_ref().map(|e| e.code.as_str()).unwrap_or("none")
+}
+
+/// A rejected outcome with `code` that writes nothing.
+fn assert_rejected(o: &Outcome, expected: &str) {
+    assert_eq!(o.status, Status::Rejected, "expected a rejection with {expected}, got {:?}", o.status);
+    assert_eq!(code(o), expected, "{:?}", o.error);
+    assert!(o.snapshot.is_none(), "a rejected outcome must not write");
+    assert!(o.effects.is_empty());
+}
+
+fn def_code(text: &str) -> &'static str {
+    match Machine::from_json(text) {
+        Ok(_) => "none",
+        Err(e) => e.code.as_str(),
+    }
+}
+
+/// `depth` levels of arrays around a number.
+fn nested(depth: usize) -> String {
+    "[".repeat(depth) + "1" + &"]".repeat(depth)
+}
+
+fn nested_value(depth: usize) -> Value {
+    serde_json::from_str(&nested(depth)).expect("within serde's recursion limit")
+}
+
+/// A snapshot after one applied payment.
+fn order_snapshot() -> String {
+    order().reduce_in("order-1", None, &pay("e1", "p1", 40), 1_000).snapshot.expect("applied")
+}
+
+/// The readable body of a snapshot, as format 1 JSON (which the engine still reads).
+fn body(snapshot: &str) -> Value {
+    let mut v = idem::Snapshot::decode(snapshot, usize::MAX).expect("a snapshot").to_value();
+    v["format"] = json!(1);
+    v
+}
+
+/// Re-encode a (modified) body as format 1 with a valid checksum: a forged snapshot
+/// that passes the integrity check and must be refused by the checks behind it.
+fn forge(body: &Value) -> String {
+    let mut text = serde_json::to_string(body).unwrap();
+    let h = idem::json::hash64(text.as_bytes());
+    text.pop();
+    text.push_str(&format!(",\"check\":\"{h:016x}\"}}"));
+    text
+}
+
+// ---------------------------------------------------------------------------
+// Sizes
+
+#[test]
+fn event_id_over_256_bytes_is_event_id_too_long() {
+    let m = order();
+    let o = m.reduce(None, &pay(&"x".repeat(257), "p1", 1), 0);
+    assert_rejected(&o, "event_id_too_long");
+    // 256 bytes counted in bytes, not characters: 86 three-byte characters are 258 bytes.
+    let o = m.reduce(None, &pay(&"€".repeat(86), "p1", 1), 0);
+    assert_rejected(&o, "event_id_too_long");
+    let o = m.reduce(None, &pay(&"x".repeat(256), "p1", 1), 0);
+    assert_eq!(o.status, Status::Applied, "256 bytes is the limit, inclusive");
+}
+
+#[test]
+fn payload_over_the_limit_is_payload_too_large() {
+    let m = order();
+    let big = "x".repeat(64 * 1024);
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": big, "amount": 1 } }), 0);
+    assert_rejected(&o, "payload_too_large");
+    // A machine can lower the limit.
+    let small = machine(json!({
+        "id": "small", "initial": "a", "limits": { "maxPayloadBytes": 16 },
+        "states": { "a": { "on": { "E": "a" } } }
+    }));
+    assert_rejected(&small.reduce(None, &json!({ "id": "e1", "type": "E", "payload": { "k": "0123456789" } }), 0), "payload_too_large");
+    assert_eq!(small.reduce(None, &json!({ "id": "e1", "type": "E", "payload": { "k": 1 } }), 0).status, Status::Applied);
+}
+
+#[test]
+fn event_text_over_the_limit_is_payload_too_large_before_parsing() {
+    let m = order();
+    // Not even JSON: refused on its size alone, never parsed.
+    let text = "{".repeat(m.limits.max_payload_bytes + m.limits.max_id_bytes + 4097);
+    assert_rejected(&m.reduce_text("order-1", None, &text, 0), "payload_too_large");
+}
+
+#[test]
+fn definition_over_one_mib_is_definition_too_large() {
+    let mut text = String::from(r#"{"id":"big","initial":"a","description":""#);
+    text.push_str(&"x".repeat(1 << 20));
+    text.push_str(r#"","states":{"a":{}}}"#);
+    assert_eq!(def_code(&text), "definition_too_large");
+}
+
+#[test]
+fn snapshot_over_the_machine_limit_is_snapshot_too_large() {
+    let def = json!({
+        "id": "notes", "initial": "open", "limits": { "maxSnapshotBytes": 1024 }, "context": { "notes": [] },
+        "states": { "open": { "on": { "NOTE": { "actions": [{ "assign": {
+            "notes": { "merge": [{ "var": "context.notes" }, [{ "var": "event.payload.text" }]] } } }] } } } }
+    });
+    let m = machine(def);
+    let long = "x".repeat(2000);
+    // A snapshot text over the limit is refused before anything is decoded.
+    let padded = format!("{}{}", " ".repeat(1025), order_snapshot());
+    assert_rejected(&m.reduce(Some(&padded), &json!({ "id": "n1", "type": "NOTE", "payload": { "text": "a" } }), 0), "snapshot_too_large");
+    // Nor does reduce write a snapshot that it would refuse to load.
+    let o = m.reduce(None, &json!({ "id": "n1", "type": "NOTE", "payload": { "text": long } }), 0);
+    if let Some(s) = &o.snapshot {
+        assert!(
+            s.len() <= 1024,
+            "reduce wrote a {}-byte snapshot over the machine's maxSnapshotBytes of 1024: the next event on this process is refused with snapshot_too_large",
+            s.len()
+        );
+    }
+    assert_rejected(&o, "snapshot_too_large");
+}
+
+#[test]
+fn recorded_ignored_events_cannot_grow_the_snapshot_past_the_limit() {
+    // With recordIgnored, every ignored id is written to the ledger: the snapshot grows without a transition.
+    let m = machine(json!({
+        "id": "quiet", "initial": "a", "recordIgnored": true, "limits": { "maxSnapshotBytes": 2048 },
+        "states": { "a": { "on": { "E": { "guard": false, "target": "a" }, "START": { "target": "a" } } } }
+    }));
+    // A process is created by the first event it accepts.
+    let mut snap = m.reduce(None, &json!({ "id": "start", "type": "START" }), 0).snapshot;
+    assert!(snap.is_some());
+    for i in 0..20 {
+        let e = json!({ "id": format!("{i:0>250}"), "type": "E" });
+        let o = m.reduce(snap.as_deref(), &e, i);
+        if let Some(s) = &o.snapshot {
+            assert!(s.len() <= 2048, "event {i}: a recorded ignored event made the snapshot {} bytes, over the 2048 allowed", s.len());
+            snap = o.snapshot;
+        } else {
+            assert_rejected(&o, "snapshot_too_large");
+            return;
+        }
+    }
+    panic!("20 ids of 250 bytes fit in 2048 bytes?");
+}
+
+// ---------------------------------------------------------------------------
+// Nesting
+
+#[test]
+fn deep_payload_is_nesting_too_deep() {
+    let m = order();
+    let e = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "deep": nested_value(100) } });
+    assert_rejected(&m.reduce(None, &e, 0), "nesting_too_deep");
+    let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{}}}"#, nested(100));
+    assert_rejected(&m.reduce_text("", None, &text, 0), "nesting_too_deep");
+    // Past the parser's own recursion limit the text is not valid JSON for us.
+    let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{}}}"#, nested(10_000));
+    assert_rejected(&m.reduce_text("", None, &text, 0), "invalid_event");
+    // 60 levels are fine.
+    let e = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p", "amount": 1, "deep": nested_value(60) } });
+    assert_eq!(m.reduce(None, &e, 0).status, Status::Applied);
+}
+
+#[test]
+fn deep_definition_is_nesting_too_deep() {
+    let text = format!(r#"{{"id":"d","initial":"a","context":{{"x":{}}},"states":{{"a":{{}}}}}}"#, nested(100));
+    assert_eq!(def_code(&text), "nesting_too_deep");
+    // Deeply nested states hit the same bound.
+    let mut states = String::from("{}");
+    for _ in 0..40 {
+        states = format!(r#"{{"initial":"s","states":{{"s":{states}}}}}"#);
+    }
+    let text = format!(r#"{{"id":"d","initial":"s","states":{{"s":{states}}}}}"#);
+    assert_eq!(def_code(&text), "nesting_too_deep");
+    let text = format!(r#"{{"id":"d","initial":"a","context":{{"x":{}}},"states":{{"a":{{}}}}}}"#, nested(100_000));
+    assert_eq!(def_code(&text), "invalid_json");
+}
+
+#[test]
+fn deep_expression_is_nesting_too_deep() {
+    let mut guard = json!({ "var": "context.n" });
+    for _ in 0..70 {
+        guard = json!({ "!": [guard] });
+    }
+    let def = json!({ "id": "g", "initial": "a", "states": { "a": { "on": { "E": { "guard": guard, "target": "a" } } } } });
+    assert_eq!(Machine::from_value(def).unwrap_err().code.as_str(), "nesting_too_deep");
+}
+
+#[test]
+fn deep_snapshot_is_nesting_too_deep() {
+    let mut b = body(&order_snapshot());
+    b["context"]["deep"] = nested_value(100);
+    let o = order().reduce_in("order-1", Some(&forge(&b)), &pay("e2", "p2", 1), 2_000);
+    assert_rejected(&o, "nesting_too_deep");
+}
+
+// ---------------------------------------------------------------------------
+// Encoding
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("idem-hostile-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Run the CLI; return its exit status and the error code it printed on stderr.
+fn cli(args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_idem")).args(args).output().expect("the idem binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let err: Value = serde_json::from_str(stderr.trim()).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), err, String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+#[test]
+fn invalid_utf8_event_file_is_invalid_json_in_the_cli() {
+    let d = scratch_dir("utf8-event");
+    let (m, e) = (d.join("m.json"), d.join("e.json"));
+    std::fs::write(&m, ORDER).unwrap();
+    let mut bytes = br#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p"#.to_vec();
+    bytes.extend_from_slice(&[0xff, 0xfe, 0xc3]);
+    bytes.extend_from_slice(br#"","amount":1}}"#);
+    std::fs::write(&e, bytes).unwrap();
+    let (status, err, stdout) = cli(&["reduce", "--machine", m.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    assert_eq!(status, 2);
+    assert_eq!(err["code"], "invalid_json", "{err}");
+    assert!(stdout.is_empty(), "nothing is reduced: {stdout}");
+    // The same event as valid UTF-8 is applied.
+    std::fs::write(&e, pay("e1", "p1", 1).to_string()).unwrap();
+    let (status, _, stdout) = cli(&["reduce", "--machine", m.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    assert_eq!(status, 0);
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["status"], "applied");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn invalid_utf8_machine_and_snapshot_files_are_invalid_json_in_the_cli() {
+    let d = scratch_dir("utf8-files");
+    let (m, bad, e) = (d.join("m.json"), d.join("bad.json"), d.join("e.json"));
+    std::fs::write(&m, ORDER).unwrap();
+    std::fs::write(&e, pay("e1", "p1", 1).to_string()).unwrap();
+    let mut snap = order_snapshot().into_bytes();
+    snap[20] = 0xff;
+    std::fs::write(&bad, &snap).unwrap();
+    let (status, err, _) = cli(&["inspect", "--machine", m.to_str().unwrap(), "--snapshot", bad.to_str().unwrap()]);
+    assert_eq!((status, err["code"].as_str()), (2, Some("invalid_json")), "{err}");
+    let (status, err, _) = cli(&["reduce", "--machine", bad.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    assert_eq!((status, err["code"].as_str()), (2, Some("invalid_json")), "{err}");
+    // A file that is not there is an io error.
+    let missing = d.join("missing.json");
+    let (status, err, _) = cli(&["reduce", "--machine", missing.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    assert_eq!((status, err["code"].as_str()), (2, Some("io")), "{err}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn lone_surrogate_escape_in_event_text_is_invalid_event() {
+    let m = order();
+    let text = r#"{"id":"e\ud800","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p1","amount":1}}"#;
+    assert_rejected(&m.reduce_text("", None, text, 0), "invalid_event");
+}
+
+#[test]
+fn control_characters_and_unicode_in_ids_round_trip() {
+    let m = order();
+    let id = "e\u{0}\u{1f}\u{202e}\u{feff}😀\"\\";
+    let first = m.reduce_in("order-1", None, &pay(id, "p\u{0}", 1), 0);
+    assert_eq!(first.status, Status::Applied);
+    let s = first.snapshot.unwrap();
+    let again = m.reduce_in("order-1", Some(&s), &pay(id, "p\u{0}", 1), 1);
+    assert_eq!(again.status, Status::Duplicate);
+    assert_eq!(idem::inspect(&m, &s).unwrap()["ledger"][0]["id"], id);
+}
+
+// ---------------------------------------------------------------------------
+// Prototype-polluting keys: plain keys here, kept as data end to end
+
+#[test]
+fn proto_keys_in_payload_and_context_round_trip() {
+    let m = machine(json!({
+        "id": "proto", "initial": "open",
+        "context": { "__proto__": { "admin": false }, "constructor": "ctx", "prototype": null },
+        "states": { "open": { "on": { "SET": { "actions": [
+            { "assign": {
+                "__proto__": { "var": "event.payload.__proto__" },
+                "constructor": { "var": "event.payload.constructor" }
+            } },
+            { "respond": { "var": "event.payload" } }
+        ] } } } }
+    }));
+    let payload = json!({ "__proto__": { "admin": true }, "constructor": { "prototype": { "polluted": 1 } } });
+    let e = json!({ "id": "e1", "type": "SET", "payload": payload });
+    let o = m.reduce_in("p", None, &e, 0);
+    assert_eq!(o.status, Status::Applied, "{:?}", o.error);
+    assert_eq!(o.response, payload);
+    let s = o.snapshot.unwrap();
+    let ctx = &idem::inspect(&m, &s).unwrap()["context"];
+    assert_eq!(ctx["__proto__"], json!({ "admin": true }));
+    assert_eq!(ctx["constructor"], json!({ "prototype": { "polluted": 1 } }));
+    assert_eq!(ctx["prototype"], Value::Null);
+    // The same payload with its keys in another order is the same event.
+    let reordered: Value =
+        serde_json::from_str(r#"{"constructor":{"prototype":{"polluted":1}},"__proto__":{"admin":true}}"#).unwrap();
+    let again = m.reduce_in("p", Some(&s), &json!({ "id": "e1", "type": "SET", "payload": reordered }), 1);
+    assert_eq!(again.status, Status::Duplicate);
+    assert_eq!(again.response, payload);
+}
+
+#[test]
+fn proto_keys_as_event_fields_are_invalid_event() {
+    let m = order();
+    let text = r#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{},"__proto__":{"type":"CANCEL"}}"#;
+    assert_rejected(&m.reduce_text("", None, text, 0), "invalid_event");
+}
+
+#[test]
+fn proto_and_constructor_as_event_types_and_state_names_are_plain_names() {
+    let m = machine(json!({
+        "id": "names", "initial": "__proto__",
+        "states": { "__proto__": { "on": { "constructor": "toString" } }, "toString": { "on": { "__proto__": "__proto__" } } }
+    }));
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "constructor" }), 0);
+    assert_eq!((o.status, o.state.clone()), (Status::Applied, json!("toString")));
+    assert_rejected(&m.reduce(None, &json!({ "id": "e1", "type": "hasOwnProperty" }), 0), "unknown_event_type");
+}
+
+// ---------------------------------------------------------------------------
+// Identity across processes
+
+#[test]
+fn event_ids_colliding_across_processes_are_applied_to_each() {
+    let m = order();
+    let a = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0);
+    let b = m.reduce_in("order-2", None, &pay("e1", "p1", 100), 0);
+    assert_eq!((a.status, b.status), (Status::Applied, Status::Applied), "ledgers are per process");
+    assert_eq!(a.effects.len(), 1);
+    assert_eq!(b.effects.len(), 1);
+    assert_ne!(a.effects[0].key, b.effects[0].key, "effect keys are scoped by the process name");
+    assert_eq!(a.effects[0].key, "order-1/e1:0");
+    // Unnamed processes share keys: the host must name its processes.
+    let c = m.reduce_in("", None, &pay("e1", "p1", 100), 0);
+    assert_eq!(c.effects[0].key, "e1:0");
+}
+
+#[test]
+fn an_event_replayed_against_another_process_is_judged_by_that_process_ledger() {
+    let m = order();
+    let s1 = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0).snapshot.unwrap();
+    let s2 = m.reduce_in("order-2", None, &pay("e9", "p9", 10), 0).snapshot.unwrap();
+    // The user event is new to order-2: applied there, once.
+    let o = m.reduce_in("order-2", Some(&s2), &pay("e1", "p1", 100), 1);
+    assert_eq!(o.status, Status::Applied);
+    let again = m.reduce_in("order-2", o.snapshot.as_deref(), &pay("e1", "p1", 100), 2);
+    assert_eq!(again.status, Status::Duplicate);
+    // order-1's effect report means nothing to order-2 (which has no such effect).
+    let item = idem::outbox::due(&m, &s1, 0).unwrap().remove(0);
+    let started = item["started"].clone();
+    assert_rejected(&m.reduce_in("order-2", Some(&s2), &started, 1), "unknown_effect");
+}
+
+#[test]
+fn a_snapshot_of_another_machine_is_wrong_machine() {
+    let other = machine(json!({ "id": "other", "initial": "a", "states": { "a": { "on": { "E": "a" } } } }));
+    let s = other.reduce(None, &json!({ "id": "x", "type": "E" }), 0).snapshot.unwrap();
+    assert_rejected(&order().reduce(Some(&s), &pay("e1", "p1", 1), 0), "wrong_machine");
+    assert_eq!(idem::inspect(&order(), &s).unwrap_err().code.as_str(), "wrong_machine");
+    assert_eq!(idem::outbox::due(&order(), &s, 0).unwrap_err().code.as_str(), "wrong_machine");
+}
+
+// ---------------------------------------------------------------------------
+// Corrupted and forged snapshots
+
+#[test]
+fn a_snapshot_with_any_flipped_bit_is_invalid_snapshot() {
+    let m = order();
+    let s = order_snapshot();
+    let bytes = s.as_bytes();
+    let mut flips = 0;
+    for i in 0..bytes.len() {
+        for bit in 0..7 {
+            // Low seven bits of ASCII keep the text valid UTF-8 (the API takes &str).
+            let mut b = bytes.to_vec();
+            b[i] ^= 1 << bit;
+            let Ok(text) = String::from_utf8(b) else { continue };
+            // The checksum is strict lowercase hex, so even `a` -> `A` in it is caught.
+            let o = m.reduce_in("order-1", Some(&text), &pay("e2", "p2", 1), 2_000);
+            assert_eq!(code(&o), "invalid_snapshot", "bit {bit} of byte {i} flipped: {:?}", o.error);
+            assert!(o.snapshot.is_none());
+            flips += 1;
+        }
+    }
+    assert!(flips > 1_000);
+}
+
+#[test]
+fn a_truncated_snapshot_is_invalid_snapshot() {
+    let m = order();
+    let s = order_snapshot();
+    for cut in 0..s.len() {
+        let o = m.reduce_in("order-1", Some(&s[..cut]), &pay("e2", "p2", 1), 2_000);
+        assert_eq!(code(&o), "invalid_snapshot", "cut at {cut}");
+        assert_eq!(idem::inspect(&m, &s[..cut]).unwrap_err().code.as_str(), "invalid_snapshot");
+    }
+    assert_eq!(code(&m.reduce_in("order-1", Some(""), &pay("e2", "p2", 1), 0)), "invalid_snapshot");
+}
+
+#[test]
+fn a_snapshot_of_a_newer_format_is_unsupported_snapshot_format() {
+    let mut b = body(&order_snapshot());
+    b["format"] = json!(3);
+    let o = order().reduce_in("order-1", Some(&forge(&b)), &pay("e2", "p2", 1), 2_000);
+    assert_rejected(&o, "unsupported_snapshot_format");
+    // and in the text layout of format 2 and later (checksum intact)
+    let text = order_snapshot().replacen("idem2 ", "idem3 ", 1);
+    let body = &text[..text.len() - 16];
+    let text = format!("{body}{:016x}", idem::json::hash64(body.as_bytes()));
+    let o = order().reduce_in("order-1", Some(&text), &pay("e2", "p2", 1), 2_000);
+    assert_rejected(&o, "unsupported_snapshot_format");
+}
+
+#[test]
+fn a_forged_snapshot_with_a_valid_checksum_is_still_checked() {
+    let m = order();
+    let base = body(&order_snapshot());
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        ("invalid_snapshot", Box::new(|b| b["value"] = json!("nowhere"))),
+        ("invalid_snapshot", Box::new(|b| b["context"] = json!([1, 2]))),
+        ("invalid_snapshot", Box::new(|b| b["extra"] = json!(1))),
+        ("invalid_snapshot", Box::new(|b| b["format"] = json!("1"))),
+        ("invalid_snapshot", Box::new(|b| b["ledger"] = json!({}))),
+        ("invalid_snapshot", Box::new(|b| b["revision"] = json!(-1))),
+        ("wrong_machine", Box::new(|b| b["machine"]["id"] = json!("payment"))),
+    ];
+    for (expected, edit) in cases {
+        let mut b = base.clone();
+        edit(&mut b);
+        let o = m.reduce_in("order-1", Some(&forge(&b)), &pay("e2", "p2", 1), 2_000);
+        assert_rejected(&o, expected);
+    }
+}
+
+/// Format 2 text with a valid checksum, from a JSON head and a ledger section.
+fn forge2(head: &str, ledger: &str, count: usize) -> String {
+    let mut text = format!("idem2 {} {count}\n{head}\n{ledger}", head.len());
+    let h = idem::json::hash64(text.as_bytes());
+    text.push_str(&format!("{h:016x}"));
+    text
+}
+
+#[test]
+fn a_forged_format_2_snapshot_with_malformed_ledger_records_is_invalid_snapshot() {
+    let m = order();
+    let two = m.reduce_in("order-1", Some(&order_snapshot()), &pay("e2", "p2", 10), 2_000).snapshot.unwrap();
+    let body = &two[..two.len() - 16];
+    let (header, after) = body.split_once('\n').unwrap();
+    let head_len: usize = header.split(' ').nth(1).unwrap().parse().unwrap();
+    let (head, ledger) = (&after[..head_len], &after[head_len + 1..]);
+    assert_eq!(ledger.matches('\n').count(), 2);
+    // The forgery itself is sound: unchanged parts load.
+    assert!(idem::inspect(&m, &forge2(head, ledger, 2)).is_ok());
+    let first = &ledger[..ledger.find('\n').unwrap() + 1];
+    let cases: Vec<(String, usize)> = vec![
+        (ledger.to_string(), 3),                                 // more records announced than written
+        (ledger.to_string(), 1),                                 // fewer: trailing bytes
+        (ledger.replacen("a7f2", "A7F2", 1), 2),                 // fingerprint not lowercase hex
+        (ledger.replacen("0004\"e1\"", "0004e1xx", 1), 2),       // id not a JSON string literal
+        (ledger.replacen("0004", "0fff", 1), 2),                 // id length past the record
+        (ledger.replacen("\n", "", 1), 2),                       // records run together
+        (first.replacen("0000000d", "0000000e", 1), 1),          // response length off by one
+        (first.replacen("a0000000d", "x0000000d", 1), 1),        // status neither applied nor ignored
+    ];
+    for (i, (l, count)) in cases.iter().enumerate() {
+        let forged = forge2(head, l, *count);
+        let o = m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000);
+        assert_eq!(code(&o), "invalid_snapshot", "case {i}: {:?}", o.error);
+        assert!(o.snapshot.is_none());
+    }
+    // A frozen response is read only when its id comes again (records are not parsed on load):
+    // a forged one that is not JSON is refused then, and only then.
+    let bad = ledger.replacen("\"recorded p1\"", "\u{7f}recorded p1\"", 1);
+    let forged = forge2(head, &bad, 2);
+    assert_eq!(m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000).status, Status::Applied);
+    assert_rejected(&m.reduce_in("order-1", Some(&forged), &pay("e1", "p1", 40), 3_000), "invalid_snapshot");
+}
+
+// ---------------------------------------------------------------------------
+// Events
+
+#[test]
+fn unknown_event_type_is_unknown_event_type() {
+    assert_rejected(&order().reduce(None, &json!({ "id": "e1", "type": "REFUND" }), 0), "unknown_event_type");
+}
+
+#[test]
+fn missing_or_malformed_id_and_type_have_their_own_codes() {
+    let m = order();
+    let cases = [
+        (json!({ "type": "CANCEL" }), "missing_event_id"),
+        (json!({ "id": null, "type": "CANCEL" }), "missing_event_id"),
+        (json!({ "id": "", "type": "CANCEL" }), "missing_event_id"),
+        (json!({ "id": 7, "type": "CANCEL" }), "invalid_event"),
+        (json!({ "id": "e1" }), "missing_event_type"),
+        (json!({ "id": "e1", "type": "" }), "invalid_event"),
+        (json!({ "id": "e1", "type": ["CANCEL"] }), "invalid_event"),
+        (json!({ "id": "e1", "type": "CANCEL", "extra": 1 }), "invalid_event"),
+        (json!(["e1", "CANCEL"]), "invalid_event"),
+        (json!(null), "invalid_event"),
+    ];
+    for (e, expected) in cases {
+        assert_rejected(&m.reduce(None, &e, 0), expected);
+    }
+    assert_rejected(&m.reduce_text("", None, "{\"id\":", 0), "invalid_event");
+    assert_rejected(&m.reduce_text("", None, "", 0), "invalid_event");
+}
+
+#[test]
+fn the_same_id_with_another_payload_is_id_conflict_and_never_applied() {
+    let m = order();
+    let s = m.reduce_in("order-1", None, &pay("e1", "p1", 40), 0).snapshot.unwrap();
+    let o = m.reduce_in("order-1", Some(&s), &pay("e1", "p1", 60), 1);
+    assert_eq!(o.status, Status::Conflict);
+    assert_eq!(code(&o), "id_conflict");
+    assert!(o.snapshot.is_none());
+    assert_eq!(idem::inspect(&m, &s).unwrap()["context"]["paid"], 40);
+}
+
+#[test]
+fn numbers_out_of_range_are_invalid_event() {
+    let text = r#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p1","amount":1e400}}"#;
+    assert_rejected(&order().reduce_text("", None, text, 0), "invalid_event");
+}
+
+#[test]
+fn huge_amounts_do_not_break_arithmetic() {
+    let m = order();
+    let big = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 1.7e308 } });
+    let o = m.reduce_in("o", None, &big, 0);
+    assert_eq!(o.status, Status::Applied, "{:?}", o.error);
+    // The sum overflows to infinity, which JSON cannot hold: it becomes null, and the process keeps working.
+    let big2 = json!({ "id": "e2", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p2", "amount": 1.7e308 } });
+    let o2 = m.reduce_in("o", o.snapshot.as_deref(), &big2, 1);
+    assert_ne!(o2.status, Status::Rejected, "{:?}", o2.error);
+    let s = o2.snapshot.or(o.snapshot).unwrap();
+    assert!(idem::inspect(&m, &s).is_ok());
+}
+
+#[test]
+fn forged_effect_reports_are_unknown_effect_or_invalid_effect_report() {
+    let m = order();
+    let s = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0).snapshot.unwrap();
+    let cases = [
+        (json!({ "id": "r1", "type": "idem.effect.succeeded", "payload": { "key": "nope", "attempt": 1 } }), "unknown_effect"),
+        (json!({ "id": "r2", "type": "idem.effect.succeeded", "payload": { "attempt": 1 } }), "invalid_effect_report"),
+        (json!({ "id": "r3", "type": "idem.effect.started", "payload": { "key": "order-1/e1:0", "attempt": -1 } }), "invalid_effect_report"),
+        (json!({ "id": "r4", "type": "idem.effect.bogus", "payload": { "key": "order-1/e1:0" } }), "invalid_effect_report"),
+    ];
+    for (e, expected) in cases {
+        assert_rejected(&m.reduce_in("order-1", Some(&s), &e, 1), expected);
+    }
+    // A report for an attempt that never started is stale: ignored, nothing written.
+    let e = json!({ "id": "r5", "type": "idem.effect.succeeded", "payload": { "key": "order-1/e1:0", "attempt": 1 } });
+    let o = m.reduce_in("order-1", Some(&s), &e, 1);
+    assert_eq!((o.status, o.snapshot.is_none()), (Status::Ignored, true));
+}
+
+#[test]
+fn an_effect_report_with_an_attempt_beyond_u32_does_not_alias_attempt_1() {
+    let m = order();
+    let s = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0).snapshot.unwrap();
+    let item = idem::outbox::due(&m, &s, 0).unwrap().remove(0);
+    let s = m.reduce_in("order-1", Some(&s), &item["started"], 1).snapshot.unwrap();
+    // 2^32 + 1 is not attempt 1.
+    let e = json!({ "id": "forged", "type": "idem.effect.succeeded",
+                    "payload": { "key": "order-1/e1:0", "attempt": 4_294_967_297u64, "result": "forged" } });
+    let o = m.reduce_in("order-1", Some(&s), &e, 2);
+    assert_ne!(o.status, Status::Applied, "attempt 4294967297 was taken for attempt 1");
+}
+
+#[test]
+fn a_timer_event_that_no_timer_is_waiting_for_is_ignored() {
+    let m = order();
+    let s = order_snapshot();
+    let o = m.reduce_in("order-1", Some(&s), &json!({ "id": "after:pending:5:1", "type": "idem.after" }), 1);
+    assert_eq!((o.status, o.snapshot.is_none()), (Status::Ignored, true));
+}
+
+// ---------------------------------------------------------------------------
+// Loops
+
+#[test]
+fn an_unguarded_always_loop_is_always_loop() {
+    let def = json!({ "id": "loop", "initial": "a", "states": {
+        "a": { "always": "b" }, "b": { "always": { "target": "a" } } } });
+    let e = Machine::from_value(def).unwrap_err();
+    assert_eq!(e.code.as_str(), "always_loop");
+    assert!(e.path.is_some());
+    let def = json!({ "id": "loop", "initial": "a", "states": { "a": { "always": { "actions": [] } } } });
+    assert_eq!(Machine::from_value(def).unwrap_err().code.as_str(), "always_loop");
+}
+
+#[test]
+fn a_guarded_runaway_loop_is_microstep_limit_not_a_hang() {
+    let m = machine(json!({
+        "id": "runaway", "initial": "idle", "context": { "n": 0 },
+        "states": {
+            "idle": { "on": { "START": "spinning" } },
+            "spinning": { "always": [{ "guard": true, "target": "spinning", "reenter": true,
+                "actions": [{ "assign": { "n": { "+": [{ "var": "context.n" }, 1] } } }] }] }
+        }
+    }));
+    let s = m.reduce(None, &json!({ "id": "e0", "type": "START", "payload": {} }), 0);
+    assert_rejected(&s, "microstep_limit");
+    // A guarded loop that settles (counts to 100) is legal.
+    let counter = machine(json!({
+        "id": "counter", "initial": "idle", "context": { "n": 0 },
+        "states": {
+            "idle": { "on": { "START": "counting" } },
+            "counting": { "always": [
+                { "guard": { "<": [{ "var": "context.n" }, 100] }, "target": "counting", "reenter": true,
+                  "actions": [{ "assign": { "n": { "+": [{ "var": "context.n" }, 1] } } }] },
+                { "target": "done" } ] },
+            "done": { "type": "final" }
+        }
+    }));
+    let o = counter.reduce(None, &json!({ "id": "e0", "type": "START" }), 0);
+    assert_eq!(o.status, Status::Applied);
+    assert_eq!(idem::inspect(&counter, o.snapshot.as_deref().unwrap()).unwrap()["context"]["n"], 100);
+}
+
+#[test]
+fn an_expression_that_overflows_its_arithmetic_is_not_a_panic() {
+    // substr with a huge length: start + length must not overflow.
+    let m = machine(json!({
+        "id": "substr", "initial": "a", "context": { "s": "" },
+        "states": { "a": { "on": { "CUT": { "actions": [{ "assign": {
+            "s": { "substr": ["abcdef", { "var": "event.payload.from" }, { "var": "event.payload.len" }] } } }] } } } }
+    }));
+    for (from, len, want) in [(1.0, 1e300, "bcdef"), (-2.0, 1e300, "ef"), (1.0, -1e300, ""), (-1e300, 2.0, "ab")] {
+        let e = json!({ "id": "e", "type": "CUT", "payload": { "from": from, "len": len } });
+        let o = std::panic::catch_unwind(|| m.reduce(None, &e, 0)).unwrap_or_else(|_| {
+            panic!("substr(\"abcdef\", {from}, {len}) panicked (arithmetic overflow in expr.rs Op::Substr)")
+        });
+        assert_eq!(o.status, Status::Applied);
+        assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["s"], want);
+    }
+}
+
+#[test]
+fn a_forged_snapshot_with_the_revision_at_its_maximum_is_not_a_panic() {
+    let m = order();
+    // The revision: the next event would be revision 2^64.
+    let mut b = body(&order_snapshot());
+    b["revision"] = json!(u64::MAX);
+    let s = forge(&b);
+    let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &pay("e2", "p2", 1), 2_000))
+        .unwrap_or_else(|_| panic!("revision u64::MAX: reduce panicked (src/reduce.rs: snap.revision + 1)"));
+    assert_rejected(&o, "invalid_snapshot");
+}
+
+#[test]
+fn a_forged_snapshot_with_an_attempt_counter_at_its_maximum_is_not_a_panic() {
+    let m = order();
+    // The attempt counter of an effect: the next attempt would be 2^32.
+    let paid = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0).snapshot.unwrap();
+    let mut b = body(&paid);
+    b["outbox"][0]["attempts"] = json!(u32::MAX);
+    let s = forge(&b);
+    let due = std::panic::catch_unwind(|| idem::outbox::due(&m, &s, 0))
+        .unwrap_or_else(|_| panic!("attempts u32::MAX: due panicked (src/outbox.rs due_items: e.attempts + 1)"));
+    assert_eq!(due.unwrap_err().code.as_str(), "invalid_snapshot");
+    let started = json!({ "id": "s", "type": "idem.effect.started", "payload": { "key": "order-1/e1:0" } });
+    let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &started, 1))
+        .unwrap_or_else(|_| panic!("attempts u32::MAX: reduce panicked (src/outbox.rs report STARTED: entry.attempts + 1)"));
+    assert_rejected(&o, "invalid_snapshot");
+}
