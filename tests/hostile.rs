@@ -599,6 +599,53 @@ fn an_effect_report_with_an_attempt_beyond_u32_does_not_alias_attempt_1() {
 }
 
 #[test]
+fn effect_outcome_events_and_reserved_ids_from_outside_are_reserved_event() {
+    let m = order();
+    let s = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0).snapshot.unwrap();
+    // `ship.succeeded` is raised by the outbox when the ship effect finishes; a client cannot send it.
+    let fake = json!({ "id": "x1", "type": "ship.succeeded", "payload": { "key": "order-1/e1:0", "result": {} } });
+    assert_rejected(&m.reduce_in("order-1", Some(&s), &fake, 1), "reserved_event");
+    assert_rejected(&m.reduce_in("order-1", Some(&s), &json!({ "id": "x2", "type": "ship.failed" }), 1), "reserved_event");
+    // Nor may a client use the id prefix under which the engine remembers its own events.
+    assert_rejected(&m.reduce_in("order-1", Some(&s), &json!({ "id": "idem:x", "type": "SHIP" }), 1), "reserved_event");
+}
+
+#[test]
+fn a_client_cannot_take_the_id_of_an_engine_event_first() {
+    let m = order();
+    let s = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0).snapshot.unwrap();
+    let item = idem::outbox::due(&m, &s, 0).unwrap().remove(0);
+    let started_id = item["started"]["id"].as_str().unwrap().to_string();
+    // A client event carrying the id the engine chose for the attempt's `started` report...
+    let squatter = json!({ "id": started_id, "type": "SHIP" });
+    let o = m.reduce_in("order-1", Some(&s), &squatter, 1);
+    assert_eq!(o.status, Status::Applied);
+    // ...does not stop the attempt from starting: engine events have ledger ids of their own.
+    let o = m.reduce_in("order-1", o.snapshot.as_deref(), &item["started"], 2);
+    assert_eq!(o.status, Status::Applied, "{:?}", o.error);
+}
+
+#[test]
+fn flooding_the_ledger_past_max_entries_leaves_a_late_duplicate_to_the_topology() {
+    // The order machine, remembering 20 ids instead of 1,000 (same behaviour, cheaper to flood).
+    let mut def: Value = serde_json::from_str(ORDER).unwrap();
+    def["retention"]["maxEntries"] = json!(20);
+    let m = machine(def);
+    let mut s = m.reduce_in("o", None, &pay("e1", "p1", 10), 0).snapshot;
+    // 20 more applied events (payments of 0) push e1 out of the ledger.
+    for i in 0..20 {
+        s = m.reduce_in("o", s.as_deref(), &pay(&format!("flood-{i}"), &format!("f{i}"), 0), 1 + i).snapshot.or(s);
+    }
+    let view = idem::inspect(&m, s.as_deref().unwrap()).unwrap();
+    assert_eq!(view["ledger"].as_array().unwrap().len(), 20);
+    assert!(view["ledger"].as_array().unwrap().iter().all(|e| e["id"] != "e1"));
+    // e1 is no longer remembered, so it is judged afresh: the set guard (p1 already paid) ignores it.
+    let o = m.reduce_in("o", s.as_deref(), &pay("e1", "p1", 10), 2_000);
+    assert_eq!((o.status, o.duplicate), (Status::Ignored, false));
+    assert_eq!(view["context"]["paid"], 10);
+}
+
+#[test]
 fn a_timer_event_that_no_timer_is_waiting_for_is_ignored() {
     let m = order();
     let s = order_snapshot();
