@@ -15,6 +15,12 @@
 // `{ ok: false, conflict: true }` and the shared retry loop (host.js) reloads.
 // Version = the head's versionstamp.
 //
+// Local Deno KV is a SQLite file: several handles or processes on one file
+// take turns for its write lock, and a turn not had in time fails with
+// "database is locked" after SQLite rolled the operation back. The store
+// tries such an operation again (the check still guards it) and, if the
+// database stays busy, reports a conflict so the host loop backs off.
+//
 // A load is ONE range read (`list` over [prefix, "process", id]), so the head
 // and its chunks always come from the same commit.
 //
@@ -103,6 +109,30 @@ export function isDispatchMessage(msg) {
   return !!msg && typeof msg === "object" && msg.idem === "dispatch" && typeof msg.processId === "string";
 }
 
+/**
+ * A local (SQLite) Deno KV database shared by several handles or processes
+ * answers "database is locked" when another one holds the write lock. The
+ * operation did not happen (SQLite rolled it back); it is safe to try again.
+ */
+export function isBusy(err) {
+  return /database is locked|database is busy|SQLITE_BUSY/i.test(String(err?.message ?? err));
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Run `fn`, trying again (with jitter) while the database is busy, at most `tries` times. */
+async function whileBusy(fn, tries = 50, onBusy = undefined) {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isBusy(err) || i >= tries) throw err;
+      onBusy?.();
+      await sleep(1 + Math.random() * Math.min(50, 2 * i));
+    }
+  }
+}
+
 /** Delay (ms) of a message meant to run at `at`, from `now`, within Deno KV's bounds. */
 function delayFor(at, now) {
   return Math.min(Math.max(0, Math.ceil(at - now)), DENO_KV_LIMITS.maxQueueDelayMs);
@@ -136,6 +166,9 @@ export class DenoKvStore {
     this.prefix = options.prefix ?? "idem";
     this.machineFor = options.machineFor ?? (options.machine ? () => options.machine : null);
     this.queue = options.queue ?? false;
+    /** Operations tried again because the (local) database was busy. */
+    this.busyRetries = 0;
+    this.onBusy = () => this.busyRetries++;
     /** @type {Map<string, { version: string, chunks: number }>} chunk count of the last head seen per process */
     this.heads = new Map();
   }
@@ -156,9 +189,12 @@ export class DenoKvStore {
 
   /** @param {string} processId */
   async load(processId) {
-    const entries = [];
-    const iter = this.kv.list({ prefix: [this.prefix, "process", processId] }, { batchSize: 1_000, consistency: "strong" });
-    for await (const e of iter) entries.push(e);
+    const entries = await whileBusy(async () => {
+      const got = [];
+      const iter = this.kv.list({ prefix: [this.prefix, "process", processId] }, { batchSize: 1_000, consistency: "strong" });
+      for await (const e of iter) got.push(e);
+      return got;
+    }, 50, this.onBusy);
     if (entries.length === 0 || entries[0].key[3] !== 0) return null;
     const head = entries[0];
     const { chunks, bytes } = head.value;
@@ -195,7 +231,7 @@ export class DenoKvStore {
       if (known && known.version === expectedVersion) {
         oldChunks = known.chunks;
       } else {
-        const head = await this.kv.get(headKey);
+        const head = await whileBusy(() => this.kv.get(headKey), 50, this.onBusy);
         if (head.versionstamp !== expectedVersion) return { ok: false, conflict: true };
         oldChunks = head.value.chunks;
       }
@@ -273,8 +309,13 @@ export class DenoKvStore {
     if (message) op.enqueue(message, { delay: delayFor(message.at, now) });
     let res;
     try {
-      res = await op.commit();
+      // Busy: SQLite rolled the transaction back; the same operation (with its check) can run again.
+      res = await whileBusy(() => op.commit(), 20, this.onBusy);
     } catch (err) {
+      if (isBusy(err)) {
+        this.heads.delete(processId);
+        return { ok: false, conflict: true }; // still busy: the host loop backs off, reloads and retries
+      }
       if (/too large|too many/i.test(String(err?.message))) {
         throw new StoreLimitError(`process "${processId}": Deno KV refused the commit (${err.message}); nothing was written`, { processId, cause: err });
       }
