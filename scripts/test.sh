@@ -63,6 +63,8 @@ suite "clippy (wasm32)"       cargo clippy --target wasm32-unknown-unknown --lib
                                 --test wasm_node --test wasm_browser -- -D warnings
 suite "build wasm + size"     scripts/build-wasm.sh
 suite "wasm: Node.js"         "${WASM[@]}" --test wasm_node
+# The lean engine (no analysis / XState import) that workerd.js and deno.js load.
+suite "wasm: Node.js (lean)"  "${WASM[@]}" --no-default-features --test wasm_node
 suite "wasm: Chromium"        env -u GECKODRIVER CHROMEDRIVER=/usr/bin/chromedriver \
                                 "${WASM[@]}" --test wasm_browser
 suite "wasm: Firefox"         env -u CHROMEDRIVER GECKODRIVER="$HOME/.cargo/bin/geckodriver" \

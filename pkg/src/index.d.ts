@@ -37,6 +37,7 @@ export type ErrorCode =
   | "nesting_too_deep"
   | "unknown_event_type"
   | "id_conflict"
+  | "reserved_event"
   // snapshot
   | "invalid_snapshot"
   | "snapshot_too_large"

@@ -1,7 +1,9 @@
 // Run by deno.test.mjs under Deno: load the package through its Deno entry and
 // print what the engine answered, as one JSON line (the test compares it with
 // the same calls in Node).
-import { Machine, newEventId, version } from "../../pkg/src/deno.js";
+import * as entry from "../../pkg/src/deno.js";
+
+const { Machine, newEventId, version } = entry;
 
 const definition = JSON.parse(await Deno.readTextFile(new URL("../machines/order.json", import.meta.url)));
 const machine = new Machine(definition);
@@ -14,4 +16,4 @@ try {
 } catch (err) {
   error = { isError: err instanceof Error, name: err.name, code: err.code, path: err.path };
 }
-console.log(JSON.stringify({ version: version(), eventId: newEventId(), first, again, error, runtime: typeof Deno.version.deno }));
+console.log(JSON.stringify({ exports: Object.keys(entry).sort(), analyze: typeof machine.analyze, version: version(), eventId: newEventId(), first, again, error, runtime: typeof Deno.version.deno }));

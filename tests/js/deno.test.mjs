@@ -1,5 +1,5 @@
-// The Deno entry (pkg/src/deno.js) under real Deno: it loads the wasm module,
-// and the engine there answers byte for byte as it does in Node.
+// The Deno entry (pkg/src/deno.js) under real Deno: it loads the lean wasm
+// module, and the engine there answers byte for byte as the full one in Node.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -10,7 +10,7 @@ import { Machine, version } from "../../pkg/src/node.js";
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const deno = `${root}node_modules/.bin/deno`;
 
-test("pkg/src/deno.js loads the engine under Deno, which answers as Node does", () => {
+test("pkg/src/deno.js loads the lean engine under Deno, which answers as the full one in Node does", () => {
   const out = execFileSync(deno, ["run", "--no-prompt", "--no-config", "--no-lock", `--allow-read=${root}`, "tests/js/deno-entry.js"], {
     cwd: root,
     encoding: "utf8",
@@ -19,6 +19,9 @@ test("pkg/src/deno.js loads the engine under Deno, which answers as Node does", 
   const got = JSON.parse(out);
   assert.equal(got.runtime, "string", "ran under Deno");
   assert.equal(got.version, version());
+  // The lean module: the engine alone, without analysis or XState import.
+  assert.deepEqual(got.exports, ["Machine", "newEventId", "version"]);
+  assert.equal(got.analyze, "undefined");
   assert.match(got.eventId, /^[0-9A-HJKMNP-TV-Z]{26}$/);
 
   const definition = JSON.parse(readFileSync(`${root}tests/machines/order.json`, "utf8"));

@@ -88,6 +88,7 @@ test("a bad nowMs throws an Error with a code; a bad event or snapshot is a reje
   const rejected = [
     [first.snapshot, { type: "PAYMENT_PARTIAL" }, "missing_event_id"],
     [first.snapshot, { id: "e9", type: "NOPE" }, "unknown_event_type"],
+    [first.snapshot, pay("idem:e9", "p9", 1), "reserved_event"],
     [first.snapshot, '{"id": "e9",', "invalid_event"],
     ["idem2 garbage", pay("e9", "p9", 1), "invalid_snapshot"],
     [first.snapshot.slice(0, -3), pay("e9", "p9", 1), "invalid_snapshot"],

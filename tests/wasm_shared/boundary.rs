@@ -125,8 +125,9 @@ fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
     let m = order();
     let first = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, None));
     let stored = first["snapshot"].as_str().unwrap().to_string();
-    let cases: [(Option<String>, JsValue, &str); 6] = [
+    let cases: [(Option<String>, JsValue, &str); 7] = [
         (Some(stored.clone()), js(r#"{"type":"PAYMENT_PARTIAL","payload":{}}"#), "missing_event_id"),
+        (Some(stored.clone()), pay("idem:e9", "p9", 1), "reserved_event"),
         (Some(stored.clone()), js(r#"{"id":"e9","payload":{}}"#), "missing_event_type"),
         (Some(stored.clone()), js(r#"{"id":"e9","type":"NO_SUCH_EVENT"}"#), "unknown_event_type"),
         (Some(stored.clone()), JsValue::from_str(r#"{"id":"e9","#), "invalid_event"),
