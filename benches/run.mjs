@@ -14,7 +14,7 @@
 // The peers live in benches/peers.mjs, native idem in benches/idem.rs (a `cargo bench`
 // target run here as a plain binary). Results and how to read them: benches/RESULTS.md.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -102,26 +102,34 @@ const { Machine, version: idemVersion } = idemGlue;
 const defText = readFileSync(path.join(tmp, "machine.json"), "utf8");
 const m = new Machine(defText);
 if (m.hash !== native.machineHash) throw new Error(`wasm and native machines differ: ${m.hash} vs ${native.machineHash}`);
-const idemSnap = Object.fromEntries(SIZES.map((n) => [n, readFileSync(path.join(tmp, `idem-${n}.snap`), "utf8")]));
-// The same snapshot as JSON text (its readable form, as wire format 1 stored it):
-// the JSON floor is what parsing and writing this on every event costs.
-const idemJson = Object.fromEntries(SIZES.map((n) => [n, JSON.stringify(m.inspect(idemSnap[n]))]));
-
-log("building the peers' stored snapshots");
-const xsStored = {};
-const jsStored = {};
-for (const n of SIZES) {
-  const events = peers.noteEvents(n);
-  xsStored[n] = peers.xstateStored(events);
-  jsStored[n] = peers.jsStored(events);
+// Each ledger size's stored snapshots (idem's, as JSON, XState's, the JS reducer's),
+// made when first needed and dropped once measured, so that the large ones do not
+// sit in the heap (and slow the garbage collector) while the small ones are timed.
+const cache = new Map();
+function data(n) {
+  if (!cache.has(n)) {
+    const file = path.join(tmp, `idem-${n}.snap`);
+    if (!existsSync(file)) throw new Error(`no snapshot for ledger size ${n} (is it in --sizes?)`);
+    const idem = readFileSync(file, "utf8");
+    const events = peers.noteEvents(n);
+    cache.set(n, {
+      idem,
+      // The same snapshot as JSON text (its readable form, as wire format 1 stored it):
+      // the JSON floor is what parsing and writing this on every event costs.
+      json: JSON.stringify(m.inspect(idem)),
+      xs: peers.xstateStored(events),
+      js: peers.jsStored(events),
+    });
+  }
+  return cache.get(n);
 }
+const release = (n) => {
+  if (n > 100) cache.delete(n);
+};
 
 const NOW = peers.NOW;
 const payment = (i) => ({ id: `p${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: "q-1", amount: 1 } });
-const idemPure = (i) => m.reduce(idemSnap[0] ?? idemSnapshotEmpty(), payment(i), NOW, "");
-function idemSnapshotEmpty() {
-  throw new Error("the pure-transition row needs ledger size 0 in --sizes");
-}
+const idemPure = (i) => m.reduce(data(0).idem, payment(i), NOW, "");
 
 // ---- 3. sizes and cold start ---------------------------------------------------------
 // esbuild --bundle --minify --format=esm of a file, or of source text resolved from the repository root.
@@ -220,33 +228,35 @@ function same(what, a, b) {
 async function smoke() {
   const nativeBySize = Object.fromEntries(native.sizes.map((s) => [s.ledger, s]));
   for (const n of SIZES) {
+    const d = data(n);
     const fresh = peers.freshEvent();
-    const o = m.reduce(idemSnap[n], fresh, NOW, "");
+    const o = m.reduce(d.idem, fresh, NOW, "");
     same(`idem wasm status at ${n}`, o.status, "applied");
     const idem = peers.idemView(m, o.snapshot);
     const nat = nativeBySize[n];
     same(`idem wasm vs native at ${n}`, { state: idem.state, context: idem.context, revision: idem.revision },
       { state: nat.state, context: nat.context, revision: nat.revision });
     same(`idem ledger size at ${n}`, idem.ledger, n + 1);
-    const xs = peers.xstateRoundTrip(xsStored[n], fresh);
-    const js = peers.jsRoundTrip(jsStored[n], fresh);
+    const xs = peers.xstateRoundTrip(d.xs, fresh);
+    const js = peers.jsRoundTrip(d.js, fresh);
     same(`XState vs idem at ${n}`, peers.xstateView(xs.snapshot), idem);
     same(`JS reducer vs idem at ${n}`, peers.jsView(js.snapshot), idem);
     same(`responses at ${n}`, [xs.response, js.response], [o.response, o.response]);
     if (n > 0) {
       const k = peers.dupIndex(n);
       const dup = peers.noteEvent(k);
-      const outs = [m.reduce(idemSnap[n], dup, NOW, ""), peers.xstateRoundTrip(xsStored[n], dup), peers.jsRoundTrip(jsStored[n], dup)];
-      const stored = [idemSnap[n], xsStored[n], jsStored[n]];
+      const outs = [m.reduce(d.idem, dup, NOW, ""), peers.xstateRoundTrip(d.xs, dup), peers.jsRoundTrip(d.js, dup)];
+      const stored = [d.idem, d.xs, d.js];
       outs.forEach((d, i) => {
         same(`duplicate ${i} at ${n}`, [d.status, d.changed], ["duplicate", false]);
         same(`duplicate ${i} writes nothing at ${n}`, d.snapshot === stored[i], true);
         same(`duplicate ${i} response at ${n}`, d.response, { state: "pending", revision: k + 1 });
       });
     }
-    const floor = JSON.stringify(JSON.parse(idemJson[n]));
-    same(`json floor at ${n}`, floor.length, idemJson[n].length);
-    same(`json form ledger at ${n}`, JSON.parse(idemJson[n]).ledger.length, n);
+    const floor = JSON.stringify(JSON.parse(d.json));
+    same(`json floor at ${n}`, floor.length, d.json.length);
+    same(`json form ledger at ${n}`, JSON.parse(d.json).ledger.length, n);
+    release(n);
   }
 
   // Pure transitions, once each.
@@ -303,14 +313,14 @@ async function measureAll() {
   // functions in the background: run everything for a while before timing.
   log("warming up (JIT and wasm tier-up)");
   {
-    const warm = [0, 100].filter((n) => idemSnap[n] !== undefined);
+    const warm = [0, 100].filter((n) => SIZES.includes(n)).map(data);
     const end = performance.now() + 1500;
     let i = 0;
     while (performance.now() < end) {
-      for (const n of warm) {
-        m.reduce(idemSnap[n], payment(i), NOW, "");
-        peers.xstateRoundTrip(xsStored[n], payment(i));
-        peers.jsRoundTrip(jsStored[n], payment(i));
+      for (const d of warm) {
+        m.reduce(d.idem, payment(i), NOW, "");
+        peers.xstateRoundTrip(d.xs, payment(i));
+        peers.jsRoundTrip(d.js, payment(i));
       }
       i++;
     }
@@ -339,12 +349,13 @@ async function measureAll() {
   for (const n of SIZES) {
     log(`round trip at ledger ${n}`);
     const o = mOpts(n);
-    const row = { ledger: n, bytes: { idem: idemSnap[n].length, json: idemJson[n].length, xstate: xsStored[n].length, js: jsStored[n].length } };
+    const d = data(n);
+    const row = { ledger: n, bytes: { idem: d.idem.length, json: d.json.length, xstate: d.xs.length, js: d.js.length } };
     const f = measureGroup({
-      xstate: () => peers.xstateRoundTrip(xsStored[n], fresh),
-      js: () => peers.jsRoundTrip(jsStored[n], fresh),
-      wasm: () => m.reduce(idemSnap[n], fresh, NOW, ""),
-      floor: () => JSON.stringify(JSON.parse(idemJson[n])),
+      xstate: () => peers.xstateRoundTrip(d.xs, fresh),
+      js: () => peers.jsRoundTrip(d.js, fresh),
+      wasm: () => m.reduce(d.idem, fresh, NOW, ""),
+      floor: () => JSON.stringify(JSON.parse(d.json)),
     }, o);
     row.floor = f.floor;
     delete f.floor;
@@ -352,12 +363,13 @@ async function measureAll() {
     if (n > 0) {
       const dup = peers.noteEvent(peers.dupIndex(n));
       row.duplicate = measureGroup({
-        xstate: () => peers.xstateRoundTrip(xsStored[n], dup),
-        js: () => peers.jsRoundTrip(jsStored[n], dup),
-        wasm: () => m.reduce(idemSnap[n], dup, NOW, ""),
+        xstate: () => peers.xstateRoundTrip(d.xs, dup),
+        js: () => peers.jsRoundTrip(d.js, dup),
+        wasm: () => m.reduce(d.idem, dup, NOW, ""),
       }, o);
     }
     res.roundTrip.push(row);
+    release(n);
   }
 
   log(`sizes and cold start (${COLD_RUNS} fresh processes each)`);
