@@ -54,5 +54,7 @@ pub fn version() -> &'static str {
 
 /// Decode a snapshot into its readable JSON form (for people and tools).
 pub fn inspect(machine: &Machine, snapshot: &str) -> Result<serde_json::Value, Error> {
-    snapshot::load(machine, snapshot).map(|l| l.snap.to_value())
+    let loaded = snapshot::load(machine, snapshot)?;
+    loaded.snap.ledger.validate()?;
+    Ok(loaded.snap.to_value())
 }

@@ -243,7 +243,7 @@ impl Machine {
         };
 
         // 1. Seen before? A live ledger entry answers without touching anything.
-        if let Some(entry) = snap.ledger.find(&ledger_id, now) {
+        if let Some(entry) = snap.ledger.find(&ledger_id, now)? {
             let mut o = self.unchanged(&snap, leaf, upgraded_from);
             if entry.fp == fp {
                 o.status = Status::Duplicate;
@@ -324,7 +324,7 @@ impl Machine {
             if self.record_ignored && !fresh {
                 let mut next = snap;
                 next.revision = next_revision(next.revision)?;
-                self.remember(&mut next, &ledger_id, &event, &fp, now, true, &Value::Null);
+                self.remember(&mut next, &ledger_id, &event, &fp, now, true, &Value::Null)?;
                 let mut o = self.unchanged(&next, leaf, upgraded_from);
                 o.status = Status::Ignored;
                 o.snapshot = Some(self.encode_within_limit(&next)?);
@@ -353,7 +353,7 @@ impl Machine {
             next.outbox.push(outbox::new_entry(e, &event.id, now));
         }
         outbox::prune(&mut next.outbox, now, self.retention.default_ms);
-        self.remember(&mut next, &ledger_id, &event, &fp, now, false, &response);
+        self.remember(&mut next, &ledger_id, &event, &fp, now, false, &response)?;
         let next_due_at = next_due(&next);
         let text = self.encode_within_limit(&next)?;
         Ok(Outcome {
@@ -403,10 +403,10 @@ impl Machine {
 
     /// Record the event id, then forget what is expired or beyond the cap (oldest first).
     #[allow(clippy::too_many_arguments)]
-    fn remember(&self, snap: &mut Snapshot, id: &str, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) {
+    fn remember(&self, snap: &mut Snapshot, id: &str, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) -> Result<()> {
         let exp = now.saturating_add(self.retention_for(&event.event_type));
         snap.ledger.push(id, fp, now, exp, snap.revision, ignored, response);
-        snap.ledger.prune(now, self.retention.max_entries);
+        snap.ledger.prune(now, self.retention.max_entries)
     }
 }
 

@@ -303,11 +303,13 @@ impl Snapshot {
         }
     }
 
-    /// The readable form for people and tools.
+    /// The readable form for people and tools (malformed ledger records, which
+    /// only a forged snapshot can hold, are left out; [`Ledger::validate`] finds them).
     pub fn to_value(&self) -> Value {
         let ledger: Vec<Value> = self
             .ledger
             .iter()
+            .filter_map(Result::ok)
             .map(|e| {
                 serde_json::json!({
                     "id": e.id(),
@@ -407,17 +409,14 @@ pub fn ascii_json(text: &str) -> String {
     out
 }
 
-/// Where one ledger record's fields sit in [`Ledger::text`].
+/// Where one ledger record sits in [`Ledger::text`]. Only the two lengths are
+/// read when a ledger is decoded; the fixed fields are read when they are needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rec {
     start: u32,
-    end: u32,
-    /// The id as a JSON string literal (quotes included).
+    /// End of the id literal (quotes included), where the fixed fields begin.
     id_end: u32,
-    at: u64,
-    exp: u64,
-    rev: u64,
-    ignored: bool,
+    end: u32,
 }
 
 // Record layout, one per line, all ASCII:
@@ -491,34 +490,62 @@ impl Ledger {
         self.recs.iter().map(|r| (r.end - r.start) as usize).sum()
     }
 
-    fn entry(&self, r: &Rec) -> Entry<'_> {
+    fn entry(&self, r: &Rec) -> Result<Entry<'_>> {
+        let bad = || corrupt("malformed ledger record");
         let t = &self.text;
         let f = r.id_end as usize;
-        let resp_start = f + FIXED;
-        Entry {
+        let fixed = &t[f..f + FIXED];
+        let fp = &fixed[..FP_LEN];
+        if !fp.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(bad());
+        }
+        Ok(Entry {
             id_literal: &t[r.start as usize + 4..f],
-            fp: &t[f..f + FP_LEN],
-            at: r.at,
-            exp: r.exp,
-            rev: r.rev,
-            ignored: r.ignored,
-            response_json: &t[resp_start..r.end as usize - 1],
+            fp,
+            at: hex(&fixed[32..48]).ok_or_else(bad)?,
+            exp: hex(&fixed[48..64]).ok_or_else(bad)?,
+            rev: hex(&fixed[64..76]).ok_or_else(bad)?,
+            ignored: match &fixed[76..77] {
+                "a" => false,
+                "i" => true,
+                _ => return Err(bad()),
+            },
+            response_json: &t[f + FIXED..r.end as usize - 1],
+        })
+    }
+
+    /// Read every record once: an `invalid_snapshot` error for a malformed one.
+    pub fn validate(&self) -> Result<()> {
+        self.iter().try_for_each(|e| e.and_then(|e| e.response()).map(|_| ()))
+    }
+
+    fn exp_of(&self, r: &Rec) -> Result<u64> {
+        let f = r.id_end as usize;
+        let fixed = &self.text.as_bytes()[f..f + FIXED];
+        match (hex(&self.text[f + 48..f + 64]), fixed[76]) {
+            (Some(exp), b'a' | b'i') => Ok(exp),
+            _ => Err(corrupt("malformed ledger record")),
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = Entry<'_>> {
+    /// Every record, oldest first; a malformed one is an `invalid_snapshot` error.
+    pub fn iter(&self) -> impl Iterator<Item = Result<Entry<'_>>> {
         self.recs.iter().map(|r| self.entry(r))
     }
 
-    /// The live record for an event id, if any (newest first).
-    pub fn find(&self, id: &str, now: u64) -> Option<Entry<'_>> {
+    /// The live record for an event id, if any (newest first). Only records whose
+    /// id matches are read beyond their id.
+    pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
         let literal = ascii_json(&Value::String(id.to_string()).to_string());
-        self.recs
-            .iter()
-            .rev()
-            .filter(|r| r.exp > now)
-            .map(|r| self.entry(r))
-            .find(|e| e.id_literal == literal)
+        for r in self.recs.iter().rev() {
+            if self.text[r.start as usize + 4..r.id_end as usize] == literal {
+                let e = self.entry(r)?;
+                if e.exp > now {
+                    return Ok(Some(e));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Append a record.
@@ -535,24 +562,25 @@ impl Ledger {
             if ignored { 'i' } else { 'a' },
             response.len()
         ));
-        self.recs.push(Rec {
-            start: start as u32,
-            end: self.text.len() as u32,
-            id_end: id_end as u32,
-            at,
-            exp,
-            rev,
-            ignored,
-        });
+        self.recs.push(Rec { start: start as u32, id_end: id_end as u32, end: self.text.len() as u32 });
     }
 
     /// Forget records that expired by `now`, then the oldest beyond `cap`.
-    pub fn prune(&mut self, now: u64, cap: usize) {
-        self.recs.retain(|r| r.exp > now);
+    pub fn prune(&mut self, now: u64, cap: usize) -> Result<()> {
+        // Only the expiry (and the status byte) of each record is read here; the
+        // fingerprint and the response are checked when their id comes again.
+        let mut keep = Vec::with_capacity(self.recs.len());
+        for r in &self.recs {
+            if self.exp_of(r)? > now {
+                keep.push(*r);
+            }
+        }
+        self.recs = keep;
         if self.recs.len() > cap {
             let drop = self.recs.len() - cap;
             self.recs.drain(..drop);
         }
+        Ok(())
     }
 
     fn write_to(&self, out: &mut String) {
@@ -570,27 +598,15 @@ impl Ledger {
         for _ in 0..count {
             let id_len = hex(section.get(i..i + 4).ok_or_else(bad)?).ok_or_else(bad)? as usize;
             let id_end = i + 4 + id_len;
-            let fixed = section.get(id_end..id_end + FIXED).ok_or_else(bad)?;
-            if b.get(i + 4) != Some(&b'"') || b.get(id_end - 1) != Some(&b'"') {
+            if section.len() < id_end + FIXED || b.get(i + 4) != Some(&b'"') || b.get(id_end - 1) != Some(&b'"') {
                 return Err(bad());
             }
-            if !fixed.as_bytes()[..FP_LEN].iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
-                return Err(bad());
-            }
-            let at = hex(&fixed[32..48]).ok_or_else(bad)?;
-            let exp = hex(&fixed[48..64]).ok_or_else(bad)?;
-            let rev = hex(&fixed[64..76]).ok_or_else(bad)?;
-            let ignored = match &fixed[76..77] {
-                "a" => false,
-                "i" => true,
-                _ => return Err(bad()),
-            };
-            let resp_len = hex(&fixed[77..85]).ok_or_else(bad)? as usize;
+            let resp_len = hex(section.get(id_end + FIXED - 8..id_end + FIXED).ok_or_else(bad)?).ok_or_else(bad)? as usize;
             let end = id_end + FIXED + resp_len + 1;
-            if b.get(end - 1) != Some(&b'\n') {
+            if b.get(end - 1) != Some(&b'\n') || !section.is_char_boundary(end) {
                 return Err(bad());
             }
-            recs.push(Rec { start: i as u32, end: end as u32, id_end: id_end as u32, at, exp, rev, ignored });
+            recs.push(Rec { start: i as u32, id_end: id_end as u32, end: end as u32 });
             i = end;
         }
         if i != section.len() {

@@ -484,7 +484,6 @@ fn a_forged_format_2_snapshot_with_malformed_ledger_records_is_invalid_snapshot(
     let cases: Vec<(String, usize)> = vec![
         (ledger.to_string(), 3),                                 // more records announced than written
         (ledger.to_string(), 1),                                 // fewer: trailing bytes
-        (ledger.replacen("a7f2", "A7F2", 1), 2),                 // fingerprint not lowercase hex
         (ledger.replacen("0004\"e1\"", "0004e1xx", 1), 2),       // id not a JSON string literal
         (ledger.replacen("0004", "0fff", 1), 2),                 // id length past the record
         (ledger.replacen("\n", "", 1), 2),                       // records run together
@@ -497,8 +496,12 @@ fn a_forged_format_2_snapshot_with_malformed_ledger_records_is_invalid_snapshot(
         assert_eq!(code(&o), "invalid_snapshot", "case {i}: {:?}", o.error);
         assert!(o.snapshot.is_none());
     }
-    // A frozen response is read only when its id comes again (records are not parsed on load):
-    // a forged one that is not JSON is refused then, and only then.
+    // A fingerprint and a frozen response are read only when their id comes again
+    // (records are not parsed on load): a forged one is refused then, and only then.
+    let bad = ledger.replacen("a7f2", "A7F2", 1);
+    let forged = forge2(head, &bad, 2);
+    assert_eq!(m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000).status, Status::Applied);
+    assert_rejected(&m.reduce_in("order-1", Some(&forged), &pay("e1", "p1", 40), 3_000), "invalid_snapshot");
     let bad = ledger.replacen("\"recorded p1\"", "\u{7f}recorded p1\"", 1);
     let forged = forge2(head, &bad, 2);
     assert_eq!(m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000).status, Status::Applied);
