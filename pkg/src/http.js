@@ -17,6 +17,7 @@
 //                                                     delivery is judged afresh, unless the machine records ignored ids)
 //   rejected                                  400 / 413 / 422 by engine code (see STATUS_BY_CODE), 500 for a bad stored snapshot
 //   contention outlasting the retries         409     problem `contention` + Retry-After (retry with the same key)
+//   the store cannot hold the new snapshot    507     problem `snapshot_too_large` (nothing written)
 //   missing Idempotency-Key                   400     problem `missing_idempotency_key`
 //   malformed Idempotency-Key                 400     problem `invalid_idempotency_key`
 //   body over the limit                       413     problem `request_too_large`
@@ -251,6 +252,10 @@ export function createHttpApi(options) {
     } catch (err) {
       if (err instanceof ContentionError || err?.code === "contention") {
         return problem(409, "contention", err.message, { processId, eventId: k.key }, { "retry-after": "1" });
+      }
+      // A store that cannot hold the new snapshot refused it before writing anything (Deno KV's atomic limits).
+      if (err?.code === "snapshot_too_large") {
+        return problem(507, "snapshot_too_large", err.message, { processId, eventId: k.key });
       }
       throw err;
     }

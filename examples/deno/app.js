@@ -1,0 +1,184 @@
+// The idem demo server on Deno: the HTTP API (pkg/src/http.js, the same
+// mapping as the Cloudflare Worker) over Deno KV (pkg/src/stores/denokv.js),
+// effects dispatched from Deno KV's queue, and the demo page (www/) with the
+// wasm package (pkg/) as static files. `main.js` runs it; tests import
+// `createApp` too.
+//
+//   POST /processes/:id/events      apply an event (Idempotency-Key header = event id)
+//   GET  /processes/:id             the process (machine.inspect + version)
+//   GET  /processes/:id/events      the event log
+//   GET  /api                       the API description (retention window, limits)
+//   GET  /api/health                what this server serves (the demo page asks it)
+//   GET  /, /pkg/...                the demo page and the wasm package
+//
+// Which machine runs a process is demo configuration, as in the Worker: ids
+// ending in "-fragile" run www/machines/order-fragile.json, "-robust-nokeys"
+// run order-robust-nokeys.json (a gateway without idempotency keys: the
+// dispatcher verifies), all others order-robust.json.
+
+import { Machine } from "../../pkg/src/deno.js";
+import { createHttpApi, problem } from "../../pkg/src/http.js";
+import { DenoKvQueue, DenoKvStore } from "../../pkg/src/stores/denokv.js";
+import { FakeGateway, gatewayEffects, httpGateway } from "../../pkg/src/testing/fake-gateway.js";
+import robust from "../../www/machines/order-robust.json" with { type: "json" };
+import fragile from "../../www/machines/order-fragile.json" with { type: "json" };
+import robustNokeys from "../../www/machines/order-robust-nokeys.json" with { type: "json" };
+
+const DEFINITIONS = { robust, fragile, "robust-nokeys": robustNokeys };
+/** How long the gateway may take before the outcome is unknown (ms). */
+const TIMEOUT_MS = 2_000;
+
+/** Static mounts: URL prefix -> directory (file URLs, so this works on Deno Deploy too). */
+const MOUNTS = [
+  ["/pkg/src/", new URL("../../pkg/src/", import.meta.url)],
+  ["/pkg/dist/", new URL("../../pkg/dist/", import.meta.url)],
+  ["/", new URL("../../www/", import.meta.url)],
+];
+
+const TYPES = {
+  html: "text/html; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  mjs: "text/javascript; charset=utf-8",
+  json: "application/json; charset=utf-8",
+  wasm: "application/wasm",
+  css: "text/css; charset=utf-8",
+  svg: "image/svg+xml",
+  png: "image/png",
+  ico: "image/x-icon",
+  md: "text/markdown; charset=utf-8",
+  ts: "text/plain; charset=utf-8",
+  txt: "text/plain; charset=utf-8",
+};
+
+/** A file under one of the mounts, or null: no `..`, no hidden files, no encoded separators. */
+function locate(pathname) {
+  let path;
+  try {
+    path = decodeURIComponent(pathname);
+  } catch {
+    return null;
+  }
+  if (path.includes("\0") || path.includes("\\")) return null;
+  if (path.endsWith("/")) path += "index.html";
+  for (const [prefix, dir] of MOUNTS) {
+    if (!path.startsWith(prefix)) continue;
+    const rest = path.slice(prefix.length);
+    if (rest.split("/").some((seg) => seg === "" || seg === "." || seg === ".." || seg.startsWith("."))) return null;
+    return new URL(rest, dir);
+  }
+  return null;
+}
+
+async function serveFile(request, url) {
+  const file = locate(url.pathname);
+  if (!file) return problem(404, "not_found", `no route for ${url.pathname}`);
+  try {
+    const info = await Deno.stat(file);
+    if (!info.isFile) return problem(404, "not_found", `no route for ${url.pathname}`);
+    const ext = file.pathname.split(".").pop();
+    const headers = { "content-type": TYPES[ext] ?? "application/octet-stream", "cache-control": "no-cache" };
+    if (request.method === "HEAD") return new Response(null, { headers: { ...headers, "content-length": String(info.size) } });
+    const handle = await Deno.open(file, { read: true });
+    return new Response(handle.readable, { headers: { ...headers, "content-length": String(info.size) } });
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory) {
+      return problem(404, "not_found", `no route for ${url.pathname}`);
+    }
+    throw err;
+  }
+}
+
+/**
+ * Build the server.
+ *
+ * @param {{
+ *   kv: Deno.Kv,
+ *   gatewayUrl?: string,        // the payment gateway honouring idempotency keys (else an in-process fake)
+ *   gatewayNokeysUrl?: string,  // the gateway without idempotency keys, for "-robust-nokeys" processes
+ *   maxRetries?: number,        // compare-and-set retries per request (default 64)
+ * }} config
+ * @returns {{ fetch: (request: Request) => Promise<Response>, handleMessage: (msg: unknown) => Promise<boolean>, store: DenoKvStore, queue: DenoKvQueue }}
+ */
+export function createApp(config) {
+  const { kv } = config;
+  const maxRetries = config.maxRetries ?? 64;
+  const machines = Object.fromEntries(Object.entries(DEFINITIONS).map(([k, d]) => [k, new Machine(d)]));
+  const variantOf = (processId) =>
+    processId.endsWith("-robust-nokeys") ? "robust-nokeys" : processId.endsWith("-fragile") ? "fragile" : "robust";
+  const machineFor = (processId) => machines[variantOf(processId)];
+
+  const gateways = {
+    keys: config.gatewayUrl ? httpGateway((req) => fetch(req), config.gatewayUrl) : new FakeGateway(),
+    nokeys: config.gatewayNokeysUrl ? httpGateway((req) => fetch(req), config.gatewayNokeysUrl) : new FakeGateway({ idempotent: false }),
+  };
+  const effects = Object.fromEntries(
+    Object.keys(DEFINITIONS).map((variant) => {
+      const fx = gatewayEffects(variant === "robust-nokeys" ? gateways.nokeys : gateways.keys);
+      return [
+        variant,
+        {
+          handlers: {
+            // The charge effect carries the order's context; the gateway wants { amount, currency }.
+            charge: (payload, meta) => fx.handlers.charge({ amount: payload?.amount ?? payload?.paid, currency: payload?.currency }, meta),
+            ship: async (_payload, { key }) => ({ shipment: `sh_${key.slice(-8)}` }),
+          },
+          verifiers: fx.verifiers,
+          timeoutMs: TIMEOUT_MS,
+          maxRetries,
+        },
+      ];
+    }),
+  );
+
+  // Every commit that leaves work due enqueues its dispatch message in the same atomic operation.
+  const store = new DenoKvStore(kv, { machineFor, queue: true });
+  const queue = new DenoKvQueue(kv, {
+    store,
+    machineFor,
+    options: (processId) => effects[variantOf(processId)],
+  });
+  const apis = Object.fromEntries(
+    Object.entries(machines).map(([variant, machine]) => [
+      variant,
+      createHttpApi({ machine, store, maxRetries, onError: (err) => console.error("idem:", err) }),
+    ]),
+  );
+
+  async function fetchHandler(request) {
+    const url = new URL(request.url);
+    const path = url.pathname;
+    if (path === "/api/health" || path === "/health") {
+      return Response.json({
+        ok: true,
+        store: "Deno KV",
+        runtime: `deno ${Deno.version.deno}`,
+        machines: Object.fromEntries(Object.entries(DEFINITIONS).map(([k, d]) => [k, `${d.id}@${d.version}`])),
+        gateway: config.gatewayUrl ? "http" : "in-process fake",
+      });
+    }
+    if (path === "/api" || path === "/api/") {
+      return apis.robust.handle(new Request(new URL("/", url), { method: request.method }));
+    }
+    if (path.startsWith("/processes/")) {
+      const pid = path.slice("/processes/".length).split("/")[0];
+      return apis[variantOf(pid)].handle(request);
+    }
+    if (request.method === "GET" || request.method === "HEAD") return serveFile(request, url);
+    return problem(404, "not_found", `no route for ${path}`);
+  }
+
+  return {
+    fetch: async (request) => {
+      try {
+        return await fetchHandler(request);
+      } catch (err) {
+        console.error("idem:", err);
+        return problem(500, "internal_error", "the server failed; retrying with the same Idempotency-Key is safe");
+      }
+    },
+    handleMessage: (msg) => queue.handle(msg),
+    store,
+    queue,
+    gateways,
+  };
+}
