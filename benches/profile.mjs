@@ -125,13 +125,13 @@ console.log(`\ncallgrind files: ${opt.keep ? out : "(removed; pass --keep DIR to
 // costs on its own: wasm-bindgen copies the snapshot string into wasm memory
 // (TextEncoder.encodeInto) and the new one out (TextDecoder.decode).
 process.stderr.write("profile: wasm from JS vs the boundary copies (timed, so load-dependent)\n");
-console.log(`\nwasm: ${path.relative(ROOT, wasmDir)}/idem_bg.wasm`);
 sh(exe, ["--smoke", "--emit", out, "--sizes", sizes.join(",")]);
 // The lean module (what edge hosts load) when scripts/build-wasm.sh made one.
 const wasmDir = [path.join(ROOT, "pkg/dist/lean"), path.join(ROOT, "pkg/dist")].find((d) => existsSync(path.join(d, "idem_bg.wasm")));
 const glue = await import(pathToFileURL(path.join(wasmDir, "idem.js")).href);
 glue.initSync({ module: readFileSync(path.join(wasmDir, "idem_bg.wasm")) });
 const { Machine } = glue;
+console.log(`\nwasm: ${path.relative(ROOT, wasmDir)}/idem_bg.wasm`);
 const peers = await import("./peers.mjs");
 const m = new Machine(readFileSync(path.join(out, "machine.json"), "utf8"));
 const enc = new TextEncoder();

@@ -397,7 +397,9 @@ function machineInfo() {
     idem: idemVersion(),
     // IDEM_BENCH_COMMIT names the commit when the tree is an export (git archive) rather than a checkout.
     commit: process.env.IDEM_BENCH_COMMIT ??
-      sh("git", ["rev-parse", "--short", "HEAD"]) + (sh("git", ["status", "--porcelain", "--", "src"]) ? " (src modified)" : ""),
+      (sh("git", ["rev-parse", "--short", "HEAD"]) === "?"
+        ? "an unknown commit (not a git checkout: set IDEM_BENCH_COMMIT)"
+        : sh("git", ["rev-parse", "--short", "HEAD"]) + (sh("git", ["status", "--porcelain", "--", "src"]) ? " (src modified)" : "")),
   };
 }
 
