@@ -178,6 +178,22 @@ pub struct Exprs {
 
 /// Bound on nested evaluation (map inside filter inside ...), far above any real rule.
 const MAX_EVAL_DEPTH: usize = 128;
+/// Bound on the work one evaluation may do and the values it may build (items
+/// visited by `map`/`filter`/..., items merged, array and object members, string
+/// bytes / 16). It bounds time and memory: no single value an expression returns
+/// can outgrow it, however many microsteps feed it back into the context.
+pub const EVAL_BUDGET: usize = 1_000_000;
+
+type Budget = std::cell::Cell<usize>;
+
+fn charge(budget: &Budget, units: usize) -> std::result::Result<(), String> {
+    let left = budget.get();
+    if units > left {
+        return Err(format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"));
+    }
+    budget.set(left - units);
+    Ok(())
+}
 
 impl Exprs {
     /// Compile a computed value, naming `path` in the error when it is not valid.
@@ -214,7 +230,7 @@ impl Exprs {
     /// Evaluate to a JSON value.
     pub fn eval(&self, id: ExprId, data: Data<'_>) -> Result<Value> {
         let (node, path, _) = &self.compiled[id.0 as usize];
-        eval(node, data, 0)
+        eval(node, data, 0, &Budget::new(EVAL_BUDGET))
             .map(Cow::into_owned)
             .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("expression failed: {m}")))
     }
@@ -222,7 +238,7 @@ impl Exprs {
     /// Evaluate with JSONLogic truthiness.
     pub fn test(&self, id: ExprId, data: Data<'_>) -> Result<bool> {
         let (node, path, _) = &self.compiled[id.0 as usize];
-        eval(node, data, 0)
+        eval(node, data, 0, &Budget::new(EVAL_BUDGET))
             .map(|v| truthy(&v))
             .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("guard failed: {m}")))
     }
@@ -231,7 +247,7 @@ impl Exprs {
 /// Compile and evaluate once against plain data (for tests and tools).
 pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
     let node = compile(rule, "", 0)?;
-    eval(&node, Data::Value(data), 0)
+    eval(&node, Data::Value(data), 0, &Budget::new(EVAL_BUDGET))
         .map(Cow::into_owned)
         .map_err(|m| Error::new(Code::ExpressionFailed, format!("expression failed: {m}")))
 }
@@ -370,39 +386,41 @@ fn less(a: &Value, b: &Value, or_equal: bool) -> bool {
     }
 }
 
-fn eval<'a>(node: &Node, data: Data<'a>, depth: usize) -> Eval<'a> {
+fn eval<'a>(node: &Node, data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
     if depth > MAX_EVAL_DEPTH {
         return Err("evaluation nested too deeply".into());
     }
     match node {
         Node::Lit(v) => Ok(Cow::Owned(v.clone())),
         Node::Array(items) => {
+            charge(budget, items.len())?;
             let mut out = Vec::with_capacity(items.len());
             for i in items {
-                out.push(eval(i, data, depth + 1)?.into_owned());
+                out.push(eval(i, data, depth + 1, budget)?.into_owned());
             }
             Ok(Cow::Owned(Value::Array(out)))
         }
         Node::Object(fields) => {
+            charge(budget, fields.len())?;
             let mut out = Map::new();
             for (k, n) in fields {
-                out.insert(k.clone(), eval(n, data, depth + 1)?.into_owned());
+                out.insert(k.clone(), eval(n, data, depth + 1, budget)?.into_owned());
             }
             Ok(Cow::Owned(Value::Object(out)))
         }
-        Node::Op(op, args) => eval_op(*op, args, data, depth + 1),
+        Node::Op(op, args) => eval_op(*op, args, data, depth + 1, budget),
     }
 }
 
-fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> {
+fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
     let arg = |i: usize| -> Eval<'a> {
         match args.get(i) {
-            Some(n) => eval(n, data, depth),
+            Some(n) => eval(n, data, depth, budget),
             None => Ok(Cow::Owned(Value::Null)),
         }
     };
     let all = || -> std::result::Result<Vec<Value>, String> {
-        args.iter().map(|n| eval(n, data, depth).map(Cow::into_owned)).collect()
+        args.iter().map(|n| eval(n, data, depth, budget).map(Cow::into_owned)).collect()
     };
     let owned = |v: Value| -> Eval<'a> { Ok(Cow::Owned(v)) };
     match op {
@@ -454,13 +472,13 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
         Op::If => {
             let mut i = 0;
             while i + 1 < args.len() {
-                if truthy(&*eval(&args[i], data, depth)?) {
-                    return eval(&args[i + 1], data, depth);
+                if truthy(&*eval(&args[i], data, depth, budget)?) {
+                    return eval(&args[i + 1], data, depth, budget);
                 }
                 i += 2;
             }
             if i < args.len() {
-                eval(&args[i], data, depth)
+                eval(&args[i], data, depth, budget)
             } else {
                 owned(Value::Null)
             }
@@ -474,7 +492,7 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
         Op::Or => {
             let mut last = Cow::Owned(Value::Null);
             for n in args {
-                last = eval(n, data, depth)?;
+                last = eval(n, data, depth, budget)?;
                 if truthy(&last) {
                     break;
                 }
@@ -484,7 +502,7 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
         Op::And => {
             let mut last = Cow::Owned(Value::Null);
             for n in args {
-                last = eval(n, data, depth)?;
+                last = eval(n, data, depth, budget)?;
                 if !truthy(&last) {
                     break;
                 }
@@ -537,9 +555,10 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
                 _ => Vec::new(),
             };
             let Some(body) = args.get(1) else { return owned(Value::Null) };
+            charge(budget, items.len())?;
             let mut out = Vec::new();
             for item in &items {
-                let r = eval(body, Data::Value(item), depth)?;
+                let r = eval(body, Data::Value(item), depth, budget)?;
                 match op {
                     Op::Map => out.push(r.into_owned()),
                     Op::Filter if truthy(&r) => out.push(item.clone()),
@@ -563,12 +582,13 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
             };
             let mut acc = arg(2)?.into_owned();
             let Some(body) = args.get(1) else { return owned(acc) };
+            charge(budget, items.len())?;
             for item in items {
                 let mut scope = Map::new();
                 scope.insert("current".into(), item);
                 scope.insert("accumulator".into(), acc);
                 let scope = Value::Object(scope);
-                acc = eval(body, Data::Value(&scope), depth)?.into_owned();
+                acc = eval(body, Data::Value(&scope), depth, budget)?.into_owned();
             }
             owned(acc)
         }
@@ -576,7 +596,10 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
             let mut out = Vec::new();
             for v in all()? {
                 match v {
-                    Value::Array(a) => out.extend(a),
+                    Value::Array(a) => {
+                        charge(budget, a.len())?;
+                        out.extend(a)
+                    }
                     other => out.push(other),
                 }
             }
@@ -590,7 +613,11 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize) -> Eval<'a> 
                 _ => false,
             }))
         }
-        Op::Cat => owned(Value::String(all()?.iter().map(to_js_string).collect())),
+        Op::Cat => {
+            let s: String = all()?.iter().map(to_js_string).collect();
+            charge(budget, s.len() / 16)?;
+            owned(Value::String(s))
+        }
         Op::Substr => {
             let s: Vec<char> = to_js_string(&*arg(0)?).chars().collect();
             let len = s.len() as i64;
