@@ -82,7 +82,9 @@ node_tests() {
 }
 js_suite "js: pkg (node --test)"      pkg/test    node_tests pkg/test
 js_suite "js: package surface (node --test)" tests/js node_tests tests/js
-js_suite "js: deno hosts (deno test)" tests/deno  deno test --allow-all tests/deno/
+# Deno host (tests/deno): Deno KV needs --unstable-kv in Deno 2.x; NO_COLOR keeps
+# deno's "ok | N passed" summary plain so that count() reads it.
+js_suite "js: deno hosts (deno test)" tests/deno  env NO_COLOR=1 deno test --allow-all --unstable-kv tests/deno/
 js_suite "e2e: demo (Playwright)"     tests/e2e   node_tests tests/e2e
 # --- TypeScript: pkg/src/*.d.ts and a typed usage of the package (tests/types) ---
 suite "types: tsc --noEmit"           tsc -p tests/types
