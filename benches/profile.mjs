@@ -109,7 +109,7 @@ for (const n of sizes) {
     const label = [n.toLocaleString("en"), dup ? "duplicate" : "fresh"];
     rows.push([...label, `${(c.total / 1e6).toFixed(2)} M`, pct(c.decode), pct(c.encode), pct(c.checksum), pct(json),
       pct(c.drop), pct(c.statechart), pct(c.fingerprint), pct(rest)]);
-    tops.push([...label, c.top.map(([name, ir]) => `${name.length > 90 ? name.slice(0, 87) + "..." : name} ${pct(ir)}`).join("<br>")]);
+    tops.push([...label, c.top.map(([name, ir]) => `\`${name.length > 90 ? name.slice(0, 87) + "..." : name}\` ${pct(ir)}`).join("<br>")]);
   }
 }
 console.log(table(

@@ -410,11 +410,11 @@ function report(res) {
   const nat = Object.fromEntries(res.native.roundTrip.map((r) => [r.ledger, r]));
   p(`## idem benchmarks — ${info.date}`);
   p();
-  p(`Machine: ${info.cpu}, ${info.memory}, ${info.os}; Node ${info.node}; ${info.rustc}; XState ${info.xstate}; idem ${info.idem} at ${info.commit}.`);
-  p(`Load average (1 min) at start / end: ${LOAD_START.toFixed(1)} / ${os.loadavg()[0].toFixed(1)} (the machine is shared; medians resist it, p95s do not).`);
-  p(`Command: \`node benches/run.mjs${process.argv.slice(2).length ? " " + process.argv.slice(2).join(" ") : ""}\`. Medians; "faster"/"slower" compare idem with the column's peer.`);
-  p(`Throughput: ${IDEM.label}, ${path.relative(ROOT, IDEM.dir)}/idem_bg.wasm.`);
-  p(`Bench machine: tests/machines/order.json + NOTE (fills the ledger without growing the context), retention.maxEntries 1,000,000. idem snapshots: ${res.native.snapshots}.`);
+  p(`- Machine: ${info.cpu}, ${info.memory}, ${info.os}; Node ${info.node}; ${info.rustc}; XState ${info.xstate}; idem ${info.idem} at ${info.commit}.`);
+  p(`- Load average (1 min) at start / end: ${LOAD_START.toFixed(1)} / ${os.loadavg()[0].toFixed(1)} (the machine is shared; medians resist it, p95s do not).`);
+  p(`- Command: \`node benches/run.mjs${process.argv.slice(2).length ? " " + process.argv.slice(2).join(" ") : ""}\`. Medians; "faster"/"slower" compare idem with the column's peer.`);
+  p(`- Throughput: ${IDEM.label}, ${path.relative(ROOT, IDEM.dir)}/idem_bg.wasm.`);
+  p(`- Bench machine: tests/machines/order.json + NOTE (fills the ledger without growing the context), retention.maxEntries 1,000,000. idem snapshots: ${res.native.snapshots}.`);
   p();
 
   p("### 1. Pure transition, in memory (a fresh payment on a pending order)");
