@@ -7,3 +7,5 @@ const bytes = url.protocol === "file:" ? await Deno.readFile(url) : new Uint8Arr
 initSync({ module: bytes });
 
 export { Machine, newEventId, version } from "../dist/lean/idem.js";
+
+export * from "./hosting.js";

@@ -8,3 +8,5 @@ import { initSync } from "../dist/lean/idem.js";
 initSync({ module: wasm });
 
 export { Machine, newEventId, version } from "../dist/lean/idem.js";
+
+export * from "./hosting.js";

@@ -30,8 +30,17 @@ function throwsIdemError(fn, code, path) {
   return thrown;
 }
 
-test("the node entry exports the engine and nothing else", () => {
-  assert.deepEqual(Object.keys(idem).sort(), ["Machine", "importXState", "newEventId", "version"]);
+/** The functions, classes and constants pkg/src/index.d.ts declares at the package root. */
+function declaredRoot() {
+  const dts = read("pkg/src/index.d.ts");
+  return [...dts.matchAll(/^export declare (?:function|class|const) ([A-Za-z0-9_]+)/gm)].map((m) => m[1]).sort();
+}
+
+test("the node entry exports exactly what the types declare at the package root", () => {
+  assert.deepEqual(Object.keys(idem).sort(), declaredRoot());
+  for (const name of ["Machine", "importXState", "newEventId", "version", "apply", "dispatch", "MemoryStore"]) {
+    assert.ok(name in idem, name);
+  }
   const cargo = read("Cargo.toml").match(/^version = "([^"]+)"/m)[1];
   assert.equal(version(), cargo);
 });
