@@ -1,9 +1,10 @@
 // The Deno KV store on real Deno KV (a SQLite file): the compare-and-set, the
 // side records, and snapshots larger than Deno KV's 64 KiB value limit.
 import { assert, assertEquals, assertRejects } from "./assert.js";
+import { Machine } from "../../pkg/src/deno.js";
 import { apply, inspect } from "../../pkg/src/host.js";
 import { CHUNK_BYTES, DENO_KV_LIMITS, DenoKvStore, StoreLimitError } from "../../pkg/src/stores/denokv.js";
-import { demoMachine, note, notesMachine, pay, processKeys, tempKvPath } from "./helpers.js";
+import { demoMachine, eventually, note, notesMachine, pay, processKeys, tempKvPath } from "./helpers.js";
 
 async function withKv(fn) {
   const tmp = await tempKvPath();
@@ -198,3 +199,39 @@ Deno.test("with limits.maxSnapshotBytes at the store's maximum, the engine rejec
     assertEquals(view.context.n, i - 1);
     assertEquals(view.revision, i - 1);
   }));
+
+Deno.test("side records carry their type's retention window (expireIn): they go, the process stays", async () => {
+  const tmp = await tempKvPath();
+  const def = {
+    id: "windows",
+    version: "1",
+    initial: "open",
+    retention: { defaultMs: 86_400_000, perType: { BRIEF: 300 } },
+    states: { open: { on: { BRIEF: { actions: [{ respond: "brief" }] }, LASTING: { actions: [{ respond: "lasting" }] } } } },
+  };
+  const m = new Machine(def);
+  let kv = await Deno.openKv(tmp.path);
+  try {
+    const store = new DenoKvStore(kv, { machine: m });
+    await apply(store, m, "w", { id: "b1", type: "BRIEF" });
+    await apply(store, m, "w", { id: "l1", type: "LASTING" });
+    assertEquals((await store.events("w")).map((r) => r.eventId), ["b1", "l1"]);
+    // Local Deno KV deletes expired keys on a timer a handle schedules when it opens (and at
+    // least every minute); a fresh handle collects these at their expiry time.
+    kv.close();
+    kv = await Deno.openKv(tmp.path);
+    const fresh = new DenoKvStore(kv, { machine: m });
+    await eventually(async () => (await fresh.eventRecord("w", "b1")) === null && (await fresh.events("w")).length === 1, {
+      what: "the BRIEF records expiring",
+      tries: 200,
+    });
+    assertEquals((await fresh.events("w")).map((r) => r.eventId), ["l1"], "the LASTING row (1 day) stays");
+    assertEquals((await fresh.eventRecord("w", "l1")).response, "lasting");
+    assertEquals((await kv.get(["idem", "event", "w", "b1"])).value, null, "the replay record went with its row");
+    const view = await inspect(fresh, m, "w");
+    assertEquals(view.revision, 2, "the snapshot has no expiry");
+  } finally {
+    kv.close();
+    await tmp.cleanup();
+  }
+});
