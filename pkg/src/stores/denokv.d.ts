@@ -1,0 +1,123 @@
+// Types for stores/denokv.js (Deno KV: the store and the queue glue). The Deno
+// KV handle is typed structurally (the methods used here), so these declarations
+// need no Deno type library; a `Deno.Kv` satisfies `DenoKvLike`.
+import type { CommitExtras, CommitResult, DispatchOptions, DispatchReport, EventLogRow, MachineLike, Outcome, Retention, Store } from "../index.d.ts";
+
+type KvKey = readonly (string | number | bigint | boolean | Uint8Array)[];
+interface KvEntry<T> {
+  key: KvKey;
+  value: T | null;
+  versionstamp: string | null;
+}
+interface KvAtomic {
+  check(...checks: { key: KvKey; versionstamp: string | null }[]): KvAtomic;
+  set(key: KvKey, value: unknown, options?: { expireIn?: number }): KvAtomic;
+  delete(key: KvKey): KvAtomic;
+  enqueue(value: unknown, options?: { delay?: number; keysIfUndelivered?: KvKey[]; backoffSchedule?: number[] }): KvAtomic;
+  commit(): Promise<{ ok: true; versionstamp: string } | { ok: false }>;
+}
+
+/** The part of `Deno.Kv` this module uses. */
+export interface DenoKvLike {
+  get<T = unknown>(key: KvKey, options?: { consistency?: "strong" | "eventual" }): Promise<KvEntry<T>>;
+  list<T = unknown>(
+    selector: { prefix: KvKey; start?: KvKey; end?: KvKey },
+    options?: { limit?: number; batchSize?: number; consistency?: "strong" | "eventual" },
+  ): AsyncIterable<KvEntry<T>>;
+  atomic(): KvAtomic;
+  enqueue(value: unknown, options?: { delay?: number }): Promise<{ ok: true; versionstamp: string }>;
+  listenQueue(handler: (value: unknown) => Promise<void> | void): Promise<void>;
+}
+
+/** Deno KV's limits for one atomic operation (the defaults of Deno's KV config). */
+export declare const DENO_KV_LIMITS: Readonly<{
+  maxValueBytes: 65536;
+  maxKeyBytes: 2048;
+  maxChecks: 100;
+  maxMutations: 1000;
+  maxTotalMutationBytes: 819200;
+  maxTotalKeyBytes: 81920;
+  maxQueueDelayMs: number;
+}>;
+/** Bytes per snapshot chunk (one Deno KV value). */
+export declare const CHUNK_BYTES: 65536;
+
+/** Thrown by `commit` when an outcome cannot fit in one Deno KV atomic operation. Nothing was written. HTTP 507. */
+export declare class StoreLimitError extends Error {
+  readonly code: "snapshot_too_large";
+  readonly processId?: string;
+  /** The snapshot's size in bytes. */
+  readonly bytes?: number;
+  readonly chunks?: number;
+  /** What the atomic operation would have weighed, as Deno KV counts it. */
+  readonly commitBytes?: number;
+  readonly limit?: number;
+}
+
+/** Encoded size of a Deno KV key, as Deno KV counts it. */
+export declare function keyBytes(key: KvKey): number;
+/** Whether an error is a busy local (SQLite) database: the operation did not happen and may be tried again. */
+export declare function isBusy(err: unknown): boolean;
+/** Whether a queue message is a dispatch message of this module. */
+export declare function isDispatchMessage(msg: unknown): msg is DispatchMessage;
+
+export interface DispatchMessage {
+  idem: "dispatch";
+  processId: string;
+  /** When the work is due (ms). */
+  at: number;
+  token: null;
+}
+
+export interface DenoKvStoreOptions {
+  /** First key part of every key (default "idem"). */
+  prefix?: string;
+  /** Whose `retention()` sets the side records' `expireIn`. */
+  machine?: { retention(): Retention };
+  machineFor?: (processId: string) => { retention(): Retention };
+  /** Enqueue a dispatch message for `outcome.nextDueAt` in the commit's atomic operation. */
+  queue?: boolean;
+}
+
+/**
+ * Deno KV store: the head's versionstamp is the version; a commit is one
+ * atomic operation (check + head + chunks + side records [+ message]);
+ * snapshots are split into 64 KiB values.
+ */
+export declare class DenoKvStore implements Store {
+  constructor(kv: DenoKvLike, options?: DenoKvStoreOptions);
+  /** Largest snapshot (bytes) that fits one commit whatever the event (741 376). */
+  static maxSnapshotBytes: number;
+  readonly kv: DenoKvLike;
+  readonly prefix: string;
+  readonly queue: boolean;
+  /** Operations tried again because the local database was busy. */
+  busyRetries: number;
+  load(processId: string): Promise<{ snapshot: string; version: string } | null>;
+  commit(processId: string, expectedVersion: string | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+  /** The event log, oldest first (rows expire after their type's retention window). */
+  events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
+  /** The first outcome of an event id while its retention window lasts, or null. */
+  eventRecord(processId: string, eventId: string): Promise<EventLogRow | null>;
+}
+
+export interface DenoKvQueueConfig {
+  store: Store;
+  machineFor: (processId: string) => MachineLike;
+  options?: (processId: string) => DispatchOptions;
+  now?: () => number;
+  onReport?: (processId: string, report: DispatchReport) => void;
+}
+
+/** Runs the outbox dispatcher for dispatch messages delivered by Deno KV's queue (at least once). */
+export declare class DenoKvQueue {
+  constructor(kv: DenoKvLike, config: DenoKvQueueConfig);
+  /** Messages handled by this instance. */
+  delivered: number;
+  /** Enqueue a dispatch of `processId` at `at` (default now). */
+  kick(processId: string, at?: number): Promise<void>;
+  /** Handle one message: false when it is not a dispatch message, true once dispatched. */
+  handle(msg: unknown): Promise<boolean>;
+  /** `kv.listenQueue` with this handler. */
+  listen(): Promise<void>;
+}
