@@ -128,7 +128,7 @@ Deno.test("the same dispatch message delivered twice at once -> the gateway char
     // same message twice through the queue, at once.
     const plain = new DenoKvStore(t.kv, { machine });
     await apply(plain, machine, "o2", full());
-    const message = { idem: "dispatch", processId: "o2", at: Date.now(), token: null };
+    const message = { idem: "dispatch", processId: "o2", at: Date.now() };
     await Promise.all([t.kv.enqueue(message), t.kv.enqueue(message)]);
     const view = await eventually(async () => {
       const v = await inspect(t.store, machine, "o2");

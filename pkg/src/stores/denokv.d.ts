@@ -66,7 +66,6 @@ export interface DispatchMessage {
   processId: string;
   /** When the work is due (ms). */
   at: number;
-  token: null;
 }
 
 export interface DenoKvStoreOptions {

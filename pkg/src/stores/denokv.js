@@ -270,7 +270,7 @@ export class DenoKvStore {
 
     let message = null;
     if (this.queue && typeof outcome.nextDueAt === "number") {
-      message = { idem: "dispatch", processId, at: outcome.nextDueAt, token: null };
+      message = { idem: "dispatch", processId, at: outcome.nextDueAt };
     }
 
     // Check every limit before anything is sent: the commit is all or nothing, and so is this answer.
@@ -420,7 +420,7 @@ export class DenoKvQueue {
    * @param {number} [at]
    */
   async kick(processId, at = this.now()) {
-    await this.kv.enqueue({ idem: "dispatch", processId, at, token: null }, { delay: delayFor(at, this.now()) });
+    await this.kv.enqueue({ idem: "dispatch", processId, at }, { delay: delayFor(at, this.now()) });
   }
 
   /**
