@@ -92,6 +92,14 @@ suite "types: tsc --noEmit"           tsc -p tests/types
 # One file at a time: each starts its own workerd with local D1, KV and Durable Objects.
 js_suite "workerd: Cloudflare host"   tests/workerd \
                                         node --test --test-concurrency=1 tests/workerd/*.test.mjs
+# --- Storm: the simulator's scenarios against the real stores (tests/storm/README.md) ---
+# One seed for all three stores (printed with a totals line per store); STORM_SEED=<n>
+# replays a plan, STORM_SCALE=<k> runs k times as many processes (default: ~30 s).
+STORM=(env STORM_SEED="${STORM_SEED:-$(( (RANDOM << 15) | RANDOM ))}")
+js_suite "storm: workerd D1 + Durable Object" tests/storm \
+                                        "${STORM[@]}" node --test --test-concurrency=1 tests/storm/workerd.test.mjs
+js_suite "storm: Deno KV (3 servers)" tests/storm \
+                                        "${STORM[@]}" NO_COLOR=1 deno test --allow-all --unstable-kv tests/storm/denokv.test.js
 
 echo
 echo "=== summary"
