@@ -36,7 +36,7 @@ build() {
   # let wasm-opt emit features that rustc did not.
   node_modules/.bin/wasm-opt -Oz \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
     --strip-debug --strip-producers \
     "$wasm" -o "$wasm"
   local raw gz budget=$((budget_kib * 1024))

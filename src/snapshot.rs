@@ -463,18 +463,33 @@ impl Entry<'_> {
     }
 }
 
-/// Lowercase hex, at most 16 digits (what `Ledger::push` writes).
+/// Lowercase hex digit values; 0xff for every other byte.
+static HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Lowercase hex, at most 16 digits (what `Ledger::push` writes). Branch-free:
+/// it runs for every record of every ledger a reduce reads.
 fn hex(s: &str) -> Option<u64> {
     let mut v = 0u64;
+    let mut bad = 0u8;
     for &c in s.as_bytes() {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => return None,
-        };
-        v = (v << 4) | d as u64;
+        let d = HEX[c as usize];
+        bad |= d;
+        v = (v << 4) | (d & 0x0f) as u64;
     }
-    Some(v)
+    (bad & 0xf0 == 0).then_some(v)
 }
 
 impl Ledger {
@@ -584,8 +599,21 @@ impl Ledger {
     }
 
     fn write_to(&self, out: &mut String) {
+        // Records that sit next to each other in `text` (all of them, unless some
+        // were pruned) are copied in one run.
+        let mut run: Option<(u32, u32)> = None;
         for r in &self.recs {
-            out.push_str(&self.text[r.start as usize..r.end as usize]);
+            run = match run {
+                Some((start, end)) if end == r.start => Some((start, r.end)),
+                Some((start, end)) => {
+                    out.push_str(&self.text[start as usize..end as usize]);
+                    Some((r.start, r.end))
+                }
+                None => Some((r.start, r.end)),
+            };
+        }
+        if let Some((start, end)) = run {
+            out.push_str(&self.text[start as usize..end as usize]);
         }
     }
 
@@ -612,7 +640,10 @@ impl Ledger {
         if i != section.len() {
             return Err(corrupt("ledger has trailing bytes"));
         }
-        Ok(Ledger { text: section.to_string(), recs })
+        // Room for the record this reduce will add, so appending never copies the ledger again.
+        let mut text = String::with_capacity(section.len() + 1024);
+        text.push_str(section);
+        Ok(Ledger { text, recs })
     }
 }
 

@@ -8,6 +8,7 @@
 use crate::error::{Code, Error};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 fn js_error(e: &Error) -> JsValue {
     let err = js_sys::Error::new(&e.message);
@@ -32,6 +33,29 @@ fn json_text(v: &JsValue, what: &str) -> Result<String, JsValue> {
         .ok()
         .and_then(|s| s.as_string())
         .ok_or_else(|| js_error(&Error::new(Code::InvalidJson, format!("{what} cannot be converted to json"))))
+}
+
+#[wasm_bindgen(inline_js = "const encoder = new TextEncoder(); export function utf8(s) { return encoder.encode(s); }")]
+extern "C" {
+    /// `TextEncoder.encode`: one native call, where passing a `String` argument
+    /// would copy a large snapshot character by character in JavaScript.
+    fn utf8(s: &JsValue) -> js_sys::Uint8Array;
+}
+
+/// The snapshot text from a JavaScript string (or bytes), `None` for null/undefined.
+fn snapshot_text(v: &JsValue) -> Result<Option<String>, JsValue> {
+    if v.is_null() || v.is_undefined() {
+        return Ok(None);
+    }
+    let bytes = if v.is_string() {
+        utf8(v).to_vec()
+    } else if let Some(b) = v.dyn_ref::<js_sys::Uint8Array>() {
+        b.to_vec()
+    } else {
+        return Err(js_error(&Error::new(Code::InvalidSnapshot, "snapshot must be a string, a Uint8Array or null")));
+    };
+    // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
+    Ok(Some(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())))
 }
 
 fn now_ms(now: f64) -> Result<u64, JsValue> {
@@ -89,19 +113,53 @@ impl Machine {
     /// Never throws for bad events or snapshots: those are `rejected` outcomes.
     pub fn reduce(
         &self,
-        snapshot: Option<String>,
+        #[wasm_bindgen(unchecked_param_type = "string | null")] snapshot: JsValue,
         event: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now: f64,
         #[wasm_bindgen(js_name = processId)] process: Option<String>,
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let text = json_text(&event, "event")?;
-        let o = self.inner.reduce_text(process.as_deref().unwrap_or(""), snapshot.as_deref(), &text, now);
+        let current = snapshot_text(&snapshot)?;
+        let o = self.inner.reduce_text(process.as_deref().unwrap_or(""), current.as_deref(), &text, now);
         let out = to_js(&o.to_json(false));
-        let snap: JsValue = match (&o.snapshot, snapshot) {
-            (Some(s), _) => s.as_str().into(),
-            (None, Some(s)) => s.into(),
-            (None, None) => JsValue::NULL,
+        // Unchanged: hand back the caller's own value, no copy.
+        let snap: JsValue = match &o.snapshot {
+            Some(s) => s.as_str().into(),
+            None if current.is_some() => snapshot,
+            None => JsValue::NULL,
+        };
+        let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &snap);
+        Ok(out)
+    }
+
+    /// As [`Machine::reduce`], for hosts that store bytes (Durable Object storage,
+    /// KV, Deno KV, IndexedDB, a D1 blob): `snapshot` is a `Uint8Array` (or null)
+    /// and the outcome's `snapshot` is a `Uint8Array`. The snapshot is ASCII, so
+    /// its bytes and its string are the same text; this path skips the text
+    /// conversions at the boundary, which dominate large snapshots.
+    ///
+    /// ```js
+    /// const out = machine.reduceBytes(stored ?? null, event, Date.now(), id);
+    /// if (out.changed) await storage.put(id, out.snapshot); // a Uint8Array
+    /// ```
+    #[wasm_bindgen(js_name = reduceBytes)]
+    pub fn reduce_bytes(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | null")] snapshot: JsValue,
+        event: JsValue,
+        #[wasm_bindgen(js_name = nowMs)] now: f64,
+        #[wasm_bindgen(js_name = processId)] process: Option<String>,
+    ) -> Result<JsValue, JsValue> {
+        let now = now_ms(now)?;
+        let text = json_text(&event, "event")?;
+        let current = snapshot_text(&snapshot)?;
+        let o = self.inner.reduce_text(process.as_deref().unwrap_or(""), current.as_deref(), &text, now);
+        let out = to_js(&o.to_json(false));
+        let snap: JsValue = match &o.snapshot {
+            Some(s) => js_sys::Uint8Array::from(s.as_bytes()).into(),
+            None if current.is_some() => snapshot,
+            None => JsValue::NULL,
         };
         let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &snap);
         Ok(out)
@@ -109,13 +167,19 @@ impl Machine {
 
     /// The work due at `nowMs`: effect attempts, verifications, presumed-lost
     /// attempts and timers, each with the exact events to report back.
-    pub fn due(&self, snapshot: String, #[wasm_bindgen(js_name = nowMs)] now: f64) -> Result<JsValue, JsValue> {
+    pub fn due(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] snapshot: JsValue,
+        #[wasm_bindgen(js_name = nowMs)] now: f64,
+    ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
+        let snapshot = snapshot_text(&snapshot)?.unwrap_or_default();
         crate::outbox::due(&self.inner, &snapshot, now).map(|items| to_js(&Value::Array(items))).map_err(|e| js_error(&e))
     }
 
     /// The snapshot as a readable object (state, context, ledger, outbox, timers).
-    pub fn inspect(&self, snapshot: String) -> Result<JsValue, JsValue> {
+    pub fn inspect(&self, #[wasm_bindgen(unchecked_param_type = "string")] snapshot: JsValue) -> Result<JsValue, JsValue> {
+        let snapshot = snapshot_text(&snapshot)?.unwrap_or_default();
         crate::inspect(&self.inner, &snapshot).map(|v| to_js(&v)).map_err(|e| js_error(&e))
     }
 

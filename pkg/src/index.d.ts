@@ -174,8 +174,13 @@ export declare class Machine implements MachineLike {
   readonly version: string;
   readonly hash: string;
   reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId?: string | null): Outcome;
-  due(snapshot: Snapshot, nowMs: number): DueItem[];
-  inspect(snapshot: Snapshot): Inspection;
+  /**
+   * As `reduce`, for hosts that store bytes: the snapshot (ASCII text) as a `Uint8Array` in and out,
+   * skipping the string conversions at the boundary, which dominate large snapshots.
+   */
+  reduceBytes(snapshot: Uint8Array | null, event: Event | string, nowMs: number, processId?: string | null): Omit<Outcome, "snapshot"> & { snapshot: Uint8Array | null };
+  due(snapshot: Snapshot | Uint8Array, nowMs: number): DueItem[];
+  inspect(snapshot: Snapshot | Uint8Array): Inspection;
   retention(): Retention;
   definition(): Json;
   eventTypes(): string[];

@@ -203,3 +203,25 @@ test("importXState takes a real XState v5 machine's config; analyze() finds its 
   assert.equal(fragile.inspect(snapshot).context.paid, 80);
   assert.deepEqual(new Machine(orderDefinition()).analyze().filter((f) => f.severity === "error"), []);
 });
+
+test("reduceBytes: the same snapshot text as bytes, and a duplicate hands back the caller's own array", () => {
+  const m = new Machine(read("tests/machines/order.json"));
+  const pay = (id, p, amount) => ({ id, type: "PAYMENT_PARTIAL", payload: { paymentId: p, amount } });
+  const viaText = m.reduce(null, pay("e1", "p1", 40), 1000, "o1");
+  const viaBytes = m.reduceBytes(null, pay("e1", "p1", 40), 1000, "o1");
+  assert.ok(viaBytes.snapshot instanceof Uint8Array);
+  assert.equal(new TextDecoder().decode(viaBytes.snapshot), viaText.snapshot);
+  const again = m.reduceBytes(viaBytes.snapshot, pay("e1", "p1", 40), 2000, "o1");
+  assert.equal(again.status, "duplicate");
+  assert.equal(again.snapshot, viaBytes.snapshot, "unchanged: the same Uint8Array, no copy");
+  assert.deepEqual(again.response, viaText.response);
+  const next = m.reduceBytes(viaBytes.snapshot, pay("e2", "p2", 60), 3000, "o1");
+  assert.equal(next.state, "paid");
+  assert.equal(m.inspect(next.snapshot).revision, 2);
+  assert.equal(m.due(next.snapshot, 3000)[0].kind, "attempt");
+  // The text and byte forms are interchangeable.
+  assert.equal(m.reduce(new TextDecoder().decode(next.snapshot), pay("e2", "p2", 60), 4000, "o1").status, "duplicate");
+  const bad = m.reduceBytes(new Uint8Array([0xff, 0xfe, 0x00]), pay("e3", "p3", 1), 5000, "o1");
+  assert.equal(bad.status, "rejected");
+  assert.equal(bad.error.code, "invalid_snapshot");
+});
