@@ -3,7 +3,7 @@
 //! (`rejected` with `error.code`), duplicates answered with the first response,
 //! and the opaque snapshot string.
 
-use super::scenarios::{js, machine_text, prop, value};
+use super::scenarios::{js, machine_text, prop, snap, value};
 use idem::wasm::Machine;
 use js_sys::{Object, Reflect};
 use serde_json::{json, Value};
@@ -81,28 +81,28 @@ fn a_definition_as_object_or_text_is_the_same_machine() {
 #[wasm_bindgen_test]
 fn bad_now_ms_throws_with_a_code() {
     let m = order();
-    let first = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
     let snapshot = first["snapshot"].as_str().unwrap().to_string();
     for now in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9_007_199_254_740_992.0] {
-        let Err(e) = m.reduce(Some(snapshot.clone()), pay("e2", "p2", 10), now, None) else { panic!("reduce accepted nowMs {now}") };
+        let Err(e) = m.reduce(JsValue::from(snapshot.clone()), pay("e2", "p2", 10), now, None) else { panic!("reduce accepted nowMs {now}") };
         assert_idem_error(&e, "invalid_event");
-        let Err(e) = m.due(snapshot.clone(), now) else { panic!("due accepted nowMs {now}") };
+        let Err(e) = m.due(JsValue::from(snapshot.clone()), now) else { panic!("due accepted nowMs {now}") };
         assert_idem_error(&e, "invalid_event");
     }
     // The largest safe integer is a valid time.
-    assert!(m.reduce(Some(snapshot), pay("e2", "p2", 10), 9_007_199_254_740_991.0, None).is_ok());
+    assert!(m.reduce(JsValue::from(snapshot), pay("e2", "p2", 10), 9_007_199_254_740_991.0, None).is_ok());
 }
 
 #[wasm_bindgen_test]
 fn a_duplicate_replays_the_identical_response() {
     let m = order();
-    let first = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
     assert_eq!((first["status"].as_str(), first["changed"].as_bool()), (Some("applied"), Some(true)));
     let stored = first["snapshot"].as_str().unwrap().to_string();
     // The client retries the same event, as an object and as JSON text.
     let retry_text = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 40 } }).to_string();
     for event in [pay("e1", "p1", 40), JsValue::from_str(&retry_text)] {
-        let again = outcome(m.reduce(Some(stored.clone()), event, 2000.0, Some("o".into())));
+        let again = outcome(m.reduce(JsValue::from(stored.clone()), event, 2000.0, Some("o".into())));
         assert_eq!(again["status"], "duplicate");
         assert_eq!(again["duplicate"], true);
         assert_eq!(again["changed"], false);
@@ -114,7 +114,7 @@ fn a_duplicate_replays_the_identical_response() {
         assert_eq!(again["snapshot"].as_str(), Some(stored.as_str()));
     }
     // Same id, different payload: a conflict, never applied.
-    let clash = outcome(m.reduce(Some(stored.clone()), pay("e1", "p1", 41), 3000.0, Some("o".into())));
+    let clash = outcome(m.reduce(JsValue::from(stored.clone()), pay("e1", "p1", 41), 3000.0, Some("o".into())));
     assert_eq!((clash["status"].as_str(), clash["changed"].as_bool()), (Some("conflict"), Some(false)));
     assert_eq!(clash["error"]["code"], "id_conflict");
     assert_eq!(clash["snapshot"].as_str(), Some(stored.as_str()));
@@ -123,7 +123,7 @@ fn a_duplicate_replays_the_identical_response() {
 #[wasm_bindgen_test]
 fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
     let m = order();
-    let first = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, None));
+    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, None));
     let stored = first["snapshot"].as_str().unwrap().to_string();
     let cases: [(Option<String>, JsValue, &str); 7] = [
         (Some(stored.clone()), js(r#"{"type":"PAYMENT_PARTIAL","payload":{}}"#), "missing_event_id"),
@@ -135,7 +135,7 @@ fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
         (Some(stored.replacen("order", "other", 1)), pay("e9", "p9", 1), "invalid_snapshot"),
     ];
     for (snapshot, event, code) in cases {
-        let out = outcome(m.reduce(snapshot.clone(), event, 2000.0, None));
+        let out = outcome(m.reduce(snap(snapshot.clone()), event, 2000.0, None));
         assert_eq!(out["status"], "rejected", "{code}: {out}");
         assert_eq!(out["error"]["code"], code, "{out}");
         assert_eq!(out["changed"], false);
@@ -146,17 +146,17 @@ fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
 #[wasm_bindgen_test]
 fn the_snapshot_is_an_opaque_ascii_string_and_inspect_reads_it() {
     let m = order();
-    let out = outcome(m.reduce(None, pay("e1", "p1", 40), 1000.0, None));
+    let out = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, None));
     let snapshot = out["snapshot"].as_str().unwrap();
     assert!(snapshot.starts_with("idem2 "), "{snapshot}");
     assert!(snapshot.is_ascii());
-    let seen = value(&m.inspect(snapshot.to_string()).unwrap_or_else(|e| panic!("{e:?}")));
+    let seen = value(&m.inspect(JsValue::from(snapshot.to_string())).unwrap_or_else(|e| panic!("{e:?}")));
     assert_eq!(seen["format"], 2);
     assert_eq!(seen["value"], "pending");
     assert_eq!(seen["context"]["payments"], json!(["p1"]));
     assert_eq!(seen["ledger"][0]["id"], "e1");
     // An unreadable snapshot is an error here (inspect is for people and tools).
-    let Err(e) = m.inspect("idem2 not a snapshot".into()) else { panic!("inspect accepted garbage") };
+    let Err(e) = m.inspect(JsValue::from("idem2 not a snapshot")) else { panic!("inspect accepted garbage") };
     assert!(e.is_instance_of::<js_sys::Error>());
     assert_eq!(prop(&e, "code").as_deref(), Some("invalid_snapshot"));
 }
@@ -197,12 +197,12 @@ fn a_hazard_witness_replays_through_reduce() {
     let mut snapshot: Option<String> = None;
     let mut statuses = Vec::new();
     for step in finding["witness"]["steps"].as_array().unwrap() {
-        let out = outcome(m.reduce(snapshot.clone(), js(&step["event"].to_string()), step["now"].as_f64().unwrap(), None));
+        let out = outcome(m.reduce(snap(snapshot.clone()), js(&step["event"].to_string()), step["now"].as_f64().unwrap(), None));
         statuses.push(out["status"].as_str().unwrap().to_string());
         snapshot = out["snapshot"].as_str().map(str::to_string);
     }
     assert_eq!(statuses, ["applied", "applied"], "the duplicate of the witness is applied again");
-    let context = value(&m.inspect(snapshot.unwrap()).unwrap_or_else(|e| panic!("{e:?}")))["context"].clone();
+    let context = value(&m.inspect(JsValue::from(snapshot.unwrap())).unwrap_or_else(|e| panic!("{e:?}")))["context"].clone();
     assert_eq!(context["paid"], 80);
     // The robust order machine has no error-severity finding.
     let robust = value(&order().analyze());

@@ -92,16 +92,16 @@ struct Js(Machine);
 
 impl Api for Js {
     fn reduce(&self, snapshot: Option<&str>, event: &Value, now: u64, process: Option<&str>) -> Value {
-        let out = self.0.reduce(snapshot.map(str::to_string), js(&event.to_string()), now as f64, process.map(str::to_string));
+        let out = self.0.reduce(snap(snapshot.map(str::to_string)), js(&event.to_string()), now as f64, process.map(str::to_string));
         out.map_or_else(|e| thrown(&e), |o| value(&o))
     }
 
     fn due(&self, snapshot: &str, now: u64) -> Value {
-        self.0.due(snapshot.to_string(), now as f64).map_or_else(|e| thrown(&e), |o| value(&o))
+        self.0.due(JsValue::from(snapshot), now as f64).map_or_else(|e| thrown(&e), |o| value(&o))
     }
 
     fn inspect(&self, snapshot: &str) -> Value {
-        self.0.inspect(snapshot.to_string()).map_or_else(|e| thrown(&e), |o| value(&o))
+        self.0.inspect(JsValue::from(snapshot)).map_or_else(|e| thrown(&e), |o| value(&o))
     }
 }
 
@@ -147,4 +147,9 @@ mod analysis {
             panic!("analysis differs from the native one (tests/golden/analysis.jsonl): {diff}");
         }
     }
+}
+
+/// A stored snapshot as the JavaScript API takes it: the string, or null.
+pub fn snap(snapshot: Option<String>) -> JsValue {
+    snapshot.map_or(JsValue::NULL, |s| JsValue::from(s))
 }
