@@ -62,6 +62,9 @@ suite "cargo test (native)"   cargo test
 suite "clippy (wasm32)"       cargo clippy --target wasm32-unknown-unknown --lib \
                                 --test wasm_node --test wasm_browser -- -D warnings
 suite "build wasm + size"     scripts/build-wasm.sh
+# The benchmark harness once, untimed: XState, the hand-written reducer, idem wasm and
+# idem native must agree on every outcome (node benches/run.mjs times them).
+suite "bench smoke (peers agree)" node benches/run.mjs --smoke --no-wasm-build --sizes 0,100,1000
 suite "wasm: Node.js"         "${WASM[@]}" --test wasm_node
 # The lean engine (no analysis / XState import) that workerd.js and deno.js load.
 suite "wasm: Node.js (lean)"  "${WASM[@]}" --no-default-features --test wasm_node
