@@ -151,5 +151,5 @@ mod analysis {
 
 /// A stored snapshot as the JavaScript API takes it: the string, or null.
 pub fn snap(snapshot: Option<String>) -> JsValue {
-    snapshot.map_or(JsValue::NULL, |s| JsValue::from(s))
+    snapshot.map_or(JsValue::NULL, JsValue::from)
 }
