@@ -14,6 +14,16 @@ use crate::outbox;
 use crate::snapshot::{self, OutboxEntry, Snapshot, Timer};
 use serde_json::{json, Map, Value};
 
+/// The snapshot a reduce starts from.
+pub enum Current<'a> {
+    /// No process yet.
+    None,
+    /// The stored text, to decode.
+    Text(&'a str),
+    /// Already decoded (kept in memory since the last event).
+    Loaded(Box<snapshot::Loaded>),
+}
+
 /// An event as the engine sees it, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -144,16 +154,34 @@ impl Machine {
 
     /// Parse event JSON text and reduce it; malformed text is a `rejected` outcome.
     pub fn reduce_text(&self, process: &str, snapshot: Option<&str>, event: &str, now: u64) -> Outcome {
+        let current = match snapshot {
+            Some(text) => Current::Text(text),
+            None => Current::None,
+        };
+        self.reduce_with(process, current, event, now).0
+    }
+
+    /// Reduce event JSON text against a snapshot given as text or already
+    /// decoded; also returns the snapshot as it stands afterwards, decoded (see
+    /// [`Machine::reduce_loaded`]). Errors keep their usual precedence: the
+    /// event is checked before the snapshot is read.
+    pub fn reduce_with(&self, process: &str, current: Current<'_>, event: &str, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
         let limit = self.limits.max_payload_bytes + self.limits.max_id_bytes + 4096;
         if event.len() > limit {
-            return Outcome::rejected(Error::new(
-                Code::PayloadTooLarge,
-                format!("event is {} bytes, more than the {} allowed", event.len(), limit),
-            ));
+            let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
+            return (Outcome::rejected(e), None);
         }
-        match json::parse(event, Code::InvalidEvent, "event") {
-            Ok(v) => self.reduce_in(process, snapshot, &v, now),
-            Err(e) => Outcome::rejected(e),
+        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.parse_event(&v)).and_then(|e| {
+            let loaded = match current {
+                Current::None => None,
+                Current::Text(text) => Some(snapshot::load(self, text)?),
+                Current::Loaded(l) => Some(*l),
+            };
+            self.reduce_event(process, loaded, e, now)
+        });
+        match result {
+            Ok(pair) => pair,
+            Err(e) => (Outcome::rejected(e), None),
         }
     }
 
@@ -223,6 +251,24 @@ impl Machine {
 
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
         let event = self.parse_event(event)?;
+        let current = snapshot.map(|text| snapshot::load(self, text)).transpose()?;
+        self.reduce_event(process, current, event, now).map(|(o, _)| o)
+    }
+
+    /// Reduce against a snapshot already decoded (for example one a host keeps
+    /// in memory between events). Returns the outcome and the snapshot as it
+    /// stands afterwards, decoded (`None` when no process exists): the same
+    /// bytes as decoding `outcome.snapshot` (or the input when unchanged) would
+    /// give, so a caller may keep it for the next event instead of decoding.
+    pub fn reduce_loaded(&self, process: &str, current: Option<snapshot::Loaded>, event: &Value, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
+        let result = self.parse_event(event).and_then(|e| self.reduce_event(process, current, e, now));
+        match result {
+            Ok(pair) => pair,
+            Err(e) => (Outcome::rejected(e), None),
+        }
+    }
+
+    fn reduce_event(&self, process: &str, current: Option<snapshot::Loaded>, event: Event, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
         let fp = json::fingerprint(&event.event_type, &event.payload);
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
@@ -231,11 +277,8 @@ impl Machine {
         } else {
             event.id.clone()
         };
-        let (mut snap, leaf, upgraded_from, fresh) = match snapshot {
-            Some(text) => {
-                let l = snapshot::load(self, text)?;
-                (l.snap, l.leaf, l.upgraded_from, false)
-            }
+        let (mut snap, leaf, upgraded_from, fresh) = match current {
+            Some(l) => (l.snap, l.leaf, l.upgraded_from, false),
             None => {
                 let leaf = self.initial_leaf(self.root());
                 (Snapshot::initial(self, leaf), leaf, None, true)
@@ -244,7 +287,7 @@ impl Machine {
 
         // 1. Seen before? A live ledger entry answers without touching anything.
         if let Some(entry) = snap.ledger.find(&ledger_id, now)? {
-            let mut o = self.unchanged(&snap, leaf, upgraded_from);
+            let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
             if entry.fp == fp {
                 o.status = Status::Duplicate;
                 o.duplicate = true;
@@ -258,7 +301,7 @@ impl Machine {
                 ));
                 o.response = Value::Null;
             }
-            return Ok(o);
+            return Ok((o, (!fresh).then_some(snapshot::Loaded { snap, leaf, upgraded_from })));
         }
 
         // 2. Run the macrostep on a working copy.
@@ -325,14 +368,14 @@ impl Machine {
                 let mut next = snap;
                 next.revision = next_revision(next.revision)?;
                 self.remember(&mut next, &ledger_id, &event, &fp, now, true, &Value::Null)?;
-                let mut o = self.unchanged(&next, leaf, upgraded_from);
+                let mut o = self.unchanged(&next, leaf, upgraded_from.clone());
                 o.status = Status::Ignored;
                 o.snapshot = Some(self.encode_within_limit(&next)?);
-                return Ok(o);
+                return Ok((o, Some(snapshot::Loaded { snap: next, leaf, upgraded_from })));
             }
-            let mut o = self.unchanged(&snap, leaf, upgraded_from);
+            let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
             o.status = Status::Ignored;
-            return Ok(o);
+            return Ok((o, (!fresh).then_some(snapshot::Loaded { snap, leaf, upgraded_from })));
         }
 
         let state = self.state_value(run.leaf);
@@ -356,7 +399,7 @@ impl Machine {
         self.remember(&mut next, &ledger_id, &event, &fp, now, false, &response)?;
         let next_due_at = next_due(&next);
         let text = self.encode_within_limit(&next)?;
-        Ok(Outcome {
+        let outcome = Outcome {
             status: Status::Applied,
             duplicate: false,
             snapshot: Some(text),
@@ -367,7 +410,8 @@ impl Machine {
             revision,
             upgraded_from,
             next_due_at,
-        })
+        };
+        Ok((outcome, Some(snapshot::Loaded { snap: next, leaf: run.leaf, upgraded_from: None })))
     }
 
     /// Encode, refusing to produce a snapshot this machine could not read back.
@@ -406,7 +450,9 @@ impl Machine {
     fn remember(&self, snap: &mut Snapshot, id: &str, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) -> Result<()> {
         let exp = now.saturating_add(self.retention_for(&event.event_type));
         snap.ledger.push(id, fp, now, exp, snap.revision, ignored, response);
-        snap.ledger.prune(now, self.retention.max_entries)
+        snap.ledger.prune(now, self.retention.max_entries)?;
+        snap.ledger.compact_if_sparse();
+        Ok(())
     }
 }
 

@@ -598,6 +598,22 @@ impl Ledger {
         Ok(())
     }
 
+    /// Drop the text of forgotten records once it outweighs the live ones, so a
+    /// ledger kept in memory across many events does not grow without bound.
+    pub fn compact_if_sparse(&mut self) {
+        let live = self.text_len();
+        if self.text.len() <= 2 * live + 64 * 1024 {
+            return;
+        }
+        let mut text = String::with_capacity(live + 1024);
+        for r in &mut self.recs {
+            let base = text.len() as u32;
+            text.push_str(&self.text[r.start as usize..r.end as usize]);
+            *r = Rec { start: base, id_end: base + (r.id_end - r.start), end: base + (r.end - r.start) };
+        }
+        self.text = text;
+    }
+
     fn write_to(&self, out: &mut String) {
         // Records that sit next to each other in `text` (all of them, unless some
         // were pruned) are copied in one run.

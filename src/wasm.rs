@@ -6,6 +6,9 @@
 //! (and `path` where one applies).
 
 use crate::error::{Code, Error};
+use crate::reduce::Current;
+use crate::snapshot::Loaded;
+use std::cell::RefCell;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -77,6 +80,61 @@ fn now_ms(now: f64) -> Result<u64, JsValue> {
 #[wasm_bindgen]
 pub struct Machine {
     inner: crate::Machine,
+    resident: RefCell<Resident>,
+}
+
+/// Decoded snapshots kept between calls (a Durable Object or a warm isolate
+/// reduces the same process again and again), keyed by process id and the
+/// snapshot's checksum, which covers every byte of it: a snapshot the caller
+/// passes that matches an entry is used without being copied into wasm memory
+/// or decoded; anything else is decoded as usual. The outcome is the same
+/// either way, byte for byte.
+#[derive(Default)]
+struct Resident {
+    /// (process, checksum, the snapshot string or bytes as the caller holds it, decoded)
+    entries: Vec<(String, String, JsValue, Loaded)>,
+}
+
+const RESIDENT_ENTRIES: usize = 8;
+
+impl Resident {
+    /// The entry for exactly this snapshot: same process, same checksum, and the
+    /// same value by JavaScript's `===` (the very string the engine handed out,
+    /// or an equal one), so a tampered copy never stands in for the kept one.
+    fn take(&mut self, process: &str, check: &str, snapshot: &JsValue) -> Option<Loaded> {
+        let i = self.entries.iter().position(|(p, c, v, _)| p == process && c == check && v == snapshot)?;
+        Some(self.entries.remove(i).3)
+    }
+
+    fn put(&mut self, process: &str, check: String, snapshot: JsValue, loaded: Loaded) {
+        self.entries.retain(|(p, _, _, _)| p != process);
+        if self.entries.len() >= RESIDENT_ENTRIES {
+            self.entries.remove(0);
+        }
+        self.entries.push((process.to_string(), check, snapshot, loaded));
+    }
+}
+
+/// The checksum at the end of a format 2 (or later) snapshot, read without
+/// copying the snapshot: its last 16 characters.
+fn resident_key(v: &JsValue) -> Option<String> {
+    if let Some(s) = v.dyn_ref::<js_sys::JsString>() {
+        let len = s.length();
+        if len < 32 || s.slice(0, 4) != "idem" {
+            return None;
+        }
+        return Some(String::from(s.slice(len - 16, len)));
+    }
+    let b = v.dyn_ref::<js_sys::Uint8Array>()?;
+    let len = b.length();
+    if len < 32 || b.subarray(0, 4).to_vec() != b"idem" {
+        return None;
+    }
+    String::from_utf8(b.subarray(len - 16, len).to_vec()).ok()
+}
+
+fn tail(text: &str) -> Option<String> {
+    (text.starts_with("idem") && text.len() >= 32).then(|| text[text.len() - 16..].to_string())
 }
 
 #[wasm_bindgen]
@@ -86,7 +144,9 @@ impl Machine {
     #[wasm_bindgen(constructor)]
     pub fn new(definition: JsValue) -> Result<Machine, JsValue> {
         let text = json_text(&definition, "definition")?;
-        crate::Machine::from_json(&text).map(|inner| Machine { inner }).map_err(|e| js_error(&e))
+        crate::Machine::from_json(&text)
+            .map(|inner| Machine { inner, resident: RefCell::default() })
+            .map_err(|e| js_error(&e))
     }
 
     #[wasm_bindgen(getter)]
@@ -120,17 +180,7 @@ impl Machine {
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let text = json_text(&event, "event")?;
-        let current = snapshot_text(&snapshot)?;
-        let o = self.inner.reduce_text(process.as_deref().unwrap_or(""), current.as_deref(), &text, now);
-        let out = to_js(&o.to_json(false));
-        // Unchanged: hand back the caller's own value, no copy.
-        let snap: JsValue = match &o.snapshot {
-            Some(s) => s.as_str().into(),
-            None if current.is_some() => snapshot,
-            None => JsValue::NULL,
-        };
-        let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &snap);
-        Ok(out)
+        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, JsValue::from_str)
     }
 
     /// As [`Machine::reduce`], for hosts that store bytes (Durable Object storage,
@@ -153,16 +203,9 @@ impl Machine {
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let text = json_text(&event, "event")?;
-        let current = snapshot_text(&snapshot)?;
-        let o = self.inner.reduce_text(process.as_deref().unwrap_or(""), current.as_deref(), &text, now);
-        let out = to_js(&o.to_json(false));
-        let snap: JsValue = match &o.snapshot {
-            Some(s) => js_sys::Uint8Array::from(s.as_bytes()).into(),
-            None if current.is_some() => snapshot,
-            None => JsValue::NULL,
-        };
-        let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &snap);
-        Ok(out)
+        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, |s| {
+            js_sys::Uint8Array::from(s.as_bytes()).into()
+        })
     }
 
     /// The work due at `nowMs`: effect attempts, verifications, presumed-lost
@@ -198,6 +241,48 @@ impl Machine {
     #[wasm_bindgen(js_name = eventTypes)]
     pub fn event_types(&self) -> JsValue {
         to_js(&Value::Array(self.inner.event_types.iter().cloned().map(Value::String).collect()))
+    }
+}
+
+impl Machine {
+    /// Reduce, starting from the resident decoded snapshot when the caller's
+    /// snapshot is the one it was made from; keep what results for next time.
+    /// Returns the outcome as a JavaScript object with `snapshot` set: the new
+    /// snapshot made by `wrap`, or the caller's own value when unchanged.
+    fn reduce_resident(
+        &self,
+        process: &str,
+        snapshot: JsValue,
+        event: &str,
+        now: u64,
+        wrap: fn(&str) -> JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let key = resident_key(&snapshot);
+        let cached = key.as_deref().and_then(|k| self.resident.borrow_mut().take(process, k, &snapshot));
+        let text;
+        let (current, had) = match cached {
+            Some(loaded) => (Current::Loaded(Box::new(loaded)), true),
+            None => {
+                text = snapshot_text(&snapshot)?;
+                match text.as_deref() {
+                    Some(t) => (Current::Text(t), true),
+                    None => (Current::None, false),
+                }
+            }
+        };
+        let (o, after) = self.inner.reduce_with(process, current, event, now);
+        let out = to_js(&o.to_json(false));
+        let (returned, check) = match &o.snapshot {
+            Some(new_text) => (wrap(new_text), tail(new_text)),
+            // Unchanged: hand back the caller's own value, no copy.
+            None if had => (snapshot, key),
+            None => (JsValue::NULL, None),
+        };
+        let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &returned);
+        if let (Some(loaded), Some(check)) = (after, check) {
+            self.resident.borrow_mut().put(process, check, returned, loaded);
+        }
+        Ok(out)
     }
 }
 

@@ -225,3 +225,31 @@ test("reduceBytes: the same snapshot text as bytes, and a duplicate hands back t
   assert.equal(bad.status, "rejected");
   assert.equal(bad.error.code, "invalid_snapshot");
 });
+
+test("a Machine reused across events (decoded snapshots kept in memory) answers byte for byte as fresh ones do", () => {
+  const def = read("tests/machines/order.json");
+  const warm = new Machine(def);
+  const pay = (id, p, amount) => ({ id, type: "PAYMENT_PARTIAL", payload: { paymentId: p, amount } });
+  const events = [pay("e1", "p1", 10), pay("e1", "p1", 10), pay("e2", "p2", 20), pay("e1", "p1", 11), pay("e3", "p2", 20), pay("e4", "p4", 70), { id: "s1", type: "SHIP" }];
+  let a = null;
+  let b = null;
+  const history = [];
+  for (const [i, e] of events.entries()) {
+    const x = warm.reduce(a, e, 1000 + i, "o1");
+    const y = new Machine(def).reduce(b, e, 1000 + i, "o1");
+    assert.deepEqual(x, y, `event ${i}`);
+    a = x.snapshot;
+    b = y.snapshot;
+    history.push(a);
+  }
+  // A tampered copy of the kept snapshot (same checksum digits at its end) is refused, not replaced by it.
+  const tamper = (t) => t.slice(0, 40) + (t[40] === "x" ? "y" : "x") + t.slice(41);
+  assert.equal(warm.reduce(tamper(a), pay("e7", "p7", 1), 4000, "o1").error?.code, "invalid_snapshot");
+  assert.equal(warm.reduce(a, pay("e7", "p7", 1), 4000, "o1").status, "ignored", "the kept one still answers");
+  // An older snapshot (a host that lost a race and reloaded) is decoded, not confused with the kept one.
+  const stale = warm.reduce(history[2], pay("e9", "p9", 1), 5000, "o1");
+  const fresh = new Machine(def).reduce(history[2], pay("e9", "p9", 1), 5000, "o1");
+  assert.deepEqual(stale, fresh);
+  // Another process with the same snapshot text is kept apart.
+  assert.deepEqual(warm.reduce(a, { id: "s1", type: "SHIP" }, 6000, "o2"), new Machine(def).reduce(a, { id: "s1", type: "SHIP" }, 6000, "o2"));
+});
