@@ -10,6 +10,9 @@
 //            --budget-ms 400             time spent per measurement (at least 5 samples)
 //            --cold-runs 15              fresh processes per cold-start measurement
 //            --json FILE                 also write every figure as JSON
+//            --no-hosts                  skip section 4 (the hosts end to end: workerd with D1 and a
+//                                        Durable Object, Deno KV; benches/hosts.mjs, ~30 s); --smoke
+//                                        never runs it
 //
 // The peers live in benches/peers.mjs, native idem in benches/idem.rs (a `cargo bench`
 // target run here as a plain binary). Results and how to read them: benches/RESULTS.md.
@@ -22,6 +25,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 import { fmtBytes, fmtNs, fmtOps, measureGroup, median, quantile, ratio, table } from "./measure.mjs";
+import { duplicatesWriteNothing, hostsSection, measureHosts } from "./hosts.mjs";
 import * as peers from "./peers.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -34,6 +38,7 @@ const { values: opt } = parseArgs({
     "budget-ms": { type: "string", default: "400" },
     "cold-runs": { type: "string", default: "15" },
     json: { type: "string" },
+    "no-hosts": { type: "boolean", default: false },
   },
 });
 const SIZES = opt.sizes.split(",").map((s) => Number(s.replaceAll("_", "")));
@@ -374,6 +379,11 @@ async function measureAll() {
 
   log(`sizes and cold start (${COLD_RUNS} fresh processes each)`);
   Object.assign(res, await sizesAndColdStart());
+
+  if (!opt["no-hosts"]) {
+    log("hosts end to end (benches/hosts.mjs)");
+    res.hosts = await measureHosts({ log });
+  }
   return res;
 }
 
@@ -497,13 +507,7 @@ function report(res) {
 
   p("### 4. Hosts end to end (local workerd with D1 and a Durable Object, Deno KV)");
   p();
-  p(table(["host", "events/s, one hot process, concurrent delivery", "events/s, many processes", "duplicate cost vs applied", "writes per duplicate"], [
-    ["workerd + D1", "not measured yet", "not measured yet", "not measured yet", "not measured yet"],
-    ["workerd + Durable Object", "not measured yet", "not measured yet", "not measured yet", "not measured yet"],
-    ["Deno KV", "not measured yet", "not measured yet", "not measured yet", "not measured yet"],
-  ], ["l"]));
-  p();
-  p("(To be filled when the hosts exist: add their runs to benches/run.mjs so they print here from the same run.)");
+  p(hostsSection(res.hosts ?? null, { skipped: "--no-hosts" }));
   p();
 
   p("### Targets (issue 9)");
@@ -520,7 +524,8 @@ function report(res) {
   }
   goal(`wasm ≤ 100 KiB gzip (goal beyond: 60 KiB): ${IDEM.label}`, fmtBytes(z[IDEM.key].wasmGzip), z[IDEM.key].wasmGzip <= 100 * 1024);
   goal(`cold start to first reduce < 5 ms: ${IDEM.label}`, ms(c[IDEM.key].medianMs), c[IDEM.key].medianMs < 5);
-  goal("a duplicate costs no write on every host", "not measured yet", null);
+  const noWrite = duplicatesWriteNothing(res.hosts);
+  goal("a duplicate costs no write on every host", noWrite === null ? "not measured (--no-hosts)" : noWrite ? "0 commits on every host" : "some host wrote", noWrite);
   p(table(["target", "measured (idem wasm)", ""], t, ["l", "l", "l"]));
   p();
   p("Profile of the native round trip (instruction counts, load-independent): `node benches/profile.mjs`.");
@@ -534,4 +539,5 @@ if (opt.smoke) {
   const { text, info } = report(res);
   console.log(text);
   if (opt.json) writeFileSync(opt.json, JSON.stringify({ info, ...res }, null, 2));
+  if (res.hosts?.errors) process.exitCode = 1;
 }
