@@ -44,7 +44,7 @@ pub mod wasm;
 
 pub use error::{Code, Error};
 pub use machine::Machine;
-pub use reduce::{EmittedEffect, Event, Outcome, Status};
+pub use reduce::{EmittedEffect, Event, Original, Outcome, Status};
 pub use snapshot::Snapshot;
 
 /// The crate version, also reported by the wasm package and the CLI.

@@ -86,6 +86,17 @@ pub struct Outcome {
     pub upgraded_from: Option<String>,
     /// Earliest time some effect or timer is due, if any.
     pub next_due_at: Option<u64>,
+    /// For a duplicate: how the first delivery was recorded (its status, the
+    /// revision it produced, when), so a replay can be answered without
+    /// reading the ledger again.
+    pub original: Option<Original>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Original {
+    pub status: &'static str,
+    pub revision: u64,
+    pub at: u64,
 }
 
 impl Outcome {
@@ -101,6 +112,7 @@ impl Outcome {
             revision: 0,
             upgraded_from: None,
             next_due_at: None,
+            original: None,
         }
     }
 
@@ -122,6 +134,9 @@ impl Outcome {
             o.insert("upgradedFrom".into(), v.clone().into());
         }
         o.insert("nextDueAt".into(), self.next_due_at.map(Value::from).unwrap_or(Value::Null));
+        if let Some(first) = &self.original {
+            o.insert("original".into(), json!({ "status": first.status, "revision": first.revision, "at": first.at }));
+        }
         if with_snapshot {
             if let Some(text) = &self.snapshot {
                 if let Ok(s) = Snapshot::decode(text, usize::MAX) {
@@ -292,6 +307,7 @@ impl Machine {
                 o.status = Status::Duplicate;
                 o.duplicate = true;
                 o.response = entry.response()?;
+                o.original = Some(Original { status: entry.status(), revision: entry.rev, at: entry.at });
             } else {
                 o.status = Status::Conflict;
                 o.error = Some(Error::at(
@@ -410,6 +426,7 @@ impl Machine {
             revision,
             upgraded_from,
             next_due_at,
+            original: None,
         };
         Ok((outcome, Some(snapshot::Loaded { snap: next, leaf: run.leaf, upgraded_from: None })))
     }
@@ -442,6 +459,7 @@ impl Machine {
             revision: snap.revision,
             upgraded_from,
             next_due_at: next_due(snap),
+            original: None,
         }
     }
 

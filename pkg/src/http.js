@@ -273,7 +273,11 @@ export function createHttpApi(options) {
         return answer(a, "applied", false, out.attempts);
       }
       case "duplicate": {
-        const entry = machine.inspect(out.snapshot).ledger.find((e) => e.id === k.key);
+        // The engine says how the first delivery was recorded; an older engine
+        // without `original` is answered from the ledger.
+        const entry = out.original
+          ? { status: out.original.status, rev: out.original.revision, response: out.response }
+          : machine.inspect(out.snapshot).ledger.find((e) => e.id === k.key);
         const a = entry
           ? firstAnswer(processId, k.key, entry, event.type)
           : { status: 200, body: { processId, eventId: k.key, status: "applied", revision: null, response: out.response ?? null } };

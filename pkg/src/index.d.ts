@@ -108,6 +108,8 @@ export interface Outcome {
   /** Earliest time (ms) some effect or timer is due, or null. */
   nextDueAt: number | null;
   upgradedFrom?: string;
+  /** For a duplicate: how the first delivery was recorded (so a replay needs no ledger read). */
+  original?: { status: "applied" | "ignored"; revision: number; at: number };
 }
 
 /** An outcome as returned by `apply`: plus the store version and the number of tries. */
