@@ -39,7 +39,9 @@ want=$(sed -nE 's/^wasm-bindgen *= *(\{.*version *= *)?"=([0-9][^"]*)".*/\2/p' C
 have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have" != "$want" ]; then
   say "installing wasm-bindgen-cli $want (found: ${have:-none}); this takes a few minutes"
-  cargo install --locked --force wasm-bindgen-cli --version "$want"
+  # Not --locked: the CLI's own lock file can name crate versions that no longer
+  # build with a newer rustc; cargo resolves compatible ones instead.
+  cargo install --force wasm-bindgen-cli --version "$want"
 fi
 
 # --- Browsers and their WebDriver servers ----------------------------------
@@ -49,16 +51,14 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]} with apt-get"
-  # Refresh the package lists only when apt does not know the packages yet.
-  if ! apt-cache show "${missing[@]}" >/dev/null 2>&1; then
-    as_root apt-get update -q
-  fi
+  # Fresh package lists first: a machine's cached lists can name versions the mirror no longer has.
+  as_root apt-get update -q
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 fi
 
 if ! command -v geckodriver >/dev/null; then
   say "installing geckodriver $GECKODRIVER_VERSION; this takes a few minutes"
-  cargo install --locked geckodriver --version "$GECKODRIVER_VERSION"
+  cargo install geckodriver --version "$GECKODRIVER_VERSION"
 fi
 
 # --- JavaScript tooling ----------------------------------------------------
