@@ -91,27 +91,35 @@ pub struct Machine {
 /// either way, byte for byte.
 #[derive(Default)]
 struct Resident {
-    /// (process, checksum, the snapshot string or bytes as the caller holds it, decoded)
-    entries: Vec<(String, String, JsValue, Loaded)>,
+    /// (process, checksum, the snapshot string or bytes as the caller holds it, its length, decoded)
+    entries: Vec<(String, String, JsValue, usize, Loaded)>,
 }
 
 const RESIDENT_ENTRIES: usize = 8;
+/// Snapshot bytes kept at most (each is held twice: the caller's string and the
+/// decoded copy), well inside a Worker isolate's 128 MB.
+const RESIDENT_BYTES: usize = 16 << 20;
 
 impl Resident {
     /// The entry for exactly this snapshot: same process, same checksum, and the
     /// same value by JavaScript's `===` (the very string the engine handed out,
     /// or an equal one), so a tampered copy never stands in for the kept one.
     fn take(&mut self, process: &str, check: &str, snapshot: &JsValue) -> Option<Loaded> {
-        let i = self.entries.iter().position(|(p, c, v, _)| p == process && c == check && v == snapshot)?;
-        Some(self.entries.remove(i).3)
+        let i = self.entries.iter().position(|(p, c, v, _, _)| p == process && c == check && v == snapshot)?;
+        Some(self.entries.remove(i).4)
     }
 
-    fn put(&mut self, process: &str, check: String, snapshot: JsValue, loaded: Loaded) {
-        self.entries.retain(|(p, _, _, _)| p != process);
-        if self.entries.len() >= RESIDENT_ENTRIES {
+    fn put(&mut self, process: &str, check: String, snapshot: JsValue, len: usize, loaded: Loaded) {
+        self.entries.retain(|(p, ..)| p != process);
+        if len > RESIDENT_BYTES {
+            return;
+        }
+        while self.entries.len() >= RESIDENT_ENTRIES
+            || self.entries.iter().map(|e| e.3).sum::<usize>() + len > RESIDENT_BYTES
+        {
             self.entries.remove(0);
         }
-        self.entries.push((process.to_string(), check, snapshot, loaded));
+        self.entries.push((process.to_string(), check, snapshot, len, loaded));
     }
 }
 
@@ -131,6 +139,14 @@ fn resident_key(v: &JsValue) -> Option<String> {
         return None;
     }
     String::from_utf8(b.subarray(len - 16, len).to_vec()).ok()
+}
+
+/// Length of a snapshot string (ASCII: characters are bytes) or byte array.
+fn js_length(v: &JsValue) -> usize {
+    if let Some(s) = v.dyn_ref::<js_sys::JsString>() {
+        return s.length() as usize;
+    }
+    v.dyn_ref::<js_sys::Uint8Array>().map_or(0, |b| b.length() as usize)
 }
 
 fn tail(text: &str) -> Option<String> {
@@ -272,15 +288,18 @@ impl Machine {
         };
         let (o, after) = self.inner.reduce_with(process, current, event, now);
         let out = to_js(&o.to_json(false));
-        let (returned, check) = match &o.snapshot {
-            Some(new_text) => (wrap(new_text), tail(new_text)),
+        let (returned, check, len) = match &o.snapshot {
+            Some(new_text) => (wrap(new_text), tail(new_text), new_text.len()),
             // Unchanged: hand back the caller's own value, no copy.
-            None if had => (snapshot, key),
-            None => (JsValue::NULL, None),
+            None if had => {
+                let len = js_length(&snapshot);
+                (snapshot, key, len)
+            }
+            None => (JsValue::NULL, None, 0),
         };
         let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &returned);
         if let (Some(loaded), Some(check)) = (after, check) {
-            self.resident.borrow_mut().put(process, check, returned, loaded);
+            self.resident.borrow_mut().put(process, check, returned, len, loaded);
         }
         Ok(out)
     }
