@@ -75,8 +75,10 @@ pub struct EffectDef {
     pub json_path: String,
 }
 
-/// Exponential backoff with a cap and deterministic jitter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Exponential backoff with a cap and deterministic jitter (also its wire form
+/// in the snapshot's outbox).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RetryPolicy {
     pub max_attempts: u32,
     pub base_ms: u64,

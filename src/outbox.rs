@@ -11,7 +11,7 @@ use crate::error::{Code, Error, Result};
 use crate::json;
 use crate::machine::{Machine, RetryPolicy};
 use crate::reduce::{EmittedEffect, Event};
-use crate::snapshot::{self, EffectState, OutboxEntry, RetryWire, Snapshot};
+use crate::snapshot::{self, EffectState, OutboxEntry, Snapshot};
 use serde_json::{json, Value};
 
 /// How long an attempt may stay `in_flight` before it is presumed lost (ms).
@@ -46,13 +46,7 @@ pub(crate) fn new_entry(e: &(EmittedEffect, RetryPolicy), event_id: &str, now: u
         attempts: 0,
         attempt_id: None,
         due_at: Some(now),
-        retry: RetryWire {
-            max_attempts: r.max_attempts,
-            base_ms: r.base_ms,
-            factor: r.factor,
-            max_delay_ms: r.max_delay_ms,
-            jitter_pct: r.jitter_pct,
-        },
+        retry: *r,
         event_id: event_id.to_string(),
         created_at: now,
         done_at: None,
@@ -64,7 +58,7 @@ pub(crate) fn new_entry(e: &(EmittedEffect, RetryPolicy), event_id: &str, now: u
 /// Delay before attempt `n + 1` after attempt `n` (n ≥ 1) did not succeed:
 /// exponential with a cap, minus a jitter derived from the key and attempt
 /// number (never from a random source), so every run computes the same schedule.
-pub fn backoff(retry: &RetryWire, key: &str, n: u32) -> u64 {
+pub fn backoff(retry: &RetryPolicy, key: &str, n: u32) -> u64 {
     let exp = (n.max(1) - 1).min(40);
     let raw = (retry.factor as u64).checked_pow(exp).and_then(|f| retry.base_ms.checked_mul(f)).unwrap_or(u64::MAX);
     let delay = raw.min(retry.max_delay_ms);
@@ -295,10 +289,10 @@ mod tests {
 
     #[test]
     fn backoff_is_deterministic_exponential_and_capped() {
-        let r = RetryWire { max_attempts: 10, base_ms: 1000, factor: 2, max_delay_ms: 10_000, jitter_pct: 0 };
+        let r = RetryPolicy { max_attempts: 10, base_ms: 1000, factor: 2, max_delay_ms: 10_000, jitter_pct: 0 };
         let s: Vec<u64> = (1..=6).map(|n| backoff(&r, "k", n)).collect();
         assert_eq!(s, vec![1000, 2000, 4000, 8000, 10_000, 10_000]);
-        let j = RetryWire { jitter_pct: 20, ..r };
+        let j = RetryPolicy { jitter_pct: 20, ..r };
         let a: Vec<u64> = (1..=6).map(|n| backoff(&j, "order-1/e1:0", n)).collect();
         let b: Vec<u64> = (1..=6).map(|n| backoff(&j, "order-1/e1:0", n)).collect();
         assert_eq!(a, b);
@@ -307,7 +301,7 @@ mod tests {
         }
         let other: Vec<u64> = (1..=6).map(|n| backoff(&j, "order-2/e1:0", n)).collect();
         assert_ne!(a, other, "jitter depends on the key");
-        let huge = RetryWire { max_attempts: 1000, base_ms: u64::MAX / 2, factor: 10, max_delay_ms: 5, jitter_pct: 100 };
+        let huge = RetryPolicy { max_attempts: 1000, base_ms: u64::MAX / 2, factor: 10, max_delay_ms: 5, jitter_pct: 100 };
         assert!(backoff(&huge, "k", 999) <= 5);
     }
 }

@@ -19,7 +19,7 @@
 
 use crate::error::{Code, Error, Result};
 use crate::json;
-use crate::machine::{Machine, StateIdx};
+use crate::machine::{Machine, RetryPolicy, StateIdx};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -61,16 +61,6 @@ impl EffectState {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RetryWire {
-    pub max_attempts: u32,
-    pub base_ms: u64,
-    pub factor: u32,
-    pub max_delay_ms: u64,
-    pub jitter_pct: u32,
-}
-
 /// One effect on its way to the outside world.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -90,7 +80,7 @@ pub struct OutboxEntry {
     /// When the next step (an attempt or a verification) is due, if one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due_at: Option<u64>,
-    pub retry: RetryWire,
+    pub retry: RetryPolicy,
     /// The event whose transition emitted it.
     pub event_id: String,
     pub created_at: u64,

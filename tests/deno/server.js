@@ -8,7 +8,7 @@ import { tempKvPath } from "./helpers.js";
 const EXAMPLE = new URL("../../examples/deno/", import.meta.url);
 
 /** Serve a fake gateway on a free port; a dropped response becomes a 504 from the network in front of it. */
-function serveGateway(gateway) {
+export function serveGateway(gateway) {
   const handle = gatewayFetch(gateway);
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
     try {

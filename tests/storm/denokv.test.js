@@ -10,9 +10,9 @@
 //   deno test --allow-all --unstable-kv tests/storm/denokv.test.js   (STORM_SEED=<n>, STORM_SCALE=<k>)
 import { assertEquals } from "../deno/assert.js";
 import { tempKvPath } from "../deno/helpers.js";
-import { startServer } from "../deno/server.js";
+import { serveGateway, startServer } from "../deno/server.js";
 import { Machine } from "../../pkg/src/deno.js";
-import { FakeGateway, gatewayFetch, NetworkError } from "../../pkg/src/testing/fake-gateway.js";
+import { FakeGateway } from "../../pkg/src/testing/fake-gateway.js";
 import { planStorm, runStorm, scaleFrom, seedFrom, totalsLine, violationLines } from "./storm.js";
 
 const SERVERS = 3;
@@ -24,19 +24,6 @@ const definition = async (name) => Deno.readTextFile(new URL(`../../www/machines
 const machines = { robust: new Machine(await definition("order-robust")), nokeys: new Machine(await definition("order-robust-nokeys")) };
 const machineFor = (pid) => (pid.endsWith("-robust-nokeys") ? machines.nokeys : machines.robust);
 
-/** A gateway served over HTTP; a dropped response becomes a 504 from the network in front of it (as tests/deno/server.js does). */
-function serveGateway(gateway) {
-  const handle = gatewayFetch(gateway);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
-    try {
-      return await handle(request);
-    } catch (err) {
-      if (err instanceof NetworkError) return new Response("upstream connection reset", { status: 504 });
-      throw err;
-    }
-  });
-  return { server, url: `http://127.0.0.1:${server.addr.port}/` };
-}
 
 Deno.test({
   name: `storm on Deno KV (${SERVERS} servers, one database): every event applied once, nothing lost, nothing doubled`,
