@@ -90,6 +90,10 @@ pub struct Outcome {
     /// revision it produced, when), so a replay can be answered without
     /// reading the ledger again.
     pub original: Option<Original>,
+    /// How many leading bytes of `snapshot` are the same as in the snapshot this
+    /// reduce started from (0 when none are known to be): a host holding that
+    /// text can keep them instead of copying the whole new text.
+    pub kept_prefix: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +117,7 @@ impl Outcome {
             upgraded_from: None,
             next_due_at: None,
             original: None,
+            kept_prefix: 0,
         }
     }
 
@@ -386,7 +391,9 @@ impl Machine {
                 self.remember(&mut next, &ledger_id, &event, &fp, now, true, &Value::Null)?;
                 let mut o = self.unchanged(&next, leaf, upgraded_from.clone());
                 o.status = Status::Ignored;
-                o.snapshot = Some(self.encode_within_limit(&next)?);
+                let (text, kept_prefix) = self.encode_within_limit(&mut next)?;
+                o.snapshot = Some(text);
+                o.kept_prefix = kept_prefix;
                 return Ok((o, Some(snapshot::Loaded { snap: next, leaf, upgraded_from })));
             }
             let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
@@ -414,7 +421,7 @@ impl Machine {
         outbox::prune(&mut next.outbox, now, self.retention.default_ms);
         self.remember(&mut next, &ledger_id, &event, &fp, now, false, &response)?;
         let next_due_at = next_due(&next);
-        let text = self.encode_within_limit(&next)?;
+        let (text, kept_prefix) = self.encode_within_limit(&mut next)?;
         let outcome = Outcome {
             status: Status::Applied,
             duplicate: false,
@@ -427,13 +434,14 @@ impl Machine {
             upgraded_from,
             next_due_at,
             original: None,
+            kept_prefix,
         };
         Ok((outcome, Some(snapshot::Loaded { snap: next, leaf: run.leaf, upgraded_from: None })))
     }
 
     /// Encode, refusing to produce a snapshot this machine could not read back.
-    fn encode_within_limit(&self, snap: &Snapshot) -> Result<String> {
-        let text = snap.encode();
+    fn encode_within_limit(&self, snap: &mut Snapshot) -> Result<(String, usize)> {
+        let (text, kept) = snap.encode_from();
         if text.len() > self.limits.max_snapshot_bytes {
             return Err(Error::new(
                 Code::SnapshotTooLarge,
@@ -444,7 +452,7 @@ impl Machine {
                 ),
             ));
         }
-        Ok(text)
+        Ok((text, kept))
     }
 
     fn unchanged(&self, snap: &Snapshot, leaf: StateIdx, upgraded_from: Option<String>) -> Outcome {
@@ -460,6 +468,7 @@ impl Machine {
             upgraded_from,
             next_due_at: next_due(snap),
             original: None,
+            kept_prefix: 0,
         }
     }
 
@@ -469,7 +478,6 @@ impl Machine {
         let exp = now.saturating_add(self.retention_for(&event.event_type));
         snap.ledger.push(id, fp, now, exp, snap.revision, ignored, response);
         snap.ledger.prune(now, self.retention.max_entries)?;
-        snap.ledger.compact_if_sparse();
         Ok(())
     }
 }

@@ -5,26 +5,38 @@
 //! (truncation, a flipped bit, a hand edit) is caught by its checksum on load
 //! and the snapshot is rejected rather than reinterpreted.
 //!
-//! Format 2 keeps the ledger out of JSON so that its cost per event is a copy,
-//! not a parse:
+//! Format 3 keeps the ledger out of JSON, and first, so that an event that
+//! only adds a record leaves every byte before it as it was:
 //!
 //! ```text
-//! idem2 <head bytes> <ledger entries>\n
-//! <head: JSON of machine, value, context, revision, done, outbox, timers>\n
+//! idem3\n
 //! <one ledger record per line, fixed-width fields, see `Ledger`>
+//! #<ledger entries> <prune at>\n
+//! <head: JSON of machine, value, context, revision, done, outbox, timers>\n
 //! <16 hex digits: xxh3-64 of everything before them>
 //! ```
 //!
-//! Format 1 (one JSON object ending in a `"check"` member) is still read.
+//! The checksum is computed as a stream, and the stream's state after the
+//! records is kept with a decoded ledger: encoding after an append hashes only
+//! the new record, the trailer and the head, and a host holding the previous
+//! text as a string can keep its unchanged prefix (see `Snapshot::encode_from`).
+//!
+//! Format 2 (`idem2 <head bytes> <ledger entries>\n<head>\n<records><checksum>`,
+//! the head first) and format 1 (one JSON object ending in a `"check"` member)
+//! are still read.
 
 use crate::error::{Code, Error, Result};
 use crate::json;
 use crate::machine::{Machine, RetryPolicy, StateIdx};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use xxhash_rust::xxh3::Xxh3Default;
 
 /// The newest format this engine writes. Every older format stays readable.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
+
+/// The first line of a format 3 snapshot.
+const V3_MAGIC: &str = "idem3\n";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -193,8 +205,15 @@ fn corrupt(why: &str) -> Error {
 }
 
 impl Snapshot {
-    /// Encode as format 2 text (ASCII), checksum last.
-    pub fn encode(&self) -> String {
+    /// Encode as format 3 text (ASCII), checksum last.
+    pub fn encode(&mut self) -> String {
+        self.encode_from().0
+    }
+
+    /// Encode, and say how many leading bytes the new text shares with the text
+    /// this snapshot was decoded from or last encoded to (0 when none): the
+    /// header line and the records up to where the ledger was only appended to.
+    pub fn encode_from(&mut self) -> (String, usize) {
         let head = HeadRef {
             machine: &self.machine,
             value: &self.value,
@@ -205,14 +224,31 @@ impl Snapshot {
             timers: &self.timers,
         };
         let head = ascii_json(&serde_json::to_string(&head).expect("snapshot head serializes"));
-        let mut out = String::with_capacity(head.len() + self.ledger.text_len() + 48);
-        out.push_str(&format!("idem{} {} {}\n", FORMAT, head.len(), self.ledger.len()));
+        let ledger = &mut self.ledger;
+        let records = ledger.text.len();
+        let (shared, mut hasher) = match ledger.synced.take() {
+            Some(s) => {
+                let mut h = *s.state;
+                h.update(&ledger.text.as_bytes()[s.len..]);
+                (V3_MAGIC.len() + s.len, h)
+            }
+            None => {
+                let mut h = Xxh3Default::new();
+                h.update(V3_MAGIC.as_bytes());
+                h.update(ledger.text.as_bytes());
+                (0, h)
+            }
+        };
+        ledger.synced = Some(Synced { len: records, state: Box::new(hasher.clone()) });
+        let mut out = String::with_capacity(V3_MAGIC.len() + records + head.len() + 64);
+        out.push_str(V3_MAGIC);
+        out.push_str(&ledger.text);
+        out.push_str(&format!("#{} {}\n", ledger.recs.len(), ledger.prune_at));
         out.push_str(&head);
         out.push('\n');
-        self.ledger.write_to(&mut out);
-        let h = json::hash64(out.as_bytes());
-        out.push_str(&format!("{h:016x}"));
-        out
+        hasher.update(&out.as_bytes()[V3_MAGIC.len() + records..]);
+        out.push_str(&format!("{:016x}", hasher.digest()));
+        (out, shared)
     }
 
     /// Decode any format this engine has written, verifying its checksum.
@@ -239,6 +275,9 @@ impl Snapshot {
             return Err(corrupt("checksum is not lowercase hex"));
         }
         let expected = u64::from_str_radix(check, 16).map_err(|_| corrupt("checksum is not hex"))?;
+        if body.starts_with(V3_MAGIC) {
+            return decode_v3(body, expected);
+        }
         if json::hash64(body.as_bytes()) != expected {
             return Err(corrupt("checksum mismatch"));
         }
@@ -261,23 +300,12 @@ impl Snapshot {
         if after.len() < head_len + 1 || !after.is_char_boundary(head_len) || &after[head_len..head_len + 1] != "\n" {
             return Err(corrupt("head length does not match"));
         }
-        let head_value = json::parse(&after[..head_len], Code::InvalidSnapshot, "snapshot head")?;
-        let head: Head = serde_json::from_value(head_value)
-            .map_err(|e| Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format 2: {e}")))?;
-        let ledger = Ledger::parse(&after[head_len + 1..], count)?;
-        Ok(Snapshot {
-            format,
-            machine: head.machine,
-            value: head.value,
-            context: head.context,
-            revision: head.revision,
-            done: head.done,
-            ledger,
-            outbox: head.outbox,
-            timers: head.timers,
-        })
+        let head = parse_head(&after[..head_len], 2)?;
+        // Format 2 kept no pruning schedule: look at the expiries on the next append.
+        let mut ledger = Ledger::parse(&after[head_len + 1..], count)?;
+        ledger.prune_at = 0;
+        Ok(head.into_snapshot(2, ledger))
     }
-
     /// A fresh snapshot in `leaf` with the machine's initial context.
     pub fn initial(machine: &Machine, leaf: StateIdx) -> Snapshot {
         Snapshot {
@@ -326,6 +354,72 @@ impl Snapshot {
     }
 }
 
+impl Head {
+    fn into_snapshot(self, format: u32, ledger: Ledger) -> Snapshot {
+        Snapshot {
+            format,
+            machine: self.machine,
+            value: self.value,
+            context: self.context,
+            revision: self.revision,
+            done: self.done,
+            ledger,
+            outbox: self.outbox,
+            timers: self.timers,
+        }
+    }
+}
+
+/// The head's JSON, read straight into its fields (no intermediate `Value` tree
+/// for the fixed parts), with the nesting bound every input gets.
+fn parse_head(text: &str, format: u32) -> Result<Head> {
+    let head: Head = serde_json::from_str(text).map_err(|e| {
+        Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format {format}: {e}"))
+    })?;
+    json::check_depth(&head.context, "snapshot context")?;
+    json::check_depth(&head.value, "snapshot state value")?;
+    for e in &head.outbox {
+        for v in [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten() {
+            json::check_depth(v, "snapshot outbox entry")?;
+        }
+    }
+    Ok(head)
+}
+
+/// Format 3: `body` is everything before the checksum. The records come first,
+/// so the checksum is taken as a stream and its state after the records is kept.
+fn decode_v3(body: &str, expected: u64) -> Result<Snapshot> {
+    // The head is the last line, the trailer (`#<count> <prune at>`) the one before.
+    let layout = body.strip_suffix('\n').and_then(|b| {
+        let head_start = b.rfind('\n')? + 1;
+        let trailer_start = b[..head_start - 1].rfind('\n')? + 1;
+        (trailer_start >= V3_MAGIC.len()).then_some((trailer_start, head_start))
+    });
+    let Some((trailer_start, head_start)) = layout else {
+        return Err(if json::hash64(body.as_bytes()) != expected { corrupt("checksum mismatch") } else { corrupt("no trailer") });
+    };
+    let mut hasher = Xxh3Default::new();
+    hasher.update(&body.as_bytes()[..trailer_start]);
+    let at_records_end = hasher.clone();
+    hasher.update(&body.as_bytes()[trailer_start..]);
+    if hasher.digest() != expected {
+        return Err(corrupt("checksum mismatch"));
+    }
+    let trailer = body[trailer_start..head_start - 1].strip_prefix('#').ok_or_else(|| corrupt("bad trailer"))?;
+    let mut fields = trailer.split(' ');
+    let count: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad trailer"))?;
+    let prune_at: u64 = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad trailer"))?;
+    if fields.next().is_some() {
+        return Err(corrupt("bad trailer"));
+    }
+    let head = parse_head(&body[head_start..body.len() - 1], 3)?;
+    let records = &body[V3_MAGIC.len()..trailer_start];
+    let mut ledger = Ledger::parse(records, count)?;
+    ledger.prune_at = prune_at;
+    ledger.synced = Some(Synced { len: records.len(), state: Box::new(at_records_end) });
+    Ok(head.into_snapshot(3, ledger))
+}
+
 const V1_CHECK_PREFIX: &str = ",\"check\":\"";
 
 fn decode_v1(text: &str) -> Result<Snapshot> {
@@ -366,6 +460,8 @@ fn decode_v1(text: &str) -> Result<Snapshot> {
         }
         ledger.push(&e.id, &e.fp, e.at, e.exp, e.rev, e.status == "ignored", &e.response);
     }
+    // Like format 2, format 1 kept no pruning schedule: look on the next append.
+    ledger.prune_at = 0;
     Ok(Snapshot {
         format: 1,
         machine: v1.machine,
@@ -418,11 +514,40 @@ const FIXED: usize = FP_LEN + 16 + 16 + 12 + 1 + 8;
 
 /// The ledger of remembered event ids, kept as text records so that a reduce
 /// copies it instead of parsing it: finding an id is a scan of fixed-width
-/// fields, pruning drops records, encoding copies the kept ones.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// fields, an event appends one record, and expired records are dropped in
+/// batches (see [`Ledger::prune`]).
+#[derive(Clone, Default)]
 pub struct Ledger {
+    /// The records, contiguous, oldest first.
     text: String,
     recs: Vec<Rec>,
+    /// Before this time no scan of the expiries is needed: fewer records than a
+    /// batch (an eighth of them, at least one) can have expired. 0: look now.
+    prune_at: u64,
+    /// The checksum stream over the header line and `text[..len]`, where those
+    /// bytes are still as they were in the text last decoded or encoded.
+    synced: Option<Synced>,
+}
+
+#[derive(Clone)]
+struct Synced {
+    len: usize,
+    state: Box<Xxh3Default>,
+}
+
+impl PartialEq for Ledger {
+    /// Same records, same pruning schedule (what the text holds).
+    fn eq(&self, other: &Ledger) -> bool {
+        self.prune_at == other.prune_at
+            && self.recs.len() == other.recs.len()
+            && self.recs.iter().zip(&other.recs).all(|(a, b)| self.raw(a) == other.raw(b))
+    }
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger").field("entries", &self.recs.len()).field("prune_at", &self.prune_at).finish()
+    }
 }
 
 /// One record, read in place.
@@ -491,8 +616,8 @@ impl Ledger {
         self.recs.is_empty()
     }
 
-    fn text_len(&self) -> usize {
-        self.recs.iter().map(|r| (r.end - r.start) as usize).sum()
+    fn raw(&self, r: &Rec) -> &str {
+        &self.text[r.start as usize..r.end as usize]
     }
 
     fn entry(&self, r: &Rec) -> Result<Entry<'_>> {
@@ -534,6 +659,7 @@ impl Ledger {
     }
 
     /// Every record, oldest first; a malformed one is an `invalid_snapshot` error.
+    /// Expired records not yet dropped are included (their `exp` says so).
     pub fn iter(&self) -> impl Iterator<Item = Result<Entry<'_>>> {
         self.recs.iter().map(|r| self.entry(r))
     }
@@ -558,6 +684,11 @@ impl Ledger {
     pub fn push(&mut self, id: &str, fp: &str, at: u64, exp: u64, rev: u64, ignored: bool, response: &Value) {
         let id_literal = ascii_json(&Value::String(id.to_string()).to_string());
         let response = ascii_json(&response.to_string());
+        if self.recs.is_empty() && self.prune_at == 0 {
+            self.prune_at = u64::MAX;
+        }
+        // A record that expires early can make a batch due earlier.
+        self.prune_at = self.prune_at.min(exp);
         let start = self.text.len();
         self.text.push_str(&format!("{:04x}{}", id_literal.len(), id_literal));
         let id_end = self.text.len();
@@ -570,64 +701,45 @@ impl Ledger {
         self.recs.push(Rec { start: start as u32, id_end: id_end as u32, end: self.text.len() as u32 });
     }
 
-    /// Forget records that expired by `now`, then the oldest beyond `cap`.
+    /// Forget the oldest records beyond `cap`, and the expired ones once they
+    /// are a batch: an eighth of the ledger, at least one. Until then an expired
+    /// record stays in the text but is never matched (`find` checks expiry), so
+    /// what is remembered is exactly the live records either way; batching keeps
+    /// most events append-only, which is what makes them cheap to encode.
     pub fn prune(&mut self, now: u64, cap: usize) -> Result<()> {
-        // Only the expiry (and the status byte) of each record is read here; the
-        // fingerprint and the response are checked when their id comes again.
-        let mut keep = Vec::with_capacity(self.recs.len());
-        for r in &self.recs {
-            if self.exp_of(r)? > now {
-                keep.push(*r);
-            }
+        let over = self.recs.len().saturating_sub(cap);
+        if over == 0 && now < self.prune_at {
+            return Ok(());
         }
-        self.recs = keep;
-        if self.recs.len() > cap {
-            let drop = self.recs.len() - cap;
-            self.recs.drain(..drop);
+        let exps = self.recs.iter().map(|r| self.exp_of(r)).collect::<Result<Vec<u64>>>()?;
+        let dead = exps.iter().filter(|&&e| e <= now).count();
+        let drop_dead = dead > 0 && dead * 8 >= exps.len();
+        if over > 0 || drop_dead {
+            let keep: Vec<usize> = (over..self.recs.len()).filter(|&i| !drop_dead || exps[i] > now).collect();
+            let mut text = String::with_capacity(keep.iter().map(|&i| self.raw(&self.recs[i]).len()).sum::<usize>() + 1024);
+            let mut recs = Vec::with_capacity(keep.len() + 1);
+            for &i in &keep {
+                let r = self.recs[i];
+                let base = text.len() as u32;
+                text.push_str(self.raw(&r));
+                recs.push(Rec { start: base, id_end: base + (r.id_end - r.start), end: base + (r.end - r.start) });
+            }
+            self.text = text;
+            self.recs = recs;
+            self.synced = None;
+            let kept: Vec<u64> = keep.iter().map(|&i| exps[i]).collect();
+            self.prune_at = next_batch(kept);
+        } else {
+            self.prune_at = next_batch(exps);
         }
         Ok(())
     }
 
-    /// Drop the text of forgotten records once it outweighs the live ones, so a
-    /// ledger kept in memory across many events does not grow without bound.
-    pub fn compact_if_sparse(&mut self) {
-        let live = self.text_len();
-        if self.text.len() <= 2 * live + 64 * 1024 {
-            return;
-        }
-        let mut text = String::with_capacity(live + 1024);
-        for r in &mut self.recs {
-            let base = text.len() as u32;
-            text.push_str(&self.text[r.start as usize..r.end as usize]);
-            *r = Rec { start: base, id_end: base + (r.id_end - r.start), end: base + (r.end - r.start) };
-        }
-        self.text = text;
-    }
-
-    fn write_to(&self, out: &mut String) {
-        // Records that sit next to each other in `text` (all of them, unless some
-        // were pruned) are copied in one run.
-        let mut run: Option<(u32, u32)> = None;
-        for r in &self.recs {
-            run = match run {
-                Some((start, end)) if end == r.start => Some((start, r.end)),
-                Some((start, end)) => {
-                    out.push_str(&self.text[start as usize..end as usize]);
-                    Some((r.start, r.end))
-                }
-                None => Some((r.start, r.end)),
-            };
-        }
-        if let Some((start, end)) = run {
-            out.push_str(&self.text[start as usize..end as usize]);
-        }
-    }
-
-    /// Read `count` records from a format 2 ledger section.
+    /// Read `count` records from a ledger section.
     fn parse(section: &str, count: usize) -> Result<Ledger> {
         let bad = || corrupt("malformed ledger record");
         let b = section.as_bytes();
-        let mut recs = Vec::with_capacity(count.min(section.len() / (FIXED + 8) + 1));
+        let mut recs = Vec::with_capacity(count.min(section.len() / (FIXED + 8) + 1) + 1);
         let mut i = 0usize;
         for _ in 0..count {
             let id_len = hex(section.get(i..i + 4).ok_or_else(bad)?).ok_or_else(bad)? as usize;
@@ -649,8 +761,18 @@ impl Ledger {
         // Room for the record this reduce will add, so appending never copies the ledger again.
         let mut text = String::with_capacity(section.len() + 1024);
         text.push_str(section);
-        Ok(Ledger { text, recs })
+        Ok(Ledger { text, recs, prune_at: 0, synced: None })
     }
+}
+
+/// When the next batch of expired records can be due: the expiry of the
+/// record that makes expired ones an eighth of `exps` (at least one).
+fn next_batch(mut exps: Vec<u64>) -> u64 {
+    if exps.is_empty() {
+        return u64::MAX;
+    }
+    let k = exps.len().div_ceil(8);
+    *exps.select_nth_unstable(k - 1).1
 }
 
 /// Decode a snapshot and check it belongs to `machine`.

@@ -378,12 +378,13 @@ fn forge(body: &Value) -> String {
     text
 }
 
-/// The JSON head and the ledger section of a format 2 snapshot.
+/// The JSON head and the ledger section of a format 3 snapshot (the engine's
+/// own output), to forge as format 2, which the engine still reads.
 fn parts2(snapshot: &str) -> (Value, String) {
-    let body = &snapshot[..snapshot.len() - 16];
-    let (header, after) = body.split_once('\n').expect("a header line");
-    let head_len: usize = header.split(' ').nth(1).and_then(|n| n.parse().ok()).expect("a head length");
-    (serde_json::from_str(&after[..head_len]).expect("a json head"), after[head_len + 1..].to_string())
+    let body = snapshot[..snapshot.len() - 16].strip_suffix('\n').expect("a head line");
+    let head_start = body.rfind('\n').expect("a trailer line") + 1;
+    let trailer_start = body[..head_start - 1].rfind('\n').expect("a header line") + 1;
+    (serde_json::from_str(&body[head_start..]).expect("a json head"), body["idem3\n".len()..trailer_start].to_string())
 }
 
 /// Format 2 text with a valid checksum: a forgery that passes the integrity check.

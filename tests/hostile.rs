@@ -428,11 +428,11 @@ fn a_truncated_snapshot_is_invalid_snapshot() {
 #[test]
 fn a_snapshot_of_a_newer_format_is_unsupported_snapshot_format() {
     let mut b = body(&order_snapshot());
-    b["format"] = json!(3);
+    b["format"] = json!(4);
     let o = order().reduce_in("order-1", Some(&forge(&b)), &pay("e2", "p2", 1), 2_000);
     assert_rejected(&o, "unsupported_snapshot_format");
     // and in the text layout of format 2 and later (checksum intact)
-    let text = order_snapshot().replacen("idem2 ", "idem3 ", 1);
+    let text = order_snapshot().replacen("idem3\n", "idem4\n", 1);
     let body = &text[..text.len() - 16];
     let text = format!("{body}{:016x}", idem::json::hash64(body.as_bytes()));
     let o = order().reduce_in("order-1", Some(&text), &pay("e2", "p2", 1), 2_000);
@@ -473,10 +473,11 @@ fn forge2(head: &str, ledger: &str, count: usize) -> String {
 fn a_forged_format_2_snapshot_with_malformed_ledger_records_is_invalid_snapshot() {
     let m = order();
     let two = m.reduce_in("order-1", Some(&order_snapshot()), &pay("e2", "p2", 10), 2_000).snapshot.unwrap();
-    let body = &two[..two.len() - 16];
-    let (header, after) = body.split_once('\n').unwrap();
-    let head_len: usize = header.split(' ').nth(1).unwrap().parse().unwrap();
-    let (head, ledger) = (&after[..head_len], &after[head_len + 1..]);
+    // The head and the records of the format 3 text, forged back as format 2.
+    let body = two[..two.len() - 16].strip_suffix('\n').unwrap();
+    let head_start = body.rfind('\n').unwrap() + 1;
+    let trailer_start = body[..head_start - 1].rfind('\n').unwrap() + 1;
+    let (head, ledger) = (&body[head_start..], &body["idem3\n".len()..trailer_start]);
     assert_eq!(ledger.matches('\n').count(), 2);
     // The forgery itself is sound: unchanged parts load.
     assert!(idem::inspect(&m, &forge2(head, ledger, 2)).is_ok());

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 const V1_SNAPSHOT: &str = include_str!("fixtures/order-v1-format1.snapshot");
 const V2_SNAPSHOT: &str = include_str!("fixtures/order-v1-format2.snapshot");
+const V3_SNAPSHOT: &str = include_str!("fixtures/order-v1-format3.snapshot");
 const V1_MACHINE: &str = include_str!("fixtures/order-v1.json");
 
 fn v1() -> Machine {
@@ -35,22 +36,56 @@ fn format_1_written_by_0_1_still_loads_and_continues() {
     assert_eq!(o.revision, 3);
     assert_eq!(o.upgraded_from, None);
     // Format 1 is read and rewritten as the current format, with the same content.
-    let decoded = idem::Snapshot::decode(V1_SNAPSHOT, usize::MAX).unwrap();
+    let mut decoded = idem::Snapshot::decode(V1_SNAPSHOT, usize::MAX).unwrap();
     assert_eq!(decoded.format, 1);
-    assert_eq!(decoded.encode(), V2_SNAPSHOT, "the same process written by 0.1 in format 2");
+    assert_eq!(decoded.encode(), V3_SNAPSHOT, "the same process written in format 3");
 }
 
 #[test]
 fn format_2_written_by_0_1_still_loads_and_reencodes_byte_for_byte() {
     let m = v1();
-    let decoded = idem::Snapshot::decode(V2_SNAPSHOT, usize::MAX).unwrap();
+    let mut decoded = idem::Snapshot::decode(V2_SNAPSHOT, usize::MAX).unwrap();
     assert_eq!(decoded.format, 2);
-    assert_eq!(decoded.encode(), V2_SNAPSHOT);
+    assert_eq!(decoded.encode(), V3_SNAPSHOT, "rewritten in format 3 with the same content");
     assert!(V2_SNAPSHOT.is_ascii());
     let o = m.reduce_in("order-7", Some(V2_SNAPSHOT), &ship(), 1_700_000_002_000);
     assert_eq!((o.status.as_str(), o.revision), ("applied", 3));
     let dup = m.reduce_in("order-7", Some(V2_SNAPSHOT), &json!({ "id": "e2", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p2", "amount": 60 } }), 1_700_000_002_000);
     assert_eq!((dup.status.as_str(), dup.response), ("duplicate", json!("recorded p2")));
+}
+
+#[test]
+fn format_3_reencodes_byte_for_byte_and_keeps_its_prefix_when_appending() {
+    let m = v1();
+    let mut decoded = idem::Snapshot::decode(V3_SNAPSHOT, usize::MAX).unwrap();
+    assert_eq!(decoded.format, 3);
+    let (text, kept) = decoded.encode_from();
+    assert_eq!(text, V3_SNAPSHOT);
+    assert_eq!(kept, V3_SNAPSHOT.find('#').unwrap(), "everything up to the trailer is unchanged");
+    // An applied event appends a record: the new text starts with the old records.
+    let o = m.reduce_in("order-7", Some(V3_SNAPSHOT), &ship(), 1_700_000_002_000);
+    assert_eq!((o.status.as_str(), o.revision), ("applied", 3));
+    let next = o.snapshot.unwrap();
+    assert_eq!(o.kept_prefix, kept);
+    assert_eq!(next[..kept], V3_SNAPSHOT[..kept]);
+    assert!(next.is_ascii());
+    // What was kept is exactly what a fresh encode of the decoded text gives.
+    let mut again = idem::Snapshot::decode(&next, usize::MAX).unwrap();
+    assert_eq!(again.encode(), next);
+}
+
+#[test]
+fn format_3_damage_anywhere_is_caught() {
+    let m = v1();
+    for i in [0, 3, 6, 40, V3_SNAPSHOT.find('#').unwrap(), V3_SNAPSHOT.len() - 30, V3_SNAPSHOT.len() - 17, V3_SNAPSHOT.len() - 1] {
+        let mut bytes = V3_SNAPSHOT.as_bytes().to_vec();
+        bytes[i] = if bytes[i] == b'0' { b'1' } else { b'0' };
+        let text = String::from_utf8(bytes).unwrap();
+        let o = m.reduce(Some(&text), &ship(), 1_700_000_002_000);
+        assert_eq!(o.error.map(|e| e.code), Some(Code::InvalidSnapshot), "byte {i} changed");
+    }
+    let truncated = &V3_SNAPSHOT[..V3_SNAPSHOT.len() - 40];
+    assert_eq!(m.reduce(Some(truncated), &ship(), 0).error.map(|e| e.code), Some(Code::InvalidSnapshot));
 }
 
 #[test]
@@ -154,7 +189,7 @@ fn corrupted_snapshots_are_rejected_never_reinterpreted() {
 #[test]
 fn a_newer_format_is_refused_with_its_own_code() {
     let mut body: Value = serde_json::from_str(V1_SNAPSHOT).unwrap();
-    body["format"] = json!(3);
+    body["format"] = json!(4);
     let o = v1().reduce(Some(&resign(body)), &ship(), 0);
     assert_eq!(o.error.unwrap().code, Code::UnsupportedSnapshotFormat);
 }
@@ -191,4 +226,39 @@ fn snapshots_over_the_limit_are_neither_written_nor_read() {
     assert_eq!(o.status.as_str(), "rejected");
     assert_eq!(o.error.unwrap().code, Code::SnapshotTooLarge);
     assert!(s.unwrap().len() <= 1024);
+}
+
+
+#[test]
+fn expired_ledger_records_are_dropped_in_batches_and_never_matched_meanwhile() {
+    let m = v1();
+    let mut s = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let fp = idem::json::fingerprint("NOTE", &json!({}));
+    for i in 0..16u64 {
+        s.ledger.push(&format!("e{i}"), &fp, i, 100 + i, i + 1, false, &json!(null));
+        s.ledger.prune(i, 1_000).unwrap();
+    }
+    let (first, _) = s.encode_from();
+    // One record expired: it is kept (an eighth of 16 is 2) but never matched again.
+    s.ledger.prune(100, 1_000).unwrap();
+    assert_eq!(s.ledger.len(), 16);
+    assert!(s.ledger.find("e0", 100).unwrap().is_none());
+    assert!(s.ledger.find("e1", 100).unwrap().is_some());
+    let (text, kept) = s.encode_from();
+    assert_eq!(kept, first.find('#').unwrap(), "nothing dropped: the records are unchanged");
+    assert_eq!(text[..kept], first[..kept]);
+    // Two expired: a batch, both dropped, the text rewritten.
+    s.ledger.prune(101, 1_000).unwrap();
+    assert_eq!(s.ledger.len(), 14);
+    assert!(s.ledger.find("e2", 101).unwrap().is_some());
+    let (text, kept) = s.encode_from();
+    assert_eq!(kept, 0);
+    let mut back = idem::Snapshot::decode(&text, usize::MAX).unwrap();
+    assert_eq!(back.ledger, s.ledger);
+    assert_eq!(back.encode(), text);
+    // The cap is exact: the oldest go at once.
+    s.ledger.prune(101, 10).unwrap();
+    assert_eq!(s.ledger.len(), 10);
+    assert!(s.ledger.find("e5", 101).unwrap().is_none());
+    assert!(s.ledger.find("e6", 101).unwrap().is_some());
 }
