@@ -375,7 +375,7 @@ fn phases(m: &Machine, snaps: &Snapshots, budget: Duration) {
         };
         let decode = measure(budget, max, || Snapshot::decode(base, usize::MAX).unwrap()).median_ns;
         let next = m.reduce(Some(base), &fresh, NOW).snapshot.unwrap();
-        let snap = Snapshot::decode(&next, usize::MAX).unwrap();
+        let mut snap = Snapshot::decode(&next, usize::MAX).unwrap();
         let encode = measure(budget, max, || snap.encode()).median_ns;
         let check = measure(budget, max, || idem::json::hash64(next.as_bytes())).median_ns;
         let json = json_form(m, base);

@@ -86,7 +86,11 @@ pub fn fingerprint(event_type: &str, payload: &Value) -> String {
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
 pub fn hash64(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
+    // The streaming hasher gives the same value as the one-shot `xxh3_64`; the
+    // snapshot checksum needs the streaming one, so one copy of the code serves both.
+    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
+    h.update(bytes);
+    h.digest()
 }
 
 pub fn hex128(h: u128) -> String {

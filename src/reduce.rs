@@ -20,6 +20,8 @@ pub enum Current<'a> {
     None,
     /// The stored text, to decode.
     Text(&'a str),
+    /// The stored text, to decode; its buffer may become the decoded ledger's.
+    Owned(String),
     /// Already decoded (kept in memory since the last event).
     Loaded(Box<snapshot::Loaded>),
 }
@@ -94,6 +96,9 @@ pub struct Outcome {
     /// reduce started from (0 when none are known to be): a host holding that
     /// text can keep them instead of copying the whole new text.
     pub kept_prefix: usize,
+    /// Set only by [`Machine::reduce_parts`]: `snapshot` then holds the text
+    /// from this offset on, and the ledger returned with the outcome the rest.
+    pub split: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +123,19 @@ impl Outcome {
             next_due_at: None,
             original: None,
             kept_prefix: 0,
+            split: None,
+        }
+    }
+
+    /// Join a snapshot left in two parts by `reduce_parts` into its whole text.
+    fn materialize(&mut self, after: Option<&snapshot::Loaded>) {
+        if let (Some(at), Some(tail), Some(l)) = (self.split, self.snapshot.as_mut(), after) {
+            let prefix = l.snap.ledger.prefix(at);
+            let mut whole = String::with_capacity(prefix.len() + tail.len());
+            whole.push_str(prefix);
+            whole.push_str(tail);
+            *tail = whole;
+            self.split = None;
         }
     }
 
@@ -186,6 +204,16 @@ impl Machine {
     /// [`Machine::reduce_loaded`]). Errors keep their usual precedence: the
     /// event is checked before the snapshot is read.
     pub fn reduce_with(&self, process: &str, current: Current<'_>, event: &str, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
+        let (mut o, after) = self.reduce_parts(process, current, event, now);
+        o.materialize(after.as_ref());
+        (o, after)
+    }
+
+    /// As [`Machine::reduce_with`], leaving the new snapshot in two parts: when
+    /// `outcome.split` is `Some(at)`, the text is the returned ledger's
+    /// `prefix(at)` followed by `outcome.snapshot` (for hosts that need only
+    /// what changed, see [`Outcome::kept_prefix`]).
+    pub fn reduce_parts(&self, process: &str, current: Current<'_>, event: &str, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
         let limit = self.limits.max_payload_bytes + self.limits.max_id_bytes + 4096;
         if event.len() > limit {
             let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
@@ -195,6 +223,7 @@ impl Machine {
             let loaded = match current {
                 Current::None => None,
                 Current::Text(text) => Some(snapshot::load(self, text)?),
+                Current::Owned(text) => Some(snapshot::load_owned(self, text)?),
                 Current::Loaded(l) => Some(*l),
             };
             self.reduce_event(process, loaded, e, now)
@@ -272,7 +301,9 @@ impl Machine {
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
         let event = self.parse_event(event)?;
         let current = snapshot.map(|text| snapshot::load(self, text)).transpose()?;
-        self.reduce_event(process, current, event, now).map(|(o, _)| o)
+        let (mut o, after) = self.reduce_event(process, current, event, now)?;
+        o.materialize(after.as_ref());
+        Ok(o)
     }
 
     /// Reduce against a snapshot already decoded (for example one a host keeps
@@ -283,7 +314,10 @@ impl Machine {
     pub fn reduce_loaded(&self, process: &str, current: Option<snapshot::Loaded>, event: &Value, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
         let result = self.parse_event(event).and_then(|e| self.reduce_event(process, current, e, now));
         match result {
-            Ok(pair) => pair,
+            Ok((mut o, after)) => {
+                o.materialize(after.as_ref());
+                (o, after)
+            }
             Err(e) => (Outcome::rejected(e), None),
         }
     }
@@ -391,9 +425,10 @@ impl Machine {
                 self.remember(&mut next, &ledger_id, &event, &fp, now, true, &Value::Null)?;
                 let mut o = self.unchanged(&next, leaf, upgraded_from.clone());
                 o.status = Status::Ignored;
-                let (text, kept_prefix) = self.encode_within_limit(&mut next)?;
-                o.snapshot = Some(text);
-                o.kept_prefix = kept_prefix;
+                let e = self.encode_within_limit(&mut next)?;
+                o.snapshot = Some(e.tail);
+                o.split = Some(e.split);
+                o.kept_prefix = e.shared;
                 return Ok((o, Some(snapshot::Loaded { snap: next, leaf, upgraded_from })));
             }
             let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
@@ -421,11 +456,11 @@ impl Machine {
         outbox::prune(&mut next.outbox, now, self.retention.default_ms);
         self.remember(&mut next, &ledger_id, &event, &fp, now, false, &response)?;
         let next_due_at = next_due(&next);
-        let (text, kept_prefix) = self.encode_within_limit(&mut next)?;
+        let encoded = self.encode_within_limit(&mut next)?;
         let outcome = Outcome {
             status: Status::Applied,
             duplicate: false,
-            snapshot: Some(text),
+            snapshot: Some(encoded.tail),
             response,
             effects: run.effects.into_iter().map(|(e, _)| e).collect(),
             error: None,
@@ -434,25 +469,23 @@ impl Machine {
             upgraded_from,
             next_due_at,
             original: None,
-            kept_prefix,
+            kept_prefix: encoded.shared,
+            split: Some(encoded.split),
         };
         Ok((outcome, Some(snapshot::Loaded { snap: next, leaf: run.leaf, upgraded_from: None })))
     }
 
     /// Encode, refusing to produce a snapshot this machine could not read back.
-    fn encode_within_limit(&self, snap: &mut Snapshot) -> Result<(String, usize)> {
-        let (text, kept) = snap.encode_from();
-        if text.len() > self.limits.max_snapshot_bytes {
+    fn encode_within_limit(&self, snap: &mut Snapshot) -> Result<snapshot::Encoded> {
+        let e = snap.encode_split();
+        let len = e.split + e.tail.len();
+        if len > self.limits.max_snapshot_bytes {
             return Err(Error::new(
                 Code::SnapshotTooLarge,
-                format!(
-                    "applying the event would make the snapshot {} bytes, more than the {} allowed",
-                    text.len(),
-                    self.limits.max_snapshot_bytes
-                ),
+                format!("applying the event would make the snapshot {len} bytes, more than the {} allowed", self.limits.max_snapshot_bytes),
             ));
         }
-        Ok((text, kept))
+        Ok(e)
     }
 
     fn unchanged(&self, snap: &Snapshot, leaf: StateIdx, upgraded_from: Option<String>) -> Outcome {
@@ -469,6 +502,7 @@ impl Machine {
             next_due_at: next_due(snap),
             original: None,
             kept_prefix: 0,
+            split: None,
         }
     }
 

@@ -214,6 +214,17 @@ impl Snapshot {
     /// this snapshot was decoded from or last encoded to (0 when none): the
     /// header line and the records up to where the ledger was only appended to.
     pub fn encode_from(&mut self) -> (String, usize) {
+        let e = self.encode_split();
+        let prefix = self.ledger.prefix(e.split);
+        let mut out = String::with_capacity(prefix.len() + e.tail.len());
+        out.push_str(prefix);
+        out.push_str(&e.tail);
+        (out, e.shared)
+    }
+
+    /// Encode without copying the records: the new text is
+    /// `self.ledger.prefix(split)` followed by `tail`.
+    pub fn encode_split(&mut self) -> Encoded {
         let head = HeadRef {
             machine: &self.machine,
             value: &self.value,
@@ -225,30 +236,41 @@ impl Snapshot {
         };
         let head = ascii_json(&serde_json::to_string(&head).expect("snapshot head serializes"));
         let ledger = &mut self.ledger;
-        let records = ledger.text.len();
+        let split = ledger.text.len();
         let (shared, mut hasher) = match ledger.synced.take() {
             Some(s) => {
                 let mut h = *s.state;
                 h.update(&ledger.text.as_bytes()[s.len..]);
-                (V3_MAGIC.len() + s.len, h)
+                (s.len, h)
             }
             None => {
                 let mut h = Xxh3Default::new();
-                h.update(V3_MAGIC.as_bytes());
                 h.update(ledger.text.as_bytes());
                 (0, h)
             }
         };
-        ledger.synced = Some(Synced { len: records, state: Box::new(hasher.clone()) });
-        let mut out = String::with_capacity(V3_MAGIC.len() + records + head.len() + 64);
-        out.push_str(V3_MAGIC);
-        out.push_str(&ledger.text);
-        out.push_str(&format!("#{} {}\n", ledger.recs.len(), ledger.prune_at));
-        out.push_str(&head);
-        out.push('\n');
-        hasher.update(&out.as_bytes()[V3_MAGIC.len() + records..]);
-        out.push_str(&format!("{:016x}", hasher.digest()));
-        (out, shared)
+        ledger.synced = Some(Synced { len: split, state: Box::new(hasher.clone()) });
+        let mut tail = format!("#{} {}\n", ledger.recs.len(), ledger.prune_at);
+        tail.reserve(head.len() + 20);
+        tail.push_str(&head);
+        tail.push('\n');
+        hasher.update(tail.as_bytes());
+        tail.push_str(&format!("{:016x}", hasher.digest()));
+        Encoded { tail, split, shared }
+    }
+
+    /// Decode a snapshot held in a `String` the caller gives up: a format 3
+    /// ledger then keeps that very buffer instead of copying its records.
+    pub fn decode_owned(text: String, max_bytes: usize) -> Result<Snapshot> {
+        if text.starts_with(V3_MAGIC) && text.len() <= max_bytes {
+            if let Some((body, expected)) = checked_tail(&text)? {
+                let (snap, trailer_start) = decode_v3(body, expected)?;
+                let mut text = text;
+                text.truncate(trailer_start);
+                return snap.with_records(text);
+            }
+        }
+        Snapshot::decode(&text, max_bytes)
     }
 
     /// Decode any format this engine has written, verifying its checksum.
@@ -267,16 +289,13 @@ impl Snapshot {
         }
         // Every text format from 2 on ends with the checksum of all that precedes it,
         // so integrity is checked before anything else is believed, even the format.
-        if text.len() < 24 || !text.is_char_boundary(text.len() - 16) {
-            return Err(corrupt("too short"));
-        }
-        let (body, check) = text.split_at(text.len() - 16);
-        if !check.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(corrupt("checksum is not lowercase hex"));
-        }
-        let expected = u64::from_str_radix(check, 16).map_err(|_| corrupt("checksum is not hex"))?;
+        let Some((body, expected)) = checked_tail(text)? else { return Err(corrupt("too short")) };
         if body.starts_with(V3_MAGIC) {
-            return decode_v3(body, expected);
+            let (snap, trailer_start) = decode_v3(body, expected)?;
+            // Room for the record this reduce will add, so appending never copies the ledger again.
+            let mut records = String::with_capacity(trailer_start + 1024);
+            records.push_str(&body[..trailer_start]);
+            return snap.with_records(records);
         }
         if json::hash64(body.as_bytes()) != expected {
             return Err(corrupt("checksum mismatch"));
@@ -302,8 +321,11 @@ impl Snapshot {
         }
         let head = parse_head(&after[..head_len], 2)?;
         // Format 2 kept no pruning schedule: look at the expiries on the next append.
-        let mut ledger = Ledger::parse(&after[head_len + 1..], count)?;
-        ledger.prune_at = 0;
+        let records = &after[head_len + 1..];
+        let mut text = String::with_capacity(V3_MAGIC.len() + records.len() + 1024);
+        text.push_str(V3_MAGIC);
+        text.push_str(records);
+        let ledger = Ledger::index(text, count, 0)?;
         Ok(head.into_snapshot(2, ledger))
     }
     /// A fresh snapshot in `leaf` with the machine's initial context.
@@ -370,10 +392,12 @@ impl Head {
     }
 }
 
-/// The head's JSON, read straight into its fields (no intermediate `Value` tree
-/// for the fixed parts), with the nesting bound every input gets.
+/// The head's JSON, with the nesting bound every input gets. (Reading it
+/// straight into `Head` with `from_str` is faster but adds about 8 KiB of
+/// gzipped wasm; `from_value` shares its code with format 1.)
 fn parse_head(text: &str, format: u32) -> Result<Head> {
-    let head: Head = serde_json::from_str(text).map_err(|e| {
+    let v = json::parse(text, Code::InvalidSnapshot, "snapshot head")?;
+    let head: Head = serde_json::from_value(v).map_err(|e| {
         Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format {format}: {e}"))
     })?;
     json::check_depth(&head.context, "snapshot context")?;
@@ -386,9 +410,40 @@ fn parse_head(text: &str, format: u32) -> Result<Head> {
     Ok(head)
 }
 
+/// The body of a format 2 or later text and the checksum that ends it.
+fn checked_tail(text: &str) -> Result<Option<(&str, u64)>> {
+    if text.len() < 24 || !text.is_char_boundary(text.len() - 16) {
+        return Ok(None);
+    }
+    let (body, check) = text.split_at(text.len() - 16);
+    if !check.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(corrupt("checksum is not lowercase hex"));
+    }
+    let expected = u64::from_str_radix(check, 16).map_err(|_| corrupt("checksum is not hex"))?;
+    Ok(Some((body, expected)))
+}
+
+/// A format 3 snapshot whose records are still to be indexed (see
+/// [`V3::with_records`]), and where its trailer starts.
+struct V3 {
+    head: Head,
+    count: usize,
+    prune_at: u64,
+    state: Xxh3Default,
+}
+
+impl V3 {
+    /// The snapshot, its ledger made of `text`: the header line and the records.
+    fn with_records(self, text: String) -> Result<Snapshot> {
+        let mut ledger = Ledger::index(text, self.count, self.prune_at)?;
+        ledger.synced = Some(Synced { len: ledger.text.len(), state: Box::new(self.state) });
+        Ok(self.head.into_snapshot(3, ledger))
+    }
+}
+
 /// Format 3: `body` is everything before the checksum. The records come first,
 /// so the checksum is taken as a stream and its state after the records is kept.
-fn decode_v3(body: &str, expected: u64) -> Result<Snapshot> {
+fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     // The head is the last line, the trailer (`#<count> <prune at>`) the one before.
     let layout = body.strip_suffix('\n').and_then(|b| {
         let head_start = b.rfind('\n')? + 1;
@@ -400,7 +455,7 @@ fn decode_v3(body: &str, expected: u64) -> Result<Snapshot> {
     };
     let mut hasher = Xxh3Default::new();
     hasher.update(&body.as_bytes()[..trailer_start]);
-    let at_records_end = hasher.clone();
+    let state = hasher.clone();
     hasher.update(&body.as_bytes()[trailer_start..]);
     if hasher.digest() != expected {
         return Err(corrupt("checksum mismatch"));
@@ -413,11 +468,18 @@ fn decode_v3(body: &str, expected: u64) -> Result<Snapshot> {
         return Err(corrupt("bad trailer"));
     }
     let head = parse_head(&body[head_start..body.len() - 1], 3)?;
-    let records = &body[V3_MAGIC.len()..trailer_start];
-    let mut ledger = Ledger::parse(records, count)?;
-    ledger.prune_at = prune_at;
-    ledger.synced = Some(Synced { len: records.len(), state: Box::new(at_records_end) });
-    Ok(head.into_snapshot(3, ledger))
+    Ok((V3 { head, count, prune_at, state }, trailer_start))
+}
+
+/// How [`Snapshot::encode_split`] wrote a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    /// Everything after the records: the trailer, the head and the checksum.
+    pub tail: String,
+    /// Where `tail` starts in the whole text (the length of the ledger's prefix).
+    pub split: usize,
+    /// Leading bytes that are as they were in the text last decoded or encoded.
+    pub shared: usize,
 }
 
 const V1_CHECK_PREFIX: &str = ",\"check\":\"";
@@ -516,9 +578,10 @@ const FIXED: usize = FP_LEN + 16 + 16 + 12 + 1 + 8;
 /// copies it instead of parsing it: finding an id is a scan of fixed-width
 /// fields, an event appends one record, and expired records are dropped in
 /// batches (see [`Ledger::prune`]).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Ledger {
-    /// The records, contiguous, oldest first.
+    /// The header line of format 3, then the records, contiguous, oldest first:
+    /// the text's own prefix, so encoding copies it (or not) as it is.
     text: String,
     recs: Vec<Rec>,
     /// Before this time no scan of the expiries is needed: fewer records than a
@@ -533,6 +596,12 @@ pub struct Ledger {
 struct Synced {
     len: usize,
     state: Box<Xxh3Default>,
+}
+
+impl Default for Ledger {
+    fn default() -> Ledger {
+        Ledger { text: V3_MAGIC.to_string(), recs: Vec::new(), prune_at: 0, synced: None }
+    }
 }
 
 impl PartialEq for Ledger {
@@ -607,6 +676,41 @@ fn hex(s: &str) -> Option<u64> {
     (bad & 0xf0 == 0).then_some(v)
 }
 
+/// Eight lowercase hex digits (most significant first) at once, as one u64
+/// lane per byte. `None` unless every byte is `0-9` or `a-f`.
+#[inline(always)]
+fn hex8(b: &[u8]) -> Option<u64> {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const H: u64 = 0x8080_8080_8080_8080;
+    let x = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+    // For bytes below 0x80, `((x | H) - c * L) & H` has the high bit of each byte
+    // set where that byte is >= c (the OR keeps borrows inside their byte).
+    let ge = |c: u64| ((x | H) - c * L) & H;
+    let digit = ge(0x30) & !ge(0x3a);
+    let letter = ge(0x61) & !ge(0x67);
+    if x & H != 0 || (digit | letter) != H {
+        return None;
+    }
+    let mut v = (x & 0x0f0f_0f0f_0f0f_0f0f) + (letter >> 7) * 9;
+    v = (v | (v >> 4)) & 0x00ff_00ff_00ff_00ff;
+    v = (v | (v >> 8)) & 0x0000_ffff_0000_ffff;
+    v = (v | (v >> 16)) & 0x0000_0000_ffff_ffff;
+    Some(v)
+}
+
+/// Sixteen lowercase hex digits.
+#[inline(always)]
+fn hex16(b: &[u8]) -> Option<u64> {
+    Some((hex8(b.get(..8)?)? << 32) | hex8(b.get(8..16)?)?)
+}
+
+/// Four lowercase hex digits.
+#[inline(always)]
+fn hex4(b: &[u8]) -> Option<u64> {
+    let b = b.get(..4)?;
+    hex8(&[b'0', b'0', b'0', b'0', b[0], b[1], b[2], b[3]])
+}
+
 impl Ledger {
     pub fn len(&self) -> usize {
         self.recs.len()
@@ -614,6 +718,11 @@ impl Ledger {
 
     pub fn is_empty(&self) -> bool {
         self.recs.is_empty()
+    }
+
+    /// The first `len` bytes of the encoded text (see [`Snapshot::encode_split`]).
+    pub fn prefix(&self, len: usize) -> &str {
+        &self.text[..len.min(self.text.len())]
     }
 
     fn raw(&self, r: &Rec) -> &str {
@@ -632,8 +741,8 @@ impl Ledger {
         Ok(Entry {
             id_literal: &t[r.start as usize + 4..f],
             fp,
-            at: hex(&fixed[32..48]).ok_or_else(bad)?,
-            exp: hex(&fixed[48..64]).ok_or_else(bad)?,
+            at: hex16(&fixed.as_bytes()[32..48]).ok_or_else(bad)?,
+            exp: hex16(&fixed.as_bytes()[48..64]).ok_or_else(bad)?,
             rev: hex(&fixed[64..76]).ok_or_else(bad)?,
             ignored: match &fixed[76..77] {
                 "a" => false,
@@ -652,7 +761,7 @@ impl Ledger {
     fn exp_of(&self, r: &Rec) -> Result<u64> {
         let f = r.id_end as usize;
         let fixed = &self.text.as_bytes()[f..f + FIXED];
-        match (hex(&self.text[f + 48..f + 64]), fixed[76]) {
+        match (hex16(&fixed[48..64]), fixed[76]) {
             (Some(exp), b'a' | b'i') => Ok(exp),
             _ => Err(corrupt("malformed ledger record")),
         }
@@ -668,8 +777,10 @@ impl Ledger {
     /// id matches are read beyond their id.
     pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
         let literal = ascii_json(&Value::String(id.to_string()).to_string());
+        let (t, want) = (self.text.as_bytes(), literal.as_bytes());
         for r in self.recs.iter().rev() {
-            if self.text[r.start as usize + 4..r.id_end as usize] == literal {
+            let at = r.start as usize + 4;
+            if r.id_end as usize - at == want.len() && &t[at..r.id_end as usize] == want {
                 let e = self.entry(r)?;
                 if e.exp > now {
                     return Ok(Some(e));
@@ -717,6 +828,7 @@ impl Ledger {
         if over > 0 || drop_dead {
             let keep: Vec<usize> = (over..self.recs.len()).filter(|&i| !drop_dead || exps[i] > now).collect();
             let mut text = String::with_capacity(keep.iter().map(|&i| self.raw(&self.recs[i]).len()).sum::<usize>() + 1024);
+            text.push_str(V3_MAGIC);
             let mut recs = Vec::with_capacity(keep.len() + 1);
             for &i in &keep {
                 let r = self.recs[i];
@@ -735,49 +847,69 @@ impl Ledger {
         Ok(())
     }
 
-    /// Read `count` records from a ledger section.
-    fn parse(section: &str, count: usize) -> Result<Ledger> {
+    /// Index `count` records in `text`, the header line of format 3 followed by
+    /// the records. Only the two lengths of each record are read here; a
+    /// record's other fields are checked when it is used.
+    fn index(text: String, count: usize, prune_at: u64) -> Result<Ledger> {
         let bad = || corrupt("malformed ledger record");
-        let b = section.as_bytes();
-        let mut recs = Vec::with_capacity(count.min(section.len() / (FIXED + 8) + 1) + 1);
-        let mut i = 0usize;
+        let b = text.as_bytes();
+        let mut recs = Vec::with_capacity(count.min(b.len() / (FIXED + 8) + 1) + 1);
+        let mut i = V3_MAGIC.len();
         for _ in 0..count {
-            let id_len = hex(section.get(i..i + 4).ok_or_else(bad)?).ok_or_else(bad)? as usize;
+            let id_len = hex4(b.get(i..).ok_or_else(bad)?).ok_or_else(bad)? as usize;
             let id_end = i + 4 + id_len;
-            if section.len() < id_end + FIXED || b.get(i + 4) != Some(&b'"') || b.get(id_end - 1) != Some(&b'"') {
+            let fixed_end = id_end + FIXED;
+            if b.len() < fixed_end || id_len < 2 || b[i + 4] != b'"' || b[id_end - 1] != b'"' {
                 return Err(bad());
             }
-            let resp_len = hex(section.get(id_end + FIXED - 8..id_end + FIXED).ok_or_else(bad)?).ok_or_else(bad)? as usize;
-            let end = id_end + FIXED + resp_len + 1;
-            if b.get(end - 1) != Some(&b'\n') || !section.is_char_boundary(end) {
+            let resp_len = hex8(&b[fixed_end - 8..]).ok_or_else(bad)? as usize;
+            let end = fixed_end.saturating_add(resp_len).saturating_add(1);
+            // Every record ends with a newline, so every record boundary is also
+            // a character boundary of the text.
+            if b.get(end - 1) != Some(&b'\n') {
                 return Err(bad());
             }
             recs.push(Rec { start: i as u32, id_end: id_end as u32, end: end as u32 });
             i = end;
         }
-        if i != section.len() {
+        if i != b.len() {
             return Err(corrupt("ledger has trailing bytes"));
         }
-        // Room for the record this reduce will add, so appending never copies the ledger again.
-        let mut text = String::with_capacity(section.len() + 1024);
-        text.push_str(section);
-        Ok(Ledger { text, recs, prune_at: 0, synced: None })
+        Ok(Ledger { text, recs, prune_at, synced: None })
     }
 }
 
 /// When the next batch of expired records can be due: the expiry of the
-/// record that makes expired ones an eighth of `exps` (at least one).
-fn next_batch(mut exps: Vec<u64>) -> u64 {
-    if exps.is_empty() {
-        return u64::MAX;
-    }
+/// record that makes expired ones an eighth of `exps` (at least one), found by
+/// bisecting the time range (no sort: this runs once per batch, and a sort
+/// would add its own code to the module).
+fn next_batch(exps: Vec<u64>) -> u64 {
     let k = exps.len().div_ceil(8);
-    *exps.select_nth_unstable(k - 1).1
+    let (Some(&min), Some(&max)) = (exps.iter().min(), exps.iter().max()) else { return u64::MAX };
+    // The earliest t with at least k expiries at or before it.
+    let (mut lo, mut hi) = (min, max);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if exps.iter().filter(|&&e| e <= mid).count() >= k {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
 }
 
 /// Decode a snapshot and check it belongs to `machine`.
 pub fn load(machine: &Machine, text: &str) -> Result<Loaded> {
-    let snap = Snapshot::decode(text, machine.limits.max_snapshot_bytes)?;
+    check(machine, Snapshot::decode(text, machine.limits.max_snapshot_bytes)?)
+}
+
+/// As [`load`], taking the text's buffer for the ledger (no copy of the records).
+pub fn load_owned(machine: &Machine, text: String) -> Result<Loaded> {
+    check(machine, Snapshot::decode_owned(text, machine.limits.max_snapshot_bytes)?)
+}
+
+fn check(machine: &Machine, snap: Snapshot) -> Result<Loaded> {
     if snap.machine.id != machine.id {
         return Err(Error::new(
             Code::WrongMachine,
@@ -810,4 +942,30 @@ pub fn load(machine: &Machine, text: &str) -> Result<Loaded> {
     }
     let upgraded_from = (!same).then(|| snap.machine.version.clone());
     Ok(Loaded { snap, leaf, upgraded_from })
+}
+
+#[cfg(test)]
+mod hex_tests {
+    use super::{hex, hex16, hex4, hex8};
+
+    #[test]
+    fn swar_hex_agrees_with_the_table_for_every_byte_in_every_position() {
+        let base = *b"0123abcd";
+        for pos in 0..8 {
+            for byte in 0..=255u8 {
+                let mut b = base;
+                b[pos] = byte;
+                let text = String::from_utf8_lossy(&b).into_owned();
+                let expected = if text.len() == 8 { hex(&text) } else { None };
+                assert_eq!(hex8(&b), expected, "byte {byte:#04x} at {pos}");
+            }
+        }
+        assert_eq!(hex8(b"ffffffff"), Some(0xffff_ffff));
+        assert_eq!(hex8(b"00000000"), Some(0));
+        assert_eq!(hex16(b"0123456789abcdef"), Some(0x0123_4567_89ab_cdef));
+        assert_eq!(hex16(b"0123456789abcdeF"), None);
+        assert_eq!(hex4(b"00ff"), Some(255));
+        assert_eq!(hex4(b"0 ff"), None);
+        assert_eq!(hex8(b"0123"), None, "too short");
+    }
 }

@@ -38,27 +38,50 @@ fn json_text(v: &JsValue, what: &str) -> Result<String, JsValue> {
         .ok_or_else(|| js_error(&Error::new(Code::InvalidJson, format!("{what} cannot be converted to json"))))
 }
 
-#[wasm_bindgen(inline_js = "const encoder = new TextEncoder(); export function utf8(s) { return encoder.encode(s); }")]
+#[wasm_bindgen(inline_js = "const encoder = new TextEncoder();\n\
+export function utf8(s) { return encoder.encode(s); }\n\
+export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }")]
 extern "C" {
     /// `TextEncoder.encode`: one native call, where passing a `String` argument
     /// would copy a large snapshot character by character in JavaScript.
     fn utf8(s: &JsValue) -> js_sys::Uint8Array;
+    /// `TextEncoder.encodeInto` straight into wasm memory; true when every
+    /// character became one byte (the string is ASCII, as snapshots are).
+    fn ascii_into(s: &JsValue, view: &js_sys::Uint8Array) -> bool;
 }
 
-/// The snapshot text from a JavaScript string (or bytes), `None` for null/undefined.
-fn snapshot_text(v: &JsValue) -> Result<Option<String>, JsValue> {
+/// The snapshot text from a JavaScript string (or bytes), `None` for null/undefined,
+/// and whether it came from a string that is all ASCII (its characters are its bytes).
+fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
     if v.is_null() || v.is_undefined() {
         return Ok(None);
     }
-    let bytes = if v.is_string() {
+    let bytes = if let Some(s) = v.dyn_ref::<js_sys::JsString>() {
+        let n = s.length() as usize;
+        // Spare room for the record a reduce appends when this buffer becomes the ledger's.
+        let mut buf: Vec<u8> = Vec::with_capacity(n + 1024);
+        // SAFETY: the view covers the vector's spare capacity and lives only for
+        // the call, which cannot allocate in (or grow) wasm memory.
+        let view = unsafe { js_sys::Uint8Array::view_mut_raw(buf.as_mut_ptr(), n) };
+        if ascii_into(v, &view) {
+            // SAFETY: `n` bytes were written, one per character, so each is an
+            // ASCII character and the bytes are valid UTF-8.
+            return Ok(Some((unsafe {
+                buf.set_len(n);
+                String::from_utf8_unchecked(buf)
+            }, true)));
+        }
         utf8(v).to_vec()
     } else if let Some(b) = v.dyn_ref::<js_sys::Uint8Array>() {
-        b.to_vec()
+        let mut buf = Vec::with_capacity(b.length() as usize + 1024);
+        buf.resize(b.length() as usize, 0);
+        b.copy_to(&mut buf);
+        buf
     } else {
         return Err(js_error(&Error::new(Code::InvalidSnapshot, "snapshot must be a string, a Uint8Array or null")));
     };
     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
-    Ok(Some(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())))
+    Ok(Some((String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false)))
 }
 
 fn now_ms(now: f64) -> Result<u64, JsValue> {
@@ -91,8 +114,20 @@ pub struct Machine {
 /// either way, byte for byte.
 #[derive(Default)]
 struct Resident {
-    /// (process, checksum, the snapshot string or bytes as the caller holds it, its length, decoded)
-    entries: Vec<(String, String, JsValue, usize, Loaded)>,
+    entries: Vec<Kept>,
+}
+
+struct Kept {
+    process: String,
+    /// The snapshot's checksum (its last 16 characters).
+    check: String,
+    /// The snapshot string or bytes as the caller holds it.
+    value: JsValue,
+    len: usize,
+    /// `value` is a string whose characters are its bytes, so byte offsets are
+    /// character offsets (see `Machine::reduce_resident`).
+    ascii: bool,
+    loaded: Loaded,
 }
 
 const RESIDENT_ENTRIES: usize = 8;
@@ -104,22 +139,22 @@ impl Resident {
     /// The entry for exactly this snapshot: same process, same checksum, and the
     /// same value by JavaScript's `===` (the very string the engine handed out,
     /// or an equal one), so a tampered copy never stands in for the kept one.
-    fn take(&mut self, process: &str, check: &str, snapshot: &JsValue) -> Option<Loaded> {
-        let i = self.entries.iter().position(|(p, c, v, _, _)| p == process && c == check && v == snapshot)?;
-        Some(self.entries.remove(i).4)
+    fn take(&mut self, process: &str, check: &str, snapshot: &JsValue) -> Option<Kept> {
+        let i = self.entries.iter().position(|e| e.process == process && e.check == check && &e.value == snapshot)?;
+        Some(self.entries.remove(i))
     }
 
-    fn put(&mut self, process: &str, check: String, snapshot: JsValue, len: usize, loaded: Loaded) {
-        self.entries.retain(|(p, ..)| p != process);
-        if len > RESIDENT_BYTES {
+    fn put(&mut self, kept: Kept) {
+        self.entries.retain(|e| e.process != kept.process);
+        if kept.len > RESIDENT_BYTES {
             return;
         }
         while self.entries.len() >= RESIDENT_ENTRIES
-            || self.entries.iter().map(|e| e.3).sum::<usize>() + len > RESIDENT_BYTES
+            || self.entries.iter().map(|e| e.len).sum::<usize>() + kept.len > RESIDENT_BYTES
         {
             self.entries.remove(0);
         }
-        self.entries.push((process.to_string(), check, snapshot, len, loaded));
+        self.entries.push(kept);
     }
 }
 
@@ -149,8 +184,9 @@ fn js_length(v: &JsValue) -> usize {
     v.dyn_ref::<js_sys::Uint8Array>().map_or(0, |b| b.length() as usize)
 }
 
-fn tail(text: &str) -> Option<String> {
-    (text.starts_with("idem") && text.len() >= 32).then(|| text[text.len() - 16..].to_string())
+/// The checksum at the end of a new snapshot's tail.
+fn tail_check(tail: &str) -> Option<String> {
+    (tail.len() >= 16).then(|| tail[tail.len() - 16..].to_string())
 }
 
 #[wasm_bindgen]
@@ -196,7 +232,7 @@ impl Machine {
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let text = json_text(&event, "event")?;
-        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, JsValue::from_str)
+        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, false)
     }
 
     /// As [`Machine::reduce`], for hosts that store bytes (Durable Object storage,
@@ -219,9 +255,7 @@ impl Machine {
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let text = json_text(&event, "event")?;
-        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, |s| {
-            js_sys::Uint8Array::from(s.as_bytes()).into()
-        })
+        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, true)
     }
 
     /// The work due at `nowMs`: effect attempts, verifications, presumed-lost
@@ -232,13 +266,13 @@ impl Machine {
         #[wasm_bindgen(js_name = nowMs)] now: f64,
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
-        let snapshot = snapshot_text(&snapshot)?.unwrap_or_default();
+        let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
         crate::outbox::due(&self.inner, &snapshot, now).map(|items| to_js(&Value::Array(items))).map_err(|e| js_error(&e))
     }
 
     /// The snapshot as a readable object (state, context, ledger, outbox, timers).
     pub fn inspect(&self, #[wasm_bindgen(unchecked_param_type = "string")] snapshot: JsValue) -> Result<JsValue, JsValue> {
-        let snapshot = snapshot_text(&snapshot)?.unwrap_or_default();
+        let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
         crate::inspect(&self.inner, &snapshot).map(|v| to_js(&v)).map_err(|e| js_error(&e))
     }
 
@@ -264,46 +298,71 @@ impl Machine {
     /// Reduce, starting from the resident decoded snapshot when the caller's
     /// snapshot is the one it was made from; keep what results for next time.
     /// Returns the outcome as a JavaScript object with `snapshot` set: the new
-    /// snapshot made by `wrap`, or the caller's own value when unchanged.
-    fn reduce_resident(
-        &self,
-        process: &str,
-        snapshot: JsValue,
-        event: &str,
-        now: u64,
-        wrap: fn(&str) -> JsValue,
-    ) -> Result<JsValue, JsValue> {
+    /// snapshot (a `Uint8Array` when `bytes`, else a string), or the caller's own
+    /// value when unchanged. A new string keeps the caller's string for the
+    /// bytes the two share (format 3 appends after the old records), so only
+    /// what changed crosses the boundary.
+    fn reduce_resident(&self, process: &str, snapshot: JsValue, event: &str, now: u64, bytes: bool) -> Result<JsValue, JsValue> {
         let key = resident_key(&snapshot);
         let cached = key.as_deref().and_then(|k| self.resident.borrow_mut().take(process, k, &snapshot));
-        let text;
-        let (current, had) = match cached {
-            Some(loaded) => (Current::Loaded(Box::new(loaded)), true),
-            None => {
-                text = snapshot_text(&snapshot)?;
-                match text.as_deref() {
-                    Some(t) => (Current::Text(t), true),
-                    None => (Current::None, false),
-                }
-            }
+        let (current, had, ascii) = match cached {
+            Some(kept) => (Current::Loaded(Box::new(kept.loaded)), true, kept.ascii),
+            None => match snapshot_text(&snapshot)? {
+                Some((t, ascii)) => (Current::Owned(t), true, ascii),
+                None => (Current::None, false, false),
+            },
         };
-        let (o, after) = self.inner.reduce_with(process, current, event, now);
+        let (o, after) = self.inner.reduce_parts(process, current, event, now);
         let out = to_js(&o.to_json(false));
-        let (returned, check, len) = match &o.snapshot {
-            Some(new_text) => (wrap(new_text), tail(new_text), new_text.len()),
-            // Unchanged: hand back the caller's own value, no copy.
-            None if had => {
-                let len = js_length(&snapshot);
-                (snapshot, key, len)
+        let (returned, check, len, ascii) = match (&o.snapshot, &after) {
+            (Some(tail), Some(loaded)) => {
+                // The new text is `prefix` (the ledger's own, `at` bytes) + `tail`.
+                let at = o.split.unwrap_or(0);
+                let prefix = loaded.snap.ledger.prefix(at);
+                let len = prefix.len() + tail.len();
+                let value: JsValue = if bytes {
+                    let b = js_sys::Uint8Array::new_with_length(len as u32);
+                    b.subarray(0, at as u32).copy_from(prefix.as_bytes());
+                    b.subarray(at as u32, len as u32).copy_from(tail.as_bytes());
+                    b.into()
+                } else {
+                    let keep = o.kept_prefix;
+                    match snapshot.dyn_ref::<js_sys::JsString>() {
+                        // The caller's string already holds the first `keep` bytes.
+                        Some(old) if ascii && keep >= SPLICE_MIN && keep <= at => {
+                            let mut rest = String::with_capacity(at - keep + tail.len());
+                            rest.push_str(&prefix[keep..]);
+                            rest.push_str(tail);
+                            old.slice(0, keep as u32).concat(&JsValue::from_str(&rest)).into()
+                        }
+                        _ => {
+                            let mut whole = String::with_capacity(len);
+                            whole.push_str(prefix);
+                            whole.push_str(tail);
+                            JsValue::from_str(&whole)
+                        }
+                    }
+                };
+                (value, tail_check(tail), len, !bytes)
             }
-            None => (JsValue::NULL, None, 0),
+            // Unchanged: hand back the caller's own value, no copy.
+            (None, _) if had => {
+                let len = js_length(&snapshot);
+                (snapshot, key, len, ascii)
+            }
+            _ => (JsValue::NULL, None, 0, false),
         };
         let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &returned);
         if let (Some(loaded), Some(check)) = (after, check) {
-            self.resident.borrow_mut().put(process, check, returned, len, loaded);
+            self.resident.borrow_mut().put(Kept { process: process.to_string(), check, value: returned, len, ascii, loaded });
         }
         Ok(out)
     }
 }
+
+/// Shared prefixes shorter than this are not worth splicing: the whole text is
+/// as cheap to hand over.
+const SPLICE_MIN: usize = 1024;
 
 /// Hazard analysis, in the full build only (the lean build for edge hosts leaves it out).
 #[cfg(feature = "analysis")]

@@ -11,7 +11,7 @@ export interface Event {
   payload?: Json;
 }
 
-/** The stored form of a process: opaque ASCII text (wire format 2 starts with `idem2 `). Store it as is, never parse or edit it. */
+/** The stored form of a process: opaque ASCII text (wire format 3 starts with `idem3`). Store it as is, never parse or edit it. */
 export type Snapshot = string;
 
 export type OutcomeStatus = "applied" | "duplicate" | "conflict" | "ignored" | "rejected";

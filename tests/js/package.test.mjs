@@ -117,7 +117,7 @@ test("a duplicate gets the identical first response and costs no write", () => {
   const first = m.reduce(null, pay("e1", "p1", 40), 1000, "order-1");
   assert.equal(first.status, "applied");
   assert.equal(typeof first.snapshot, "string");
-  assert.ok(first.snapshot.startsWith("idem2 "));
+  assert.ok(first.snapshot.startsWith("idem3\n"));
   for (const retry of [pay("e1", "p1", 40), JSON.stringify(pay("e1", "p1", 40))]) {
     const again = m.reduce(first.snapshot, retry, 5000, "order-1");
     assert.equal(again.status, "duplicate");
@@ -146,7 +146,7 @@ test("outcomes, due work and inspections are plain objects", () => {
   assert.equal(item.kind, "attempt");
   assert.deepEqual(item.started.payload, { key: "pay-1/c1:0", attempt: 1 });
   const seen = m.inspect(out.snapshot);
-  assert.equal(seen.format, 2);
+  assert.equal(seen.format, 3);
   assert.equal(seen.value, "charging");
   assert.deepEqual(seen.machine, { id: m.id, version: m.version, hash: m.hash });
   assert.ok(Array.isArray(m.eventTypes()) && m.eventTypes().includes("CHECKOUT"));
@@ -252,4 +252,33 @@ test("a Machine reused across events (decoded snapshots kept in memory) answers 
   assert.deepEqual(stale, fresh);
   // Another process with the same snapshot text is kept apart.
   assert.deepEqual(warm.reduce(a, { id: "s1", type: "SHIP" }, 6000, "o2"), new Machine(def).reduce(a, { id: "s1", type: "SHIP" }, 6000, "o2"));
+});
+
+test("a new snapshot string that keeps the old one's records is the same text as one written whole", () => {
+  const def = {
+    id: "log",
+    initial: "on",
+    context: { n: 0 },
+    states: { on: { on: { NOTE: { actions: [{ assign: { n: { var: "event.payload.n" } } }] } } } },
+  };
+  const warm = new Machine(def);
+  const note = (i) => ({ id: `note-${i}`, type: "NOTE", payload: { n: i } });
+  let text = null; // warm machine, string snapshots (kept in memory, prefix reused)
+  let cold = null; // a new machine each time: decoded from the string, prefix reused
+  let bytes = null; // bytes: always written whole
+  for (let i = 0; i < 80; i++) {
+    const a = warm.reduce(text, note(i), 1000 + i, "log-1");
+    const b = new Machine(def).reduce(cold, note(i), 1000 + i, "log-1");
+    const c = warm.reduceBytes(bytes, note(i), 1000 + i, "log-2");
+    assert.equal(a.status, "applied");
+    assert.equal(a.snapshot, b.snapshot, `event ${i}`);
+    assert.equal(a.snapshot, new TextDecoder().decode(c.snapshot), `event ${i}`);
+    // A record was appended after the previous records: they are still the old text's.
+    if (text) assert.ok(a.snapshot.startsWith(text.slice(0, text.indexOf("\n#"))));
+    [text, cold, bytes] = [a.snapshot, b.snapshot, c.snapshot];
+  }
+  assert.ok(text.length > 8000, `${text.length} bytes: long enough to be spliced`);
+  assert.equal(warm.inspect(text).ledger.length, 80);
+  assert.equal(warm.reduce(text, note(3), 5000, "log-1").status, "duplicate");
+  assert.equal(new Machine(def).reduce(text, note(79), 5000, "log-1").status, "duplicate");
 });

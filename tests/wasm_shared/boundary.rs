@@ -148,7 +148,7 @@ fn the_snapshot_is_an_opaque_ascii_string_and_inspect_reads_it() {
     let m = order();
     let out = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, None));
     let snapshot = out["snapshot"].as_str().unwrap();
-    assert!(snapshot.starts_with("idem2 "), "{snapshot}");
+    assert!(snapshot.starts_with("idem3\n"), "{snapshot}");
     assert!(snapshot.is_ascii());
     let seen = value(&m.inspect(JsValue::from(snapshot.to_string())).unwrap_or_else(|e| panic!("{e:?}")));
     assert_eq!(seen["format"], 2);
