@@ -83,7 +83,7 @@ const CATEGORIES = {
     /^idem::snapshot::Ledger::compact_if_sparse$/,
   ],
   // Event checks (types, limits, payload size and depth).
-  event: [/^idem::reduce::<impl idem::machine::Machine>::parse_event$/],
+  event: [/^idem::reduce::<impl idem::machine::Machine>::(parse_event|take_event|check_event|check_payload)$/],
 };
 const ROW = /^\s*([\d,]+) \([\s\d.]+%\)\s+(.*?)(?: \[[^\]]*\])?\s*$/;
 const fnName = (row) => row.replace(/^.*?\.(rs|c|S|h):/, "").replace(/^\?\?\?:/, "");

@@ -13,6 +13,7 @@ use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_
 use crate::outbox;
 use crate::snapshot::{self, OutboxEntry, Snapshot, Timer};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// The snapshot a reduce starts from.
 pub enum Current<'a> {
@@ -186,7 +187,7 @@ impl Machine {
             let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
             return (Outcome::rejected(e), None);
         }
-        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.parse_event(&v)).and_then(|e| {
+        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)).and_then(|e| {
             let loaded = match current {
                 Current::None => None,
                 Current::Text(text) => Some(snapshot::load(self, text)?),
@@ -202,6 +203,34 @@ impl Machine {
 
     /// Validate an event against this machine's limits and event types.
     pub fn parse_event(&self, v: &Value) -> Result<Event> {
+        let (id, event_type, payload) = self.check_event(v)?;
+        let payload = match payload {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p) => p.clone(),
+        };
+        self.check_payload(&payload)?;
+        Ok(Event { id: id.to_string(), event_type: event_type.to_string(), payload })
+    }
+
+    /// [`Machine::parse_event`] of a value the caller gives up: its strings and
+    /// payload are moved into the event rather than copied.
+    fn take_event(&self, v: Value) -> Result<Event> {
+        self.check_event(&v)?;
+        let Value::Object(mut o) = v else { unreachable!("check_event accepts objects only") };
+        let (Some(Value::String(id)), Some(Value::String(event_type))) = (o.remove("id"), o.remove("type")) else {
+            unreachable!("check_event accepts string ids and types only")
+        };
+        let payload = match o.remove("payload") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p) => p,
+        };
+        self.check_payload(&payload)?;
+        Ok(Event { id, event_type, payload })
+    }
+
+    /// Every check of [`Machine::parse_event`] but the payload's: the id, the
+    /// type and the payload as they stand in `v`.
+    fn check_event<'v>(&self, v: &'v Value) -> Result<(&'v str, &'v str, Option<&'v Value>)> {
         let o = v.as_object().ok_or_else(|| Error::new(Code::InvalidEvent, "event must be an object"))?;
         for k in o.keys() {
             if !matches!(k.as_str(), "id" | "type" | "payload") {
@@ -248,12 +277,16 @@ impl Machine {
                 format!("event type \"{event_type}\" is not accepted by any state of machine \"{}\"", self.id),
             ));
         }
-        let payload = match o.get("payload") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p) => p.clone(),
-        };
-        json::check_depth(&payload, "event payload")?;
-        let size = serde_json::to_string(&payload).map(|s| s.len()).unwrap_or(usize::MAX);
+        Ok((id, event_type, o.get("payload")))
+    }
+
+    /// The payload's nesting and size (its compact JSON).
+    fn check_payload(&self, payload: &Value) -> Result<()> {
+        json::check_depth(payload, "event payload")?;
+        // Written out rather than counted through a writer of its own: serde_json
+        // already has this one (the snapshot's encoder), and a second
+        // instantiation of its serializer made the encoder's slower to run.
+        let size = serde_json::to_string(payload).map(|s| s.len()).unwrap_or(usize::MAX);
         if size > self.limits.max_payload_bytes {
             return Err(Error::at(
                 Code::PayloadTooLarge,
@@ -261,7 +294,7 @@ impl Machine {
                 format!("event payload is {size} bytes, more than the {} allowed", self.limits.max_payload_bytes),
             ));
         }
-        Ok(Event { id: id.clone(), event_type: event_type.clone(), payload })
+        Ok(())
     }
 
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
@@ -287,10 +320,10 @@ impl Machine {
         let fp = json::fingerprint(&event.event_type, &event.payload);
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
-        let ledger_id = if is_engine_event(&event.event_type) {
-            format!("{RESERVED_ID_PREFIX}{}", event.id)
+        let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {
+            Cow::Owned(format!("{RESERVED_ID_PREFIX}{}", event.id))
         } else {
-            event.id.clone()
+            Cow::Borrowed(&event.id)
         };
         let (mut snap, leaf, upgraded_from, fresh) = match current {
             Some(l) => (l.snap, l.leaf, l.upgraded_from, false),
@@ -357,13 +390,9 @@ impl Machine {
                     let state = self.state_by_path(&timer.state).ok_or_else(|| {
                         Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state))
                     })?;
-                    let cands = self.states[state]
-                        .after
-                        .iter()
-                        .find(|(d, _)| *d == timer.delay)
-                        .map(|(_, ts)| ts.clone())
-                        .unwrap_or_default();
-                    run.take_first_enabled(&cands, &event)?;
+                    let cands: &[Transition] =
+                        self.states[state].after.iter().find(|(d, _)| *d == timer.delay).map_or(&[], |(_, ts)| ts);
+                    run.take_first_enabled(cands, &event)?;
                     true
                 }
             }
@@ -397,9 +426,15 @@ impl Machine {
         let state = self.state_value(run.leaf);
         let revision = run.revision;
         let response = run.response.take().unwrap_or_else(|| json!({ "state": state, "revision": revision }));
+        // The snapshot's machine reference is this machine's unless it was written by another version.
+        let machine = if snap.machine.id == self.id && snap.machine.version == self.version && snap.machine.hash == self.hash {
+            snap.machine
+        } else {
+            snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() }
+        };
         let mut next = Snapshot {
             format: snapshot::FORMAT,
-            machine: snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() },
+            machine,
             value: state.clone(),
             context: run.context,
             revision,
@@ -513,7 +548,7 @@ struct Run<'a> {
     done: bool,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
     fn data<'e>(&'e self, event: &'e Event) -> Data<'e> {
         Data::Process {
             context: &self.context,
@@ -544,7 +579,7 @@ impl Run<'_> {
             return Ok(false);
         }
         let Some(t) = self.select(event)? else { return Ok(false) };
-        self.microstep(&t, event)?;
+        self.microstep(t, event)?;
         self.settle(event)?;
         Ok(true)
     }
@@ -569,12 +604,13 @@ impl Run<'_> {
 
     /// The deepest active state with an enabled transition for the event wins;
     /// among its candidates, document order.
-    fn select(&self, event: &Event) -> Result<Option<Transition>> {
-        for s in self.m.ancestors_inclusive(self.leaf) {
-            if let Some((_, cands)) = self.m.states[s].on.iter().find(|(e, _)| *e == event.event_type) {
+    fn select(&self, event: &Event) -> Result<Option<&'a Transition>> {
+        let m = self.m;
+        for s in m.ancestors(self.leaf) {
+            if let Some((_, cands)) = m.states[s].on.iter().find(|(e, _)| *e == event.event_type) {
                 for t in cands {
                     if self.enabled(t, event)? {
-                        return Ok(Some(t.clone()));
+                        return Ok(Some(t));
                     }
                 }
             }
@@ -582,11 +618,12 @@ impl Run<'_> {
         Ok(None)
     }
 
-    fn select_always(&self, event: &Event) -> Result<Option<Transition>> {
-        for s in self.m.ancestors_inclusive(self.leaf) {
-            for t in &self.m.states[s].always {
+    fn select_always(&self, event: &Event) -> Result<Option<&'a Transition>> {
+        let m = self.m;
+        for s in m.ancestors(self.leaf) {
+            for t in &m.states[s].always {
                 if self.enabled(t, event)? {
-                    return Ok(Some(t.clone()));
+                    return Ok(Some(t));
                 }
             }
         }
@@ -596,7 +633,7 @@ impl Run<'_> {
     fn settle(&mut self, event: &Event) -> Result<()> {
         while !self.done {
             let Some(t) = self.select_always(event)? else { break };
-            self.microstep(&t, event)?;
+            self.microstep(t, event)?;
         }
         Ok(())
     }
@@ -626,7 +663,7 @@ impl Run<'_> {
     fn compute_exit_set(&self, domain: Option<StateIdx>) -> Vec<StateIdx> {
         // Active states below the domain, innermost first.
         let mut out = Vec::new();
-        for s in self.m.ancestors_inclusive(self.leaf) {
+        for s in self.m.ancestors(self.leaf) {
             if Some(s) == domain {
                 break;
             }
@@ -721,7 +758,12 @@ impl Run<'_> {
                     }
                     let ctx = self.context.as_object_mut().expect("context is an object");
                     for (field, v) in values {
-                        ctx.insert(field.clone(), v);
+                        match ctx.get_mut(field.as_str()) {
+                            Some(slot) => *slot = v,
+                            None => {
+                                ctx.insert(field.clone(), v);
+                            }
+                        }
                     }
                 }
                 Action::Respond(e) => {
@@ -761,3 +803,4 @@ impl Run<'_> {
         Ok(())
     }
 }
+
