@@ -149,6 +149,76 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// The JSON text of `to_json(false)`, byte for byte, written directly rather
+    /// than through a `serde_json::Map` (keys in the same, sorted, order).
+    pub fn to_json_text(&self) -> String {
+        let mut w: Vec<u8> = Vec::with_capacity(256);
+        let value = |w: &mut Vec<u8>, v: &Value| serde_json::to_writer(w, v).expect("writing to a Vec cannot fail");
+        let num = |w: &mut Vec<u8>, n: u64| serde_json::to_writer(w, &n).expect("writing to a Vec cannot fail");
+        let boolean = |w: &mut Vec<u8>, b: bool| w.extend_from_slice(if b { b"true" } else { b"false" });
+        w.extend_from_slice(b"{\"changed\":");
+        boolean(&mut w, self.snapshot.is_some());
+        w.extend_from_slice(b",\"duplicate\":");
+        boolean(&mut w, self.duplicate);
+        w.extend_from_slice(b",\"effects\":[");
+        for (i, e) in self.effects.iter().enumerate() {
+            if i > 0 {
+                w.push(b',');
+            }
+            w.extend_from_slice(b"{\"idempotent\":");
+            boolean(&mut w, e.idempotent);
+            w.extend_from_slice(b",\"key\":");
+            json::write_str(&e.key, &mut w);
+            w.extend_from_slice(b",\"payload\":");
+            value(&mut w, &e.payload);
+            w.extend_from_slice(b",\"type\":");
+            json::write_str(&e.effect_type, &mut w);
+            w.push(b'}');
+        }
+        w.push(b']');
+        if let Some(e) = &self.error {
+            w.extend_from_slice(b",\"error\":{\"code\":");
+            json::write_str(e.code.as_str(), &mut w);
+            w.extend_from_slice(b",\"message\":");
+            json::write_str(&e.message, &mut w);
+            if let Some(p) = &e.path {
+                w.extend_from_slice(b",\"path\":");
+                json::write_str(p, &mut w);
+            }
+            w.push(b'}');
+        }
+        w.extend_from_slice(b",\"nextDueAt\":");
+        match self.next_due_at {
+            Some(n) => num(&mut w, n),
+            None => w.extend_from_slice(b"null"),
+        }
+        if let Some(first) = &self.original {
+            w.extend_from_slice(b",\"original\":{\"at\":");
+            num(&mut w, first.at);
+            w.extend_from_slice(b",\"revision\":");
+            num(&mut w, first.revision);
+            w.extend_from_slice(b",\"status\":");
+            json::write_str(first.status, &mut w);
+            w.push(b'}');
+        }
+        w.extend_from_slice(b",\"response\":");
+        value(&mut w, &self.response);
+        w.extend_from_slice(b",\"revision\":");
+        num(&mut w, self.revision);
+        w.extend_from_slice(b",\"state\":");
+        value(&mut w, &self.state);
+        w.extend_from_slice(b",\"status\":");
+        json::write_str(self.status.as_str(), &mut w);
+        if let Some(v) = &self.upgraded_from {
+            w.extend_from_slice(b",\"upgradedFrom\":");
+            json::write_str(v, &mut w);
+        }
+        w.push(b'}');
+        String::from_utf8(w).expect("serde_json writes UTF-8")
+    }
+}
+
 pub fn effect_json(e: &EmittedEffect) -> Value {
     json!({ "key": e.key, "type": e.effect_type, "payload": e.payload, "idempotent": e.idempotent })
 }
@@ -804,3 +874,70 @@ impl<'a> Run<'a> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORDER: &str = include_str!("../tests/machines/order.json");
+
+    fn order(version: &str) -> Machine {
+        let mut def: Value = serde_json::from_str(ORDER).unwrap();
+        def["version"] = json!(version);
+        Machine::from_value(def).unwrap()
+    }
+
+    fn same_text(o: &Outcome) {
+        assert_eq!(o.to_json_text(), o.to_json(false).to_string(), "{o:?}");
+    }
+
+    #[test]
+    fn outcome_text_is_to_json_text() {
+        let m = order("1");
+        let now = 1_700_000_000_000;
+        let pay = |id: &str, pid: &str, amount: u64| json!({ "id": id, "type": "PAYMENT_PARTIAL", "payload": { "paymentId": pid, "amount": amount } });
+
+        // Applied, a new process.
+        let first = m.reduce(None, &pay("e1", "p-1", 40), now);
+        assert_eq!(first.status, Status::Applied);
+        same_text(&first);
+        let s1 = first.snapshot.clone().unwrap();
+
+        // Applied with an effect (paid in full: `ship` is emitted) and a due time.
+        let paid = m.reduce(Some(&s1), &pay("e2", "p-\u{e9}\"2", 60), now + 1);
+        assert_eq!(paid.status, Status::Applied);
+        assert!(!paid.effects.is_empty() && paid.next_due_at.is_some());
+        same_text(&paid);
+
+        // Duplicate, with how the first delivery was recorded.
+        let dup = m.reduce(Some(&s1), &pay("e1", "p-1", 40), now + 2);
+        assert_eq!(dup.status, Status::Duplicate);
+        assert!(dup.original.is_some());
+        same_text(&dup);
+
+        // Conflict (an error with a path) and rejections (with and without one).
+        let conflict = m.reduce(Some(&s1), &pay("e1", "p-9", 40), now + 2);
+        assert_eq!(conflict.status, Status::Conflict);
+        same_text(&conflict);
+        let unknown = m.reduce(Some(&s1), &json!({ "id": "e3", "type": "NOPE" }), now + 2);
+        assert_eq!(unknown.status, Status::Rejected);
+        assert!(unknown.error.as_ref().unwrap().path.is_some());
+        same_text(&unknown);
+        let corrupt = m.reduce(Some("idem2 garbage"), &pay("e4", "p-4", 1), now + 2);
+        assert_eq!(corrupt.status, Status::Rejected);
+        assert!(corrupt.error.as_ref().unwrap().path.is_none());
+        same_text(&corrupt);
+
+        // Ignored: SHIP is accepted only once paid.
+        let ignored = m.reduce(Some(&s1), &json!({ "id": "e5", "type": "SHIP" }), now + 3);
+        same_text(&ignored);
+
+        // Written by another version of the machine.
+        let m2 = order("2");
+        let upgraded = m2.reduce(Some(&s1), &pay("e6", "p-6", 1), now + 4);
+        assert_eq!(upgraded.upgraded_from.as_deref(), Some("1"));
+        same_text(&upgraded);
+        let upgraded_dup = m2.reduce(Some(&s1), &pay("e1", "p-1", 40), now + 4);
+        assert_eq!(upgraded_dup.status, Status::Duplicate);
+        same_text(&upgraded_dup);
+    }
+}
