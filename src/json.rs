@@ -159,13 +159,12 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 
 pub fn hex128(h: u128) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = vec![0u8; 32];
-    for (half, word) in out.chunks_exact_mut(16).zip([(h >> 64) as u64, h as u64]) {
-        for (i, d) in half.iter_mut().enumerate() {
-            *d = DIGITS[((word >> (60 - 4 * i)) & 0xf) as usize];
-        }
+    let mut out = [0u8; 32];
+    for (pair, b) in out.chunks_exact_mut(2).zip(h.to_be_bytes()) {
+        pair[0] = DIGITS[(b >> 4) as usize];
+        pair[1] = DIGITS[(b & 0xf) as usize];
     }
-    String::from_utf8(out).expect("hex digits are ASCII")
+    String::from_utf8(out.to_vec()).expect("hex digits are ASCII")
 }
 
 #[cfg(test)]
