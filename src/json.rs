@@ -223,7 +223,7 @@ mod tests {
             json!({"z": [1, 2.5, -0.0, 1e300, -7, 18446744073709551615u64], "a": {"é": "\u{1F600}", "": null}}),
             json!({"ctl": "a\"b\\c\n\t\u{0001}\u{001f}/", "ß": true, "B": false, "b": [[], {}, [{}]]}),
             json!("just a string with \u{2028} in it"),
-            json!(3.141592653589793),
+            json!(0.1 + 0.2),
         ];
         for v in &values {
             let mut want = String::new();
