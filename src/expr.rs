@@ -106,6 +106,10 @@ enum Node {
     /// An object literal whose values are expressions (idem's one extension).
     Object(Vec<(String, Node)>),
     Op(Op, Vec<Node>),
+    /// `var` whose key is a literal string, its path split into parts once at
+    /// compile time (no parts: the empty path, the whole scope). `args` are the
+    /// operator's arguments as written (the key, then the default).
+    Var(Vec<String>, Vec<Node>),
 }
 
 /// What `var` reads: plain data, or a process scope assembled from borrowed parts.
@@ -132,7 +136,11 @@ impl<'a> Data<'a> {
         if path.is_empty() {
             return Some(self.whole());
         }
-        let mut parts = path.split('.');
+        self.lookup_parts(path.split('.'))
+    }
+
+    /// [`Data::lookup`] of a path already split at its dots (at least one part).
+    fn lookup_parts<'p>(&self, mut parts: impl Iterator<Item = &'p str>) -> Option<Cow<'a, Value>> {
         let (start, rest): (Cow<'a, Value>, _) = match *self {
             Data::Value(v) => (Cow::Borrowed(v), parts),
             Data::Process { context, event_id, event_type, payload, state } => {
@@ -271,6 +279,10 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
                 Value::Array(a) => a.iter().map(|i| compile(i, path, depth + 1)).collect::<Result<Vec<_>>>()?,
                 other => vec![compile(other, path, depth + 1)?],
             };
+            if let (Op::Var, Some(Node::Lit(Value::String(key)))) = (op, args.first()) {
+                let parts = if key.is_empty() { Vec::new() } else { key.split('.').map(str::to_string).collect() };
+                return Ok(Node::Var(parts, args));
+            }
             Ok(Node::Op(op, args))
         }
         Value::Object(m) => {
@@ -320,20 +332,38 @@ fn to_number(v: &Value) -> f64 {
 /// JavaScript `ToString`.
 fn to_js_string(v: &Value) -> String {
     match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{}", f as i128),
-            Some(f) => format!("{f}"),
-            None => n.to_string(),
-        },
         Value::String(s) => s.clone(),
-        Value::Array(a) => a
-            .iter()
-            .map(|x| if x.is_null() { String::new() } else { to_js_string(x) })
-            .collect::<Vec<_>>()
-            .join(","),
-        Value::Object(_) => "[object Object]".into(),
+        _ => {
+            let mut out = String::new();
+            push_js_string(v, &mut out);
+            out
+        }
+    }
+}
+
+/// [`to_js_string`], appended to `out`.
+fn push_js_string(v: &Value, out: &mut String) {
+    use std::fmt::Write;
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => write!(out, "{}", f as i128).expect("writing to a String"),
+            Some(f) => write!(out, "{f}").expect("writing to a String"),
+            None => write!(out, "{n}").expect("writing to a String"),
+        },
+        Value::String(s) => out.push_str(s),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                if !x.is_null() {
+                    push_js_string(x, out);
+                }
+            }
+        }
+        Value::Object(_) => out.push_str("[object Object]"),
     }
 }
 
@@ -386,12 +416,12 @@ fn less(a: &Value, b: &Value, or_equal: bool) -> bool {
     }
 }
 
-fn eval<'a>(node: &Node, data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
+fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
     if depth > MAX_EVAL_DEPTH {
         return Err("evaluation nested too deeply".into());
     }
     match node {
-        Node::Lit(v) => Ok(Cow::Owned(v.clone())),
+        Node::Lit(v) => Ok(Cow::Borrowed(v)),
         Node::Array(items) => {
             charge(budget, items.len())?;
             let mut out = Vec::with_capacity(items.len());
@@ -409,10 +439,26 @@ fn eval<'a>(node: &Node, data: Data<'a>, depth: usize, budget: &Budget) -> Eval<
             Ok(Cow::Owned(Value::Object(out)))
         }
         Node::Op(op, args) => eval_op(*op, args, data, depth + 1, budget),
+        Node::Var(parts, args) => {
+            // As `eval_op(Op::Var, ..)` with its literal key, which it would
+            // evaluate one level down (where the depth bound applies too).
+            let depth = depth + 1;
+            if depth > MAX_EVAL_DEPTH {
+                return Err("evaluation nested too deeply".into());
+            }
+            let found = if parts.is_empty() { Some(data.whole()) } else { data.lookup_parts(parts.iter().map(String::as_str)) };
+            match found {
+                Some(v) if !v.is_null() => Ok(v),
+                _ => match args.get(1) {
+                    Some(n) => eval(n, data, depth, budget),
+                    None => Ok(Cow::Owned(Value::Null)),
+                },
+            }
+        }
     }
 }
 
-fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
+fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
     let arg = |i: usize| -> Eval<'a> {
         match args.get(i) {
             Some(n) => eval(n, data, depth, budget),
@@ -422,6 +468,8 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize, budget: &Bud
     let all = || -> std::result::Result<Vec<Value>, String> {
         args.iter().map(|n| eval(n, data, depth, budget).map(Cow::into_owned)).collect()
     };
+    // Each argument as a number, in order, stopping at the first that fails (as `all`).
+    let numbers = || args.iter().map(|n| eval(n, data, depth, budget).map(|v| to_number(&v)));
     let owned = |v: Value| -> Eval<'a> { Ok(Cow::Owned(v)) };
     match op {
         Op::Var => {
@@ -522,11 +570,10 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize, budget: &Bud
             owned(Value::Bool(first))
         }
         Op::Max | Op::Min => {
-            let vals = all()?;
-            if vals.is_empty() {
+            let nums = numbers().collect::<std::result::Result<Vec<f64>, String>>()?;
+            if nums.is_empty() {
                 return owned(Value::Null);
             }
-            let nums: Vec<f64> = vals.iter().map(to_number).collect();
             if nums.iter().any(|n| n.is_nan()) {
                 return owned(Value::Null);
             }
@@ -537,13 +584,13 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize, budget: &Bud
             };
             owned(num(r))
         }
-        Op::Add => owned(num(all()?.iter().map(to_number).sum())),
-        Op::Mul => owned(num(all()?.iter().map(to_number).product())),
+        Op::Add => owned(num(numbers().sum::<std::result::Result<f64, String>>()?)),
+        Op::Mul => owned(num(numbers().product::<std::result::Result<f64, String>>()?)),
         Op::Sub => {
-            let vals = all()?;
+            let vals = numbers().collect::<std::result::Result<Vec<f64>, String>>()?;
             match vals.as_slice() {
-                [a] => owned(num(-to_number(a))),
-                [a, b, ..] => owned(num(to_number(a) - to_number(b))),
+                [a] => owned(num(-a)),
+                [a, b, ..] => owned(num(a - b)),
                 [] => owned(Value::Null),
             }
         }
@@ -614,7 +661,10 @@ fn eval_op<'a>(op: Op, args: &[Node], data: Data<'a>, depth: usize, budget: &Bud
             }))
         }
         Op::Cat => {
-            let s: String = all()?.iter().map(to_js_string).collect();
+            let mut s = String::new();
+            for n in args {
+                push_js_string(&*eval(n, data, depth, budget)?, &mut s);
+            }
             charge(budget, s.len() / 16)?;
             owned(Value::String(s))
         }

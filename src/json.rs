@@ -17,7 +17,7 @@ pub fn parse(text: &str, code: Code, what: &str) -> Result<Value> {
 
 /// Refuse values nested deeper than [`MAX_DEPTH`].
 pub fn check_depth(value: &Value, what: &str) -> Result<()> {
-    if depth(value) > MAX_DEPTH {
+    if deeper_than_max(value, 1) {
         return Err(Error::new(
             Code::NestingTooDeep,
             format!("{what} is nested deeper than {MAX_DEPTH} levels"),
@@ -26,62 +26,130 @@ pub fn check_depth(value: &Value, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn depth(value: &Value) -> usize {
-    // Iterative, so a hostile value cannot exhaust the stack here.
-    let mut max = 0;
-    let mut stack = vec![(value, 1usize)];
-    while let Some((v, d)) = stack.pop() {
-        max = max.max(d);
-        match v {
-            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|i| (i, d + 1))),
-            _ => {}
-        }
+/// Whether some value is nested deeper than `MAX_DEPTH` (`d` is the depth of
+/// `value`). The recursion stops one level past the limit, so it is at most
+/// `MAX_DEPTH + 1` frames deep whatever the value, and allocates nothing.
+fn deeper_than_max(value: &Value, d: usize) -> bool {
+    if d > MAX_DEPTH {
+        return true;
     }
-    max
+    match value {
+        Value::Array(items) => items.iter().any(|i| deeper_than_max(i, d + 1)),
+        Value::Object(map) => map.values().any(|i| deeper_than_max(i, d + 1)),
+        _ => false,
+    }
 }
 
 /// Canonical JSON: object keys sorted by code point, no insignificant whitespace.
 /// Independent of how the parser orders maps, so fingerprints never depend on it.
 pub fn canonical(value: &Value, out: &mut String) {
+    let mut bytes = std::mem::take(out).into_bytes();
+    write_canonical(value, &mut bytes);
+    *out = String::from_utf8(bytes).expect("JSON text is UTF-8");
+}
+
+/// JSON text of a string, quotes and escapes exactly as serde_json writes them:
+/// `\"`, `\\`, `\b \t \n \f \r`, other control characters as `\u00xx`
+/// (lowercase), everything else (DEL and non-ASCII included) as it is.
+pub fn write_str(s: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x08 => b'b',
+            0x09 => b't',
+            0x0a => b'n',
+            0x0c => b'f',
+            0x0d => b'r',
+            0x00..=0x1f => b'u',
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        if short == b'u' {
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]]);
+        } else {
+            out.extend_from_slice(&[b'\\', short]);
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// JSON text of a scalar (null, boolean, number, string) as serde_json writes it.
+fn write_scalar(value: &Value, out: &mut Vec<u8>) {
+    use std::io::Write;
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        // serde_json's `Number` displays as it serializes (itoa, or ryu for floats).
+        Value::Number(n) => write!(out, "{n}").expect("writing to a Vec cannot fail"),
+        Value::String(s) => write_str(s, out),
+        Value::Array(_) | Value::Object(_) => serde_json::to_writer(out, value).expect("writing to a Vec cannot fail"),
+    }
+}
+
+/// [`canonical`], appended to bytes; writes no intermediate strings.
+pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
+            out.push(b'{');
+            // Code point order is byte order in UTF-8, the order of `String`'s `Ord`.
+            // serde_json's map already iterates in it (a BTreeMap unless its
+            // `preserve_order` feature is on), so sorting is needed only when not.
+            let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
+            if sorted {
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(k, out);
+                    out.push(b':');
+                    write_canonical(v, out);
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(&map[k], out);
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                for (i, (k, v)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(k, out);
+                    out.push(b':');
+                    write_canonical(v, out);
+                }
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                canonical(item, out);
+                write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => write_scalar(other, out),
     }
 }
 
 /// 128-bit xxh3 of the canonical JSON of `type` and `payload`, as 32 hex digits.
 pub fn fingerprint(event_type: &str, payload: &Value) -> String {
-    let mut s = String::with_capacity(64);
-    s.push_str("{\"payload\":");
-    canonical(payload, &mut s);
-    s.push_str(",\"type\":");
-    s.push_str(&Value::String(event_type.to_string()).to_string());
-    s.push('}');
-    hex128(xxhash_rust::xxh3::xxh3_128(s.as_bytes()))
+    let mut s = Vec::with_capacity(128);
+    s.extend_from_slice(b"{\"payload\":");
+    write_canonical(payload, &mut s);
+    s.extend_from_slice(b",\"type\":");
+    write_str(event_type, &mut s);
+    s.push(b'}');
+    hex128(xxhash_rust::xxh3::xxh3_128(&s))
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -94,7 +162,13 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 }
 
 pub fn hex128(h: u128) -> String {
-    format!("{h:032x}")
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 32];
+    for (pair, b) in out.chunks_exact_mut(2).zip(h.to_be_bytes()) {
+        pair[0] = DIGITS[(b >> 4) as usize];
+        pair[1] = DIGITS[(b & 0xf) as usize];
+    }
+    String::from_utf8(out.to_vec()).expect("hex digits are ASCII")
 }
 
 #[cfg(test)]
@@ -109,6 +183,72 @@ mod tests {
         assert_eq!(fingerprint("PAY", &a), fingerprint("PAY", &b));
         assert_ne!(fingerprint("PAY", &a), fingerprint("PAID", &a));
         assert_ne!(fingerprint("PAY", &json!({"b":2})), fingerprint("PAY", &json!({"b":1})));
+    }
+
+    /// The canonical form as it was first written (a `String` per key and per
+    /// leaf): what every stored fingerprint was computed from.
+    fn canonical_reference(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    canonical_reference(&map[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    canonical_reference(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+
+    #[test]
+    fn canonical_and_fingerprint_match_the_reference() {
+        let values = [
+            json!(null),
+            json!({}),
+            json!([]),
+            json!({"paymentId": "q-1", "amount": 1}),
+            json!({"z": [1, 2.5, -0.0, 1e300, -7, 18446744073709551615u64], "a": {"é": "\u{1F600}", "": null}}),
+            json!({"ctl": "a\"b\\c\n\t\u{0001}\u{001f}/", "ß": true, "B": false, "b": [[], {}, [{}]]}),
+            json!("just a string with \u{2028} in it"),
+            json!(0.1 + 0.2),
+        ];
+        for v in &values {
+            let mut want = String::new();
+            canonical_reference(v, &mut want);
+            let mut got = String::from("prefix");
+            canonical(v, &mut got);
+            assert_eq!(got, format!("prefix{want}"));
+            let old = format!("{{\"payload\":{want},\"type\":{}}}", Value::String("T\"é".into()));
+            assert_eq!(fingerprint("T\"é", v), format!("{:032x}", xxhash_rust::xxh3::xxh3_128(old.as_bytes())));
+        }
+        // Every ASCII character, and some beyond, escaped as serde_json escapes them.
+        let mut all: String = (0u8..=0x7f).map(char::from).collect();
+        all.push_str("é\u{2028}\u{1F600}\u{FFFF}");
+        for s in [all.as_str(), "", "plain", "\\", "\"", "tail\u{1}"] {
+            let mut got = Vec::new();
+            write_str(s, &mut got);
+            assert_eq!(String::from_utf8(got).unwrap(), Value::String(s.to_string()).to_string());
+        }
+        for h in [0u128, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+            assert_eq!(hex128(h), format!("{h:032x}"));
+        }
     }
 
     #[test]

@@ -149,6 +149,8 @@ pub struct Machine {
     pub definition: Value,
     by_path: HashMap<String, StateIdx>,
     by_id: HashMap<String, StateIdx>,
+    /// [`Machine::state_value`] of every state, built once.
+    state_values: Vec<Value>,
 }
 
 const STATE_KEYS: &[&str] = &[
@@ -222,6 +224,7 @@ impl Machine {
             definition: Value::Null,
             by_path: HashMap::new(),
             by_id: HashMap::new(),
+            state_values: Vec::new(),
         };
         for (i, s) in m.states.iter().enumerate() {
             m.by_path.insert(s.path.clone(), i);
@@ -243,6 +246,7 @@ impl Machine {
         m.outcome_types = m.effect_types().flat_map(|t| [format!("{t}.succeeded"), format!("{t}.failed")]).collect();
         m.event_types.retain(|t| !m.outcome_types.contains(t));
         m.definition = def;
+        m.state_values = (0..m.states.len()).map(|i| m.build_state_value(i)).collect();
         Ok(m)
     }
 
@@ -282,6 +286,11 @@ impl Machine {
         idx
     }
 
+    /// `idx` and its ancestors, innermost first, without collecting them.
+    pub fn ancestors(&self, idx: StateIdx) -> impl Iterator<Item = StateIdx> + '_ {
+        std::iter::successors(Some(idx), move |&i| self.states[i].parent)
+    }
+
     /// `idx` and its ancestors, innermost first.
     pub fn ancestors_inclusive(&self, idx: StateIdx) -> Vec<StateIdx> {
         let mut out = vec![idx];
@@ -306,6 +315,13 @@ impl Machine {
 
     /// The XState-style state value of a leaf: `"paid"` or `{ "pending": "awaiting" }`.
     pub fn state_value(&self, leaf: StateIdx) -> Value {
+        match self.state_values.get(leaf) {
+            Some(v) => v.clone(),
+            None => self.build_state_value(leaf),
+        }
+    }
+
+    fn build_state_value(&self, leaf: StateIdx) -> Value {
         let chain: Vec<StateIdx> = self.ancestors_inclusive(leaf).into_iter().rev().skip(1).collect();
         let mut value = Value::Null;
         for &i in chain.iter().rev() {

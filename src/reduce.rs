@@ -13,6 +13,7 @@ use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_
 use crate::outbox;
 use crate::snapshot::{self, OutboxEntry, Snapshot, Timer};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// The snapshot a reduce starts from.
 pub enum Current<'a> {
@@ -171,6 +172,76 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// The JSON text of `to_json(false)`, byte for byte, written directly rather
+    /// than through a `serde_json::Map` (keys in the same, sorted, order).
+    pub fn to_json_text(&self) -> String {
+        let mut w: Vec<u8> = Vec::with_capacity(256);
+        let value = |w: &mut Vec<u8>, v: &Value| serde_json::to_writer(w, v).expect("writing to a Vec cannot fail");
+        let num = |w: &mut Vec<u8>, n: u64| serde_json::to_writer(w, &n).expect("writing to a Vec cannot fail");
+        let boolean = |w: &mut Vec<u8>, b: bool| w.extend_from_slice(if b { b"true" } else { b"false" });
+        w.extend_from_slice(b"{\"changed\":");
+        boolean(&mut w, self.snapshot.is_some());
+        w.extend_from_slice(b",\"duplicate\":");
+        boolean(&mut w, self.duplicate);
+        w.extend_from_slice(b",\"effects\":[");
+        for (i, e) in self.effects.iter().enumerate() {
+            if i > 0 {
+                w.push(b',');
+            }
+            w.extend_from_slice(b"{\"idempotent\":");
+            boolean(&mut w, e.idempotent);
+            w.extend_from_slice(b",\"key\":");
+            json::write_str(&e.key, &mut w);
+            w.extend_from_slice(b",\"payload\":");
+            value(&mut w, &e.payload);
+            w.extend_from_slice(b",\"type\":");
+            json::write_str(&e.effect_type, &mut w);
+            w.push(b'}');
+        }
+        w.push(b']');
+        if let Some(e) = &self.error {
+            w.extend_from_slice(b",\"error\":{\"code\":");
+            json::write_str(e.code.as_str(), &mut w);
+            w.extend_from_slice(b",\"message\":");
+            json::write_str(&e.message, &mut w);
+            if let Some(p) = &e.path {
+                w.extend_from_slice(b",\"path\":");
+                json::write_str(p, &mut w);
+            }
+            w.push(b'}');
+        }
+        w.extend_from_slice(b",\"nextDueAt\":");
+        match self.next_due_at {
+            Some(n) => num(&mut w, n),
+            None => w.extend_from_slice(b"null"),
+        }
+        if let Some(first) = &self.original {
+            w.extend_from_slice(b",\"original\":{\"at\":");
+            num(&mut w, first.at);
+            w.extend_from_slice(b",\"revision\":");
+            num(&mut w, first.revision);
+            w.extend_from_slice(b",\"status\":");
+            json::write_str(first.status, &mut w);
+            w.push(b'}');
+        }
+        w.extend_from_slice(b",\"response\":");
+        value(&mut w, &self.response);
+        w.extend_from_slice(b",\"revision\":");
+        num(&mut w, self.revision);
+        w.extend_from_slice(b",\"state\":");
+        value(&mut w, &self.state);
+        w.extend_from_slice(b",\"status\":");
+        json::write_str(self.status.as_str(), &mut w);
+        if let Some(v) = &self.upgraded_from {
+            w.extend_from_slice(b",\"upgradedFrom\":");
+            json::write_str(v, &mut w);
+        }
+        w.push(b'}');
+        String::from_utf8(w).expect("serde_json writes UTF-8")
+    }
+}
+
 pub fn effect_json(e: &EmittedEffect) -> Value {
     json!({ "key": e.key, "type": e.effect_type, "payload": e.payload, "idempotent": e.idempotent })
 }
@@ -219,7 +290,7 @@ impl Machine {
             let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
             return (Outcome::rejected(e), None);
         }
-        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.parse_event(&v)).and_then(|e| {
+        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)).and_then(|e| {
             let loaded = match current {
                 Current::None => None,
                 Current::Text(text) => Some(snapshot::load(self, text)?),
@@ -236,6 +307,34 @@ impl Machine {
 
     /// Validate an event against this machine's limits and event types.
     pub fn parse_event(&self, v: &Value) -> Result<Event> {
+        let (id, event_type, payload) = self.check_event(v)?;
+        let payload = match payload {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p) => p.clone(),
+        };
+        self.check_payload(&payload)?;
+        Ok(Event { id: id.to_string(), event_type: event_type.to_string(), payload })
+    }
+
+    /// [`Machine::parse_event`] of a value the caller gives up: its strings and
+    /// payload are moved into the event rather than copied.
+    fn take_event(&self, v: Value) -> Result<Event> {
+        self.check_event(&v)?;
+        let Value::Object(mut o) = v else { unreachable!("check_event accepts objects only") };
+        let (Some(Value::String(id)), Some(Value::String(event_type))) = (o.remove("id"), o.remove("type")) else {
+            unreachable!("check_event accepts string ids and types only")
+        };
+        let payload = match o.remove("payload") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p) => p,
+        };
+        self.check_payload(&payload)?;
+        Ok(Event { id, event_type, payload })
+    }
+
+    /// Every check of [`Machine::parse_event`] but the payload's: the id, the
+    /// type and the payload as they stand in `v`.
+    fn check_event<'v>(&self, v: &'v Value) -> Result<(&'v str, &'v str, Option<&'v Value>)> {
         let o = v.as_object().ok_or_else(|| Error::new(Code::InvalidEvent, "event must be an object"))?;
         for k in o.keys() {
             if !matches!(k.as_str(), "id" | "type" | "payload") {
@@ -282,12 +381,16 @@ impl Machine {
                 format!("event type \"{event_type}\" is not accepted by any state of machine \"{}\"", self.id),
             ));
         }
-        let payload = match o.get("payload") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p) => p.clone(),
-        };
-        json::check_depth(&payload, "event payload")?;
-        let size = serde_json::to_string(&payload).map(|s| s.len()).unwrap_or(usize::MAX);
+        Ok((id, event_type, o.get("payload")))
+    }
+
+    /// The payload's nesting and size (its compact JSON).
+    fn check_payload(&self, payload: &Value) -> Result<()> {
+        json::check_depth(payload, "event payload")?;
+        // Written out rather than counted through a writer of its own: serde_json
+        // already has this one (the snapshot's encoder), and a second
+        // instantiation of its serializer made the encoder's slower to run.
+        let size = serde_json::to_string(payload).map(|s| s.len()).unwrap_or(usize::MAX);
         if size > self.limits.max_payload_bytes {
             return Err(Error::at(
                 Code::PayloadTooLarge,
@@ -295,7 +398,7 @@ impl Machine {
                 format!("event payload is {size} bytes, more than the {} allowed", self.limits.max_payload_bytes),
             ));
         }
-        Ok(Event { id: id.clone(), event_type: event_type.clone(), payload })
+        Ok(())
     }
 
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
@@ -326,10 +429,10 @@ impl Machine {
         let fp = json::fingerprint(&event.event_type, &event.payload);
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
-        let ledger_id = if is_engine_event(&event.event_type) {
-            format!("{RESERVED_ID_PREFIX}{}", event.id)
+        let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {
+            Cow::Owned(format!("{RESERVED_ID_PREFIX}{}", event.id))
         } else {
-            event.id.clone()
+            Cow::Borrowed(&event.id)
         };
         let (mut snap, leaf, upgraded_from, fresh) = match current {
             Some(l) => (l.snap, l.leaf, l.upgraded_from, false),
@@ -396,13 +499,9 @@ impl Machine {
                     let state = self.state_by_path(&timer.state).ok_or_else(|| {
                         Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state))
                     })?;
-                    let cands = self.states[state]
-                        .after
-                        .iter()
-                        .find(|(d, _)| *d == timer.delay)
-                        .map(|(_, ts)| ts.clone())
-                        .unwrap_or_default();
-                    run.take_first_enabled(&cands, &event)?;
+                    let cands: &[Transition] =
+                        self.states[state].after.iter().find(|(d, _)| *d == timer.delay).map_or(&[], |(_, ts)| ts);
+                    run.take_first_enabled(cands, &event)?;
                     true
                 }
             }
@@ -439,9 +538,15 @@ impl Machine {
         let state = self.state_value(run.leaf);
         let revision = run.revision;
         let response = run.response.take().unwrap_or_else(|| json!({ "state": state, "revision": revision }));
+        // The snapshot's machine reference is this machine's unless it was written by another version.
+        let machine = if snap.machine.id == self.id && snap.machine.version == self.version && snap.machine.hash == self.hash {
+            snap.machine
+        } else {
+            snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() }
+        };
         let mut next = Snapshot {
             format: snapshot::FORMAT,
-            machine: snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() },
+            machine,
             value: state.clone(),
             context: run.context,
             revision,
@@ -555,7 +660,7 @@ struct Run<'a> {
     done: bool,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
     fn data<'e>(&'e self, event: &'e Event) -> Data<'e> {
         Data::Process {
             context: &self.context,
@@ -586,7 +691,7 @@ impl Run<'_> {
             return Ok(false);
         }
         let Some(t) = self.select(event)? else { return Ok(false) };
-        self.microstep(&t, event)?;
+        self.microstep(t, event)?;
         self.settle(event)?;
         Ok(true)
     }
@@ -611,12 +716,13 @@ impl Run<'_> {
 
     /// The deepest active state with an enabled transition for the event wins;
     /// among its candidates, document order.
-    fn select(&self, event: &Event) -> Result<Option<Transition>> {
-        for s in self.m.ancestors_inclusive(self.leaf) {
-            if let Some((_, cands)) = self.m.states[s].on.iter().find(|(e, _)| *e == event.event_type) {
+    fn select(&self, event: &Event) -> Result<Option<&'a Transition>> {
+        let m = self.m;
+        for s in m.ancestors(self.leaf) {
+            if let Some((_, cands)) = m.states[s].on.iter().find(|(e, _)| *e == event.event_type) {
                 for t in cands {
                     if self.enabled(t, event)? {
-                        return Ok(Some(t.clone()));
+                        return Ok(Some(t));
                     }
                 }
             }
@@ -624,11 +730,12 @@ impl Run<'_> {
         Ok(None)
     }
 
-    fn select_always(&self, event: &Event) -> Result<Option<Transition>> {
-        for s in self.m.ancestors_inclusive(self.leaf) {
-            for t in &self.m.states[s].always {
+    fn select_always(&self, event: &Event) -> Result<Option<&'a Transition>> {
+        let m = self.m;
+        for s in m.ancestors(self.leaf) {
+            for t in &m.states[s].always {
                 if self.enabled(t, event)? {
-                    return Ok(Some(t.clone()));
+                    return Ok(Some(t));
                 }
             }
         }
@@ -638,7 +745,7 @@ impl Run<'_> {
     fn settle(&mut self, event: &Event) -> Result<()> {
         while !self.done {
             let Some(t) = self.select_always(event)? else { break };
-            self.microstep(&t, event)?;
+            self.microstep(t, event)?;
         }
         Ok(())
     }
@@ -668,7 +775,7 @@ impl Run<'_> {
     fn compute_exit_set(&self, domain: Option<StateIdx>) -> Vec<StateIdx> {
         // Active states below the domain, innermost first.
         let mut out = Vec::new();
-        for s in self.m.ancestors_inclusive(self.leaf) {
+        for s in self.m.ancestors(self.leaf) {
             if Some(s) == domain {
                 break;
             }
@@ -763,7 +870,12 @@ impl Run<'_> {
                     }
                     let ctx = self.context.as_object_mut().expect("context is an object");
                     for (field, v) in values {
-                        ctx.insert(field.clone(), v);
+                        match ctx.get_mut(field.as_str()) {
+                            Some(slot) => *slot = v,
+                            None => {
+                                ctx.insert(field.clone(), v);
+                            }
+                        }
                     }
                 }
                 Action::Respond(e) => {
@@ -801,5 +913,73 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORDER: &str = include_str!("../tests/machines/order.json");
+
+    fn order(version: &str) -> Machine {
+        let mut def: Value = serde_json::from_str(ORDER).unwrap();
+        def["version"] = json!(version);
+        Machine::from_value(def).unwrap()
+    }
+
+    fn same_text(o: &Outcome) {
+        assert_eq!(o.to_json_text(), o.to_json(false).to_string(), "{o:?}");
+    }
+
+    #[test]
+    fn outcome_text_is_to_json_text() {
+        let m = order("1");
+        let now = 1_700_000_000_000;
+        let pay = |id: &str, pid: &str, amount: u64| json!({ "id": id, "type": "PAYMENT_PARTIAL", "payload": { "paymentId": pid, "amount": amount } });
+
+        // Applied, a new process.
+        let first = m.reduce(None, &pay("e1", "p-1", 40), now);
+        assert_eq!(first.status, Status::Applied);
+        same_text(&first);
+        let s1 = first.snapshot.clone().unwrap();
+
+        // Applied with an effect (paid in full: `ship` is emitted) and a due time.
+        let paid = m.reduce(Some(&s1), &pay("e2", "p-\u{e9}\"2", 60), now + 1);
+        assert_eq!(paid.status, Status::Applied);
+        assert!(!paid.effects.is_empty() && paid.next_due_at.is_some());
+        same_text(&paid);
+
+        // Duplicate, with how the first delivery was recorded.
+        let dup = m.reduce(Some(&s1), &pay("e1", "p-1", 40), now + 2);
+        assert_eq!(dup.status, Status::Duplicate);
+        assert!(dup.original.is_some());
+        same_text(&dup);
+
+        // Conflict (an error with a path) and rejections (with and without one).
+        let conflict = m.reduce(Some(&s1), &pay("e1", "p-9", 40), now + 2);
+        assert_eq!(conflict.status, Status::Conflict);
+        same_text(&conflict);
+        let unknown = m.reduce(Some(&s1), &json!({ "id": "e3", "type": "NOPE" }), now + 2);
+        assert_eq!(unknown.status, Status::Rejected);
+        assert!(unknown.error.as_ref().unwrap().path.is_some());
+        same_text(&unknown);
+        let corrupt = m.reduce(Some("idem2 garbage"), &pay("e4", "p-4", 1), now + 2);
+        assert_eq!(corrupt.status, Status::Rejected);
+        assert!(corrupt.error.as_ref().unwrap().path.is_none());
+        same_text(&corrupt);
+
+        // Ignored: SHIP is accepted only once paid.
+        let ignored = m.reduce(Some(&s1), &json!({ "id": "e5", "type": "SHIP" }), now + 3);
+        same_text(&ignored);
+
+        // Written by another version of the machine.
+        let m2 = order("2");
+        let upgraded = m2.reduce(Some(&s1), &pay("e6", "p-6", 1), now + 4);
+        assert_eq!(upgraded.upgraded_from.as_deref(), Some("1"));
+        same_text(&upgraded);
+        let upgraded_dup = m2.reduce(Some(&s1), &pay("e1", "p-1", 40), now + 4);
+        assert_eq!(upgraded_dup.status, Status::Duplicate);
+        same_text(&upgraded_dup);
     }
 }
