@@ -347,10 +347,10 @@ fn push_js_string(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => write!(out, "{}", f as i128).expect("writing to a String"),
-            Some(f) => write!(out, "{f}").expect("writing to a String"),
-            None => write!(out, "{n}").expect("writing to a String"),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => write!(out, "{u}").expect("writing to a String"),
+            (None, Some(i)) => write!(out, "{i}").expect("writing to a String"),
+            _ => push_js_number(n.as_f64().unwrap_or(f64::NAN), out),
         },
         Value::String(s) => out.push_str(s),
         Value::Array(a) => {
@@ -364,6 +364,62 @@ fn push_js_string(v: &Value, out: &mut String) {
             }
         }
         Value::Object(_) => out.push_str("[object Object]"),
+    }
+}
+
+/// JavaScript's `String(f)` (ECMAScript Number::toString): the shortest digits
+/// that round-trip (as serde_json writes them), placed as JavaScript places
+/// them: plain up to 21 integer digits and down to 6 leading zeros, exponent
+/// form (`1e+21`, `1e-7`) beyond.
+fn push_js_number(f: f64, out: &mut String) {
+    if f.is_nan() {
+        return out.push_str("NaN");
+    }
+    if f.is_infinite() {
+        return out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
+    }
+    if f == 0.0 {
+        return out.push('0');
+    }
+    if f < 0.0 {
+        out.push('-');
+    }
+    let Some(n) = serde_json::Number::from_f64(f.abs()) else { return out.push_str("NaN") };
+    let text = n.to_string();
+    let (mantissa, exp) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].trim_start_matches('+').parse::<i32>().unwrap_or(0)),
+        None => (text.as_str(), 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: Vec<u8> = int.bytes().chain(frac.bytes()).collect();
+    let lead = all.iter().take_while(|&&b| b == b'0').count();
+    let digits = &all[lead..];
+    let digits = &digits[..digits.len() - digits.iter().rev().take_while(|&&b| b == b'0').count()];
+    // The value is 0.<digits> x 10^point.
+    let point = int.len() as i32 - lead as i32 + exp;
+    let k = digits.len() as i32;
+    let push = |out: &mut String, d: &[u8]| d.iter().for_each(|&b| out.push(b as char));
+    if k <= point && point <= 21 {
+        push(out, digits);
+        (0..point - k).for_each(|_| out.push('0'));
+    } else if 0 < point && point <= 21 {
+        push(out, &digits[..point as usize]);
+        out.push('.');
+        push(out, &digits[point as usize..]);
+    } else if -6 < point && point <= 0 {
+        out.push_str("0.");
+        (0..-point).for_each(|_| out.push('0'));
+        push(out, digits);
+    } else {
+        push(out, &digits[..1]);
+        if k > 1 {
+            out.push('.');
+            push(out, &digits[1..]);
+        }
+        let e = point - 1;
+        out.push('e');
+        out.push(if e < 0 { '-' } else { '+' });
+        out.push_str(&e.unsigned_abs().to_string());
     }
 }
 
@@ -687,6 +743,27 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
                 }
             };
             owned(Value::String(s[start as usize..end.max(start) as usize].iter().collect()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod js_number_tests {
+    #[test]
+    fn numbers_become_strings_as_in_javascript() {
+        // Expected values are JavaScript's String(x), from Node.
+        let cases: &[(f64, &str)] = &[
+            (0.1, "0.1"), (1e21, "1e+21"), (1e-7, "1e-7"), (123.0, "123"), (1.5e300, "1.5e+300"), (-0.0, "0"),
+            (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (123456789012345680000.0, "123456789012345680000"), (0.000001, "0.000001"), (100.0, "100"), (1.5, "1.5"),
+            (-2.5e-10, "-2.5e-10"), (9007199254740992.0, "9007199254740992"), (1e20, "100000000000000000000"),
+            (123.456, "123.456"), (-1e21, "-1e+21"), (0.5, "0.5"), (1.0 / 3.0, "0.3333333333333333"), (4.35, "4.35"),
+            (0.00001, "0.00001"), (12345678.9, "12345678.9"), (f64::NAN, "NaN"), (f64::INFINITY, "Infinity"),
+        ];
+        for &(x, js) in cases {
+            let mut out = String::new();
+            super::push_js_number(x, &mut out);
+            assert_eq!(out, js, "String({x:e})");
         }
     }
 }

@@ -313,7 +313,7 @@ impl Machine {
             },
         };
         let (o, after) = self.inner.reduce_parts(process, current, event, now);
-        let out = to_js(&o.to_json(false));
+        let out = js_sys::JSON::parse(&o.to_json_text()).unwrap_or(JsValue::NULL);
         let (returned, check, len, ascii) = match (&o.snapshot, &after) {
             (Some(tail), Some(loaded)) => {
                 // The new text is `prefix` (the ledger's own, `at` bytes) + `tail`.

@@ -151,7 +151,7 @@ fn the_snapshot_is_an_opaque_ascii_string_and_inspect_reads_it() {
     assert!(snapshot.starts_with("idem3\n"), "{snapshot}");
     assert!(snapshot.is_ascii());
     let seen = value(&m.inspect(JsValue::from(snapshot.to_string())).unwrap_or_else(|e| panic!("{e:?}")));
-    assert_eq!(seen["format"], 2);
+    assert_eq!(seen["format"], 3);
     assert_eq!(seen["value"], "pending");
     assert_eq!(seen["context"]["payments"], json!(["p1"]));
     assert_eq!(seen["ledger"][0]["id"], "e1");
