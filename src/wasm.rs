@@ -76,12 +76,39 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
         let mut buf = Vec::with_capacity(b.length() as usize + 1024);
         buf.resize(b.length() as usize, 0);
         b.copy_to(&mut buf);
+        if is_ascii(&buf) {
+            // SAFETY: ASCII bytes are valid UTF-8.
+            return Ok(Some((unsafe { String::from_utf8_unchecked(buf) }, false)));
+        }
         buf
     } else {
         return Err(js_error(&Error::new(Code::InvalidSnapshot, "snapshot must be a string, a Uint8Array or null")));
     };
     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
     Ok(Some((String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false)))
+}
+
+/// `<[u8]>::is_ascii`, sixteen bytes at a time with SIMD128 (snapshots are
+/// ASCII, and checking a large one byte by byte costs as much as hashing it).
+fn is_ascii(b: &[u8]) -> bool {
+    #[cfg(target_feature = "simd128")]
+    {
+        use core::arch::wasm32::{u8x16_bitmask, v128, v128_or};
+        let (chunks, rest) = b.split_at(b.len() - b.len() % 64);
+        for c in chunks.chunks_exact(64) {
+            // SAFETY: each 16-byte piece is in bounds; v128 loads need no alignment.
+            let v = unsafe {
+                let p = c.as_ptr() as *const v128;
+                v128_or(v128_or(p.read_unaligned(), p.add(1).read_unaligned()), v128_or(p.add(2).read_unaligned(), p.add(3).read_unaligned()))
+            };
+            if u8x16_bitmask(v) != 0 {
+                return false;
+            }
+        }
+        rest.is_ascii()
+    }
+    #[cfg(not(target_feature = "simd128"))]
+    b.is_ascii()
 }
 
 fn now_ms(now: f64) -> Result<u64, JsValue> {
@@ -119,14 +146,18 @@ struct Resident {
 
 struct Kept {
     process: String,
-    /// The snapshot's checksum (its last 16 characters).
-    check: String,
     /// The snapshot string or bytes as the caller holds it.
     value: JsValue,
     len: usize,
+    /// For bytes, their checksum (last 16 bytes): an array the caller changed
+    /// in place is not the kept snapshot any more.
+    check: Option<Vec<u8>>,
     /// `value` is a string whose characters are its bytes, so byte offsets are
     /// character offsets (see `Machine::reduce_resident`).
     ascii: bool,
+    /// A JavaScript string holding the snapshot's header line and records (its
+    /// first `.1` characters), built by appending, and how many appends deep.
+    records: Option<(js_sys::JsString, usize, u32)>,
     loaded: Loaded,
 }
 
@@ -139,8 +170,16 @@ impl Resident {
     /// The entry for exactly this snapshot: same process, same checksum, and the
     /// same value by JavaScript's `===` (the very string the engine handed out,
     /// or an equal one), so a tampered copy never stands in for the kept one.
-    fn take(&mut self, process: &str, check: &str, snapshot: &JsValue) -> Option<Kept> {
-        let i = self.entries.iter().position(|e| e.process == process && e.check == check && &e.value == snapshot)?;
+    /// The entry for exactly this snapshot: the process's entry, when the
+    /// caller hands back the very value the engine gave it (the same string
+    /// object is recognised at once), or an equal copy (compared whole by
+    /// JavaScript's `===`), so a tampered copy never stands in for the kept one.
+    fn take(&mut self, process: &str, snapshot: &JsValue) -> Option<Kept> {
+        let i = self.entries.iter().position(|e| e.process == process)?;
+        let e = &self.entries[i];
+        if e.len != js_length(snapshot) || e.check != bytes_check(snapshot) || &e.value != snapshot {
+            return None;
+        }
         Some(self.entries.remove(i))
     }
 
@@ -158,22 +197,12 @@ impl Resident {
     }
 }
 
-/// The checksum at the end of a format 2 (or later) snapshot, read without
-/// copying the snapshot: its last 16 characters.
-fn resident_key(v: &JsValue) -> Option<String> {
-    if let Some(s) = v.dyn_ref::<js_sys::JsString>() {
-        let len = s.length();
-        if len < 32 || s.slice(0, 4) != "idem" {
-            return None;
-        }
-        return Some(String::from(s.slice(len - 16, len)));
-    }
+/// The last 16 bytes of a snapshot held as bytes (its checksum), read without
+/// copying the rest; `None` for a string.
+fn bytes_check(v: &JsValue) -> Option<Vec<u8>> {
     let b = v.dyn_ref::<js_sys::Uint8Array>()?;
     let len = b.length();
-    if len < 32 || b.subarray(0, 4).to_vec() != b"idem" {
-        return None;
-    }
-    String::from_utf8(b.subarray(len - 16, len).to_vec()).ok()
+    (len >= 16).then(|| b.subarray(len - 16, len).to_vec())
 }
 
 /// Length of a snapshot string (ASCII: characters are bytes) or byte array.
@@ -182,11 +211,6 @@ fn js_length(v: &JsValue) -> usize {
         return s.length() as usize;
     }
     v.dyn_ref::<js_sys::Uint8Array>().map_or(0, |b| b.length() as usize)
-}
-
-/// The checksum at the end of a new snapshot's tail.
-fn tail_check(tail: &str) -> Option<String> {
-    (tail.len() >= 16).then(|| tail[tail.len() - 16..].to_string())
 }
 
 #[wasm_bindgen]
@@ -303,58 +327,43 @@ impl Machine {
     /// bytes the two share (format 3 appends after the old records), so only
     /// what changed crosses the boundary.
     fn reduce_resident(&self, process: &str, snapshot: JsValue, event: &str, now: u64, bytes: bool) -> Result<JsValue, JsValue> {
-        let key = resident_key(&snapshot);
-        let cached = key.as_deref().and_then(|k| self.resident.borrow_mut().take(process, k, &snapshot));
-        let (current, had, ascii) = match cached {
-            Some(kept) => (Current::Loaded(Box::new(kept.loaded)), true, kept.ascii),
+        let cached = self.resident.borrow_mut().take(process, &snapshot);
+        let (current, had, ascii, records) = match cached {
+            Some(kept) => (Current::Loaded(Box::new(kept.loaded)), true, kept.ascii, kept.records),
             None => match snapshot_text(&snapshot)? {
-                Some((t, ascii)) => (Current::Owned(t), true, ascii),
-                None => (Current::None, false, false),
+                Some((t, ascii)) => (Current::Owned(t), true, ascii, None),
+                None => (Current::None, false, false, None),
             },
         };
         let (o, after) = self.inner.reduce_parts(process, current, event, now);
         let out = js_sys::JSON::parse(&o.to_json_text()).unwrap_or(JsValue::NULL);
-        let (returned, check, len, ascii) = match (&o.snapshot, &after) {
+        let (returned, len, ascii, records) = match (&o.snapshot, &after) {
             (Some(tail), Some(loaded)) => {
                 // The new text is `prefix` (the ledger's own, `at` bytes) + `tail`.
                 let at = o.split.unwrap_or(0);
                 let prefix = loaded.snap.ledger.prefix(at);
                 let len = prefix.len() + tail.len();
-                let value: JsValue = if bytes {
+                if bytes {
                     let b = js_sys::Uint8Array::new_with_length(len as u32);
                     b.subarray(0, at as u32).copy_from(prefix.as_bytes());
                     b.subarray(at as u32, len as u32).copy_from(tail.as_bytes());
-                    b.into()
+                    (b.into(), len, false, None)
                 } else {
-                    let keep = o.kept_prefix;
-                    match snapshot.dyn_ref::<js_sys::JsString>() {
-                        // The caller's string already holds the first `keep` bytes.
-                        Some(old) if ascii && keep >= SPLICE_MIN && keep <= at => {
-                            let mut rest = String::with_capacity(at - keep + tail.len());
-                            rest.push_str(&prefix[keep..]);
-                            rest.push_str(tail);
-                            old.slice(0, keep as u32).concat(&JsValue::from_str(&rest)).into()
-                        }
-                        _ => {
-                            let mut whole = String::with_capacity(len);
-                            whole.push_str(prefix);
-                            whole.push_str(tail);
-                            JsValue::from_str(&whole)
-                        }
-                    }
-                };
-                (value, tail_check(tail), len, !bytes)
+                    let (value, records) = new_string(&snapshot, ascii, records, o.kept_prefix, prefix, tail);
+                    (value, len, true, records)
+                }
             }
             // Unchanged: hand back the caller's own value, no copy.
             (None, _) if had => {
                 let len = js_length(&snapshot);
-                (snapshot, key, len, ascii)
+                (snapshot, len, ascii, records)
             }
-            _ => (JsValue::NULL, None, 0, false),
+            _ => (JsValue::NULL, 0, false, None),
         };
         let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &returned);
-        if let (Some(loaded), Some(check)) = (after, check) {
-            self.resident.borrow_mut().put(Kept { process: process.to_string(), check, value: returned, len, ascii, loaded });
+        if let Some(loaded) = after {
+            let check = bytes_check(&returned);
+            self.resident.borrow_mut().put(Kept { process: process.to_string(), value: returned, len, check, ascii, records, loaded });
         }
         Ok(out)
     }
@@ -363,6 +372,47 @@ impl Machine {
 /// Shared prefixes shorter than this are not worth splicing: the whole text is
 /// as cheap to hand over.
 const SPLICE_MIN: usize = 1024;
+/// Appends after which the kept records string is rebuilt flat, so a process
+/// kept for a long time does not hold an ever deeper chain of pieces.
+const MAX_APPENDS: u32 = 1024;
+
+/// The new snapshot as a JavaScript string: `prefix` (the header line and the
+/// records, of which the first `keep` bytes are the old text's) + `tail`.
+/// Only what changed crosses the boundary: the records are taken from the
+/// kept records string or the caller's string (`slice` of a flat string and
+/// `concat` do not copy characters in JavaScript engines), never re-decoded.
+/// Returns the string and the records string to keep for the next event.
+fn new_string(
+    old: &JsValue,
+    ascii: bool,
+    records: Option<(js_sys::JsString, usize, u32)>,
+    keep: usize,
+    prefix: &str,
+    tail: &str,
+) -> (JsValue, Option<(js_sys::JsString, usize, u32)>) {
+    let at = prefix.len();
+    let base = match (records, old.dyn_ref::<js_sys::JsString>()) {
+        _ if !ascii || keep < SPLICE_MIN || keep > at => None,
+        (Some((r, n, depth)), _) if n == keep && depth < MAX_APPENDS => Some((r, depth)),
+        (_, Some(old)) => Some((old.slice(0, keep as u32), 0)),
+        _ => None,
+    };
+    match base {
+        Some((base, depth)) => {
+            let records = if keep == at { base } else { base.concat(&JsValue::from_str(&prefix[keep..])) };
+            let value = records.concat(&JsValue::from_str(tail));
+            (value.into(), Some((records, at, depth + 1)))
+        }
+        None => {
+            let mut whole = String::with_capacity(at + tail.len());
+            whole.push_str(prefix);
+            whole.push_str(tail);
+            let value = js_sys::JsString::from(whole.as_str());
+            let records = value.slice(0, at as u32);
+            (value.into(), Some((records, at, 0)))
+        }
+    }
+}
 
 /// Hazard analysis, in the full build only (the lean build for edge hosts leaves it out).
 #[cfg(feature = "analysis")]

@@ -266,7 +266,10 @@ test("a new snapshot string that keeps the old one's records is the same text as
   let text = null; // warm machine, string snapshots (kept in memory, prefix reused)
   let cold = null; // a new machine each time: decoded from the string, prefix reused
   let bytes = null; // bytes: always written whole
-  for (let i = 0; i < 80; i++) {
+  // 1,100 events: past the 1,024 appends after which the kept records string is
+  // rebuilt, and past the 1,000 ids the ledger keeps (the oldest then go, so the
+  // records change and the text is written whole).
+  for (let i = 0; i < 1100; i++) {
     const a = warm.reduce(text, note(i), 1000 + i, "log-1");
     const b = new Machine(def).reduce(cold, note(i), 1000 + i, "log-1");
     const c = warm.reduceBytes(bytes, note(i), 1000 + i, "log-2");
@@ -274,11 +277,20 @@ test("a new snapshot string that keeps the old one's records is the same text as
     assert.equal(a.snapshot, b.snapshot, `event ${i}`);
     assert.equal(a.snapshot, new TextDecoder().decode(c.snapshot), `event ${i}`);
     // A record was appended after the previous records: they are still the old text's.
-    if (text) assert.ok(a.snapshot.startsWith(text.slice(0, text.indexOf("\n#"))));
+    if (text && i < 1000) assert.ok(a.snapshot.startsWith(text.slice(0, text.indexOf("\n#"))));
     [text, cold, bytes] = [a.snapshot, b.snapshot, c.snapshot];
   }
   assert.ok(text.length > 8000, `${text.length} bytes: long enough to be spliced`);
-  assert.equal(warm.inspect(text).ledger.length, 80);
-  assert.equal(warm.reduce(text, note(3), 5000, "log-1").status, "duplicate");
-  assert.equal(new Machine(def).reduce(text, note(79), 5000, "log-1").status, "duplicate");
+  assert.equal(warm.inspect(text).ledger.length, 1000);
+  assert.equal(warm.reduce(text, note(1099), 5000, "log-1").status, "duplicate");
+  assert.equal(new Machine(def).reduce(text, note(1050), 5000, "log-1").status, "duplicate");
+  // A copy of the kept string with one character changed (same length) is decoded, and refused.
+  const i = text.indexOf("note-1050");
+  const tampered = text.slice(0, i) + "nota" + text.slice(i + 4);
+  assert.equal(tampered.length, text.length);
+  assert.equal(warm.reduce(tampered, note(2000), 6000, "log-1").error?.code, "invalid_snapshot");
+  // Bytes changed in place after the engine handed them out are not the kept snapshot either.
+  const held = warm.reduceBytes(bytes, note(2001), 6000, "log-2").snapshot;
+  held[held.length - 1] = held[held.length - 1] === 48 ? 49 : 48;
+  assert.equal(warm.reduceBytes(held, note(2002), 6001, "log-2").error?.code, "invalid_snapshot");
 });
