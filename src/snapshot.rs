@@ -778,9 +778,14 @@ impl Ledger {
     pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
         let literal = ascii_json(&Value::String(id.to_string()).to_string());
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
+        // Ids that differ mostly differ at their end (a counter, the random part
+        // of a ULID), so the last eight bytes are compared first, inline.
+        let last8 = |b: &[u8]| b.len().checked_sub(8).map(|i| u64::from_le_bytes(b[i..].try_into().unwrap_or_default()));
+        let want_last = last8(want);
         for r in self.recs.iter().rev() {
             let at = r.start as usize + 4;
-            if r.id_end as usize - at == want.len() && &t[at..r.id_end as usize] == want {
+            let end = r.id_end as usize;
+            if end - at == want.len() && last8(&t[at..end]) == want_last && &t[at..end] == want {
                 let e = self.entry(r)?;
                 if e.exp > now {
                     return Ok(Some(e));
@@ -853,10 +858,15 @@ impl Ledger {
     fn index(text: String, count: usize, prune_at: u64) -> Result<Ledger> {
         let bad = || corrupt("malformed ledger record");
         let b = text.as_bytes();
-        let mut recs = Vec::with_capacity(count.min(b.len() / (FIXED + 8) + 1) + 1);
+        // A record takes at least FIXED + 7 bytes: a forged count cannot make this allocate more.
+        if count > b.len() / (FIXED + 7) {
+            return Err(bad());
+        }
+        let mut recs = Vec::with_capacity(count + 64);
+        recs.resize(count, Rec { start: 0, id_end: 0, end: 0 });
         let mut i = V3_MAGIC.len();
-        for _ in 0..count {
-            let id_len = hex4(b.get(i..).ok_or_else(bad)?).ok_or_else(bad)? as usize;
+        for slot in recs.iter_mut() {
+            let id_len = b.get(i..).and_then(hex4).unwrap_or(0) as usize;
             let id_end = i + 4 + id_len;
             let fixed_end = id_end + FIXED;
             if b.len() < fixed_end || id_len < 2 || b[i + 4] != b'"' || b[id_end - 1] != b'"' {
@@ -869,7 +879,7 @@ impl Ledger {
             if b.get(end - 1) != Some(&b'\n') {
                 return Err(bad());
             }
-            recs.push(Rec { start: i as u32, id_end: id_end as u32, end: end as u32 });
+            *slot = Rec { start: i as u32, id_end: id_end as u32, end: end as u32 };
             i = end;
         }
         if i != b.len() {
