@@ -379,7 +379,7 @@ fn forge(body: &Value) -> String {
 }
 
 /// The JSON head and the ledger section of a format 3 snapshot (the engine's
-/// own output), to forge as format 2, which the engine still reads.
+/// own output), to forge again as format 2 (which the engine still reads) or 3.
 fn parts2(snapshot: &str) -> (Value, String) {
     let body = snapshot[..snapshot.len() - 16].strip_suffix('\n').expect("a head line");
     let head_start = body.rfind('\n').expect("a trailer line") + 1;
@@ -390,6 +390,14 @@ fn parts2(snapshot: &str) -> (Value, String) {
 /// Format 2 text with a valid checksum: a forgery that passes the integrity check.
 fn forge2(head: &str, ledger: &str, count: usize) -> String {
     let mut text = format!("idem2 {} {count}\n{head}\n{ledger}", head.len());
+    let h = idem::json::hash64(text.as_bytes());
+    text.push_str(&format!("{h:016x}"));
+    text
+}
+
+/// Format 3 text with a valid checksum: records, trailer line, head.
+fn forge3(head: &str, ledger: &str, trailer: &str) -> String {
+    let mut text = format!("idem3\n{ledger}{trailer}\n{head}\n");
     let h = idem::json::hash64(text.as_bytes());
     text.push_str(&format!("{h:016x}"));
     text
@@ -550,15 +558,17 @@ proptest! {
     fn a_forged_snapshot_with_a_valid_checksum_never_panics(
         which in 0usize..2,
         edits in prop::collection::vec((any::<prop::sample::Index>(), json_value(), 0u8..6, any::<u8>()), 0..4),
-        format2 in any::<bool>(),
+        format in 1u8..=3,
+        prune_at in prop_oneof![Just(0u64), Just(20u64), Just(21u64), Just(u64::MAX), any::<u64>()],
+        trailer in prop_oneof![8 => Just(None), 1 => Just(Some("#")), 1 => Just(Some("#1 2 3")), 1 => Just(Some("# 5")), 1 => Just(Some("#99999999999999999999 0"))],
         ledger_edits in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(&b"0123456789abcdefAi\"\n{}x "[..])), 0..3),
         count_off in prop_oneof![8 => Just(0i64), 1 => Just(1i64), 1 => Just(-1i64)],
         events in prop::collection::vec(vocabulary_event(), 1..4),
         luck in prop::collection::vec(any::<u8>(), 1..4),
     ) {
         let (m, s) = rich_snapshots().swap_remove(which);
-        // Format 1 is forged as a whole JSON body; format 2 as its JSON head and its ledger records.
-        let (mut b, mut ledger) = if format2 { parts2(&s) } else { (body(&s), String::new()) };
+        // Format 1 is forged as a whole JSON body; formats 2 and 3 as their JSON head and their ledger records.
+        let (mut b, mut ledger) = if format > 1 { parts2(&s) } else { (body(&s), String::new()) };
         for (at, value, mode, pick) in edits {
             let mut ps = Vec::new();
             pointers(&b, String::new(), &mut ps);
@@ -580,7 +590,7 @@ proptest! {
                 }
             }
         }
-        let forged = if format2 {
+        let forged = if format > 1 {
             let mut bytes = ledger.into_bytes();
             for (at, byte) in ledger_edits {
                 if !bytes.is_empty() {
@@ -590,7 +600,13 @@ proptest! {
             }
             ledger = String::from_utf8(bytes).expect("ascii");
             let count = (ledger.matches('\n').count() as i64 + count_off).max(0) as usize;
-            forge2(&serde_json::to_string(&b).unwrap(), &ledger, count)
+            let head = serde_json::to_string(&b).unwrap();
+            if format == 2 {
+                forge2(&head, &ledger, count)
+            } else {
+                let trailer = trailer.map_or_else(|| format!("#{count} {prune_at}"), str::to_string);
+                forge3(&head, &ledger, &trailer)
+            }
         } else {
             forge(&b)
         };

@@ -509,6 +509,50 @@ fn a_forged_format_2_snapshot_with_malformed_ledger_records_is_invalid_snapshot(
     assert_rejected(&m.reduce_in("order-1", Some(&forged), &pay("e1", "p1", 40), 3_000), "invalid_snapshot");
 }
 
+/// Format 3 text with a valid checksum: records, a trailer line, a head.
+fn forge3(records: &str, trailer: &str, head: &str) -> String {
+    let mut text = format!("idem3\n{records}{trailer}\n{head}\n");
+    let h = idem::json::hash64(text.as_bytes());
+    text.push_str(&format!("{h:016x}"));
+    text
+}
+
+#[test]
+fn a_forged_format_3_snapshot_is_checked_when_read() {
+    let m = order();
+    let two = m.reduce_in("order-1", Some(&order_snapshot()), &pay("e2", "p2", 10), 2_000).snapshot.unwrap();
+    let body = two[..two.len() - 16].strip_suffix('\n').unwrap();
+    let head_start = body.rfind('\n').unwrap() + 1;
+    let trailer_start = body[..head_start - 1].rfind('\n').unwrap() + 1;
+    let (records, trailer, head) = (&body["idem3\n".len()..trailer_start], &body[trailer_start..head_start - 1], &body[head_start..]);
+    assert_eq!(forge3(records, trailer, head), two, "the forgery reproduces the engine's text");
+    let prune_at = trailer.split(' ').nth(1).unwrap();
+    // The structure is checked at once.
+    let structural = [
+        forge3(records, "", head),                                    // no trailer
+        forge3(records, &format!("#3 {prune_at}"), head),             // count too high
+        forge3(records, &format!("#1 {prune_at}"), head),             // count too low: trailing bytes
+        forge3(records, "#2", head),                                  // prune time missing
+        forge3(records, &format!("#2 {prune_at} 7"), head),           // a field too many
+        forge3(records, &format!("2 {prune_at}"), head),              // no '#'
+        forge3(&records.replacen('\n', "", 1), &format!("#2 {prune_at}"), head), // records run together
+        format!("idem3\n{records}{trailer}\n{head}"),               // no checksum at all
+    ];
+    for (i, forged) in structural.iter().enumerate() {
+        let o = m.reduce_in("order-1", Some(forged), &pay("e3", "p3", 1), 3_000);
+        assert_eq!(code(&o), "invalid_snapshot", "case {i}: {:?}", o.error);
+        assert!(o.snapshot.is_none());
+    }
+    // A record's status byte is read with the record: another id is applied, its own id is refused.
+    let bad = records.replacen("a0000000d", "x0000000d", 1);
+    let forged = forge3(&bad, trailer, head);
+    assert_eq!(m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000).status, Status::Applied);
+    assert_rejected(&m.reduce_in("order-1", Some(&forged), &pay("e1", "p1", 40), 3_000), "invalid_snapshot");
+    // ... and when expired records are looked at (a prune time already passed).
+    let forged = forge3(&bad, "#2 0", head);
+    assert_rejected(&m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000), "invalid_snapshot");
+}
+
 // ---------------------------------------------------------------------------
 // Events
 

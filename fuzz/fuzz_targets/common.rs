@@ -75,6 +75,17 @@ pub fn forge2(rest: &str) -> String {
     text
 }
 
+/// Format 3 text with a valid checksum from `<ledger records><#trailer>\n<JSON head>`.
+pub fn forge3(rest: &str) -> String {
+    let mut text = format!("idem3\n{rest}");
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let h = idem::json::hash64(text.as_bytes());
+    text.push_str(&format!("{h:016x}"));
+    text
+}
+
 /// Re-sign a format 1 snapshot body (JSON): a forged snapshot that passes the integrity check.
 pub fn forge(body: &str) -> String {
     let mut text = body.to_string();

@@ -1,8 +1,9 @@
 //! Snapshots: the input is either a whole snapshot text (integrity check and
 //! decoding: truncated, bit-flipped, spliced), or a forged snapshot that gets a
 //! valid checksum and so reaches the checks behind the integrity check: after
-//! `@`, format 2's JSON head, a newline and its ledger records; after `!`, a
-//! format 1 JSON body. Then the process continues.
+//! `#`, format 3's ledger records, its `#<count> <prune at>` trailer line and its
+//! JSON head; after `@`, format 2's JSON head, a newline and its ledger records;
+//! after `!`, a format 1 JSON body. Then the process continues.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,7 +14,9 @@ mod common;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let snapshot = if let Some(rest) = text.strip_prefix('@') {
+    let snapshot = if let Some(rest) = text.strip_prefix('#') {
+        common::forge3(rest)
+    } else if let Some(rest) = text.strip_prefix('@') {
         common::forge2(rest)
     } else if let Some(body) = text.strip_prefix('!') {
         common::forge(body)
@@ -33,9 +36,13 @@ fuzz_target!(|data: &[u8]| {
             json!({ "id": "z6", "type": "idem.effect.started", "payload": { "key": "p/f2:0" } }),
         ];
         if idem::inspect(&m, &snapshot).is_err() {
+            // A ledger record's fields past its two lengths are read when the record
+            // is (docs/hostile-inputs.md): a forged one is refused then. A snapshot
+            // that does not load at all is refused by every reduce.
+            let loads = idem::snapshot::load(&m, &snapshot).is_ok();
             for e in &events {
                 let o = m.reduce_in("p", Some(&snapshot), e, 5_000);
-                assert!(o.snapshot.is_none() && o.error.is_some(), "an unreadable snapshot was reduced");
+                assert!(loads || (o.snapshot.is_none() && o.error.is_some()), "an unreadable snapshot was reduced");
             }
             continue;
         }
