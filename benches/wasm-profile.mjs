@@ -44,13 +44,13 @@ function sh(cmd, args, extra = {}) {
 // 1. The lean module with names.
 process.stderr.write("wasm-profile: building the lean module with function names (target/wasm-prof)\n");
 const target = path.join(ROOT, "target/wasm-prof");
-sh("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown", "--no-default-features"], {
+sh("cargo", ["build", "--lib", "--profile", "release-lean", "--target", "wasm32-unknown-unknown", "--no-default-features"], {
   CARGO_TARGET_DIR: target,
-  CARGO_PROFILE_RELEASE_STRIP: "none",
+  CARGO_PROFILE_RELEASE_LEAN_STRIP: "none",
 });
 const dist = path.join(target, "dist");
 mkdirSync(dist, { recursive: true });
-sh("wasm-bindgen", ["--target", "web", "--out-dir", dist, "--out-name", "idem", path.join(target, "wasm32-unknown-unknown/release/idem.wasm")]);
+sh("wasm-bindgen", ["--target", "web", "--out-dir", dist, "--out-name", "idem", path.join(target, "wasm32-unknown-unknown/release-lean/idem.wasm")]);
 sh(path.join(ROOT, "node_modules/.bin/wasm-opt"), ["-Oz", "-g",
   "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
   "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue",
