@@ -475,6 +475,11 @@ export declare class KVStore implements Store {
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
 }
 /** A Durable Object's transactional storage (one object per process). */
+/**
+ * Durable Object storage. Keep one instance for the object's lifetime: it keeps the snapshot it
+ * last read or wrote, and while the stored version is unchanged `load` reads only the version and
+ * returns that very string, which `Machine.reduce` recognises and reduces from its decoded copy.
+ */
 export declare class DurableObjectStore implements Store {
   constructor(storage: unknown, processId?: string);
   load(processId: string): Promise<Loaded | null>;

@@ -161,13 +161,15 @@ export class ProcessObject extends DurableObject {
     super(ctx, env);
     this.meta = null; // { processId, mode }
     this.kvStore = null;
+    this.doStore = null;
     this.dispatching = null;
     this.again = false;
   }
 
   store() {
     if (this.meta.mode === "kv") return (this.kvStore ??= new KVStore(this.env.KV, { singleWriter: true }));
-    return new DurableObjectStore(this.ctx.storage, this.meta.processId);
+    // One store for the object's lifetime: it keeps the last snapshot (see DurableObjectStore).
+    return (this.doStore ??= new DurableObjectStore(this.ctx.storage, this.meta.processId));
   }
 
   async fetch(request) {
