@@ -474,9 +474,8 @@ export declare class KVStore implements Store {
   load(processId: string): Promise<Loaded | null>;
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
 }
-/** A Durable Object's transactional storage (one object per process). */
 /**
- * Durable Object storage. Keep one instance for the object's lifetime: it keeps the snapshot it
+ * A Durable Object's transactional storage (one object per process). Keep one instance for the object's lifetime: it keeps the snapshot it
  * last read or wrote, and while the stored version is unchanged `load` reads only the version and
  * returns that very string, which `Machine.reduce` recognises and reduces from its decoded copy.
  */
