@@ -36,6 +36,25 @@ Deno.test("applied, duplicate, conflict, ignored: only an applied event writes; 
     assertEquals(await store.load("nobody"), null);
   }));
 
+Deno.test("a store keeps the snapshot it wrote: unchanged head -> the same string; another writer's commit -> read again", () =>
+  withKv(async (kv) => {
+    const m = await demoMachine();
+    const a = new DenoKvStore(kv, { machine: m });
+    const b = new DenoKvStore(kv, { machine: m });
+    await apply(a, m, "o1", pay("e1", "p1", 40));
+    const first = await a.load("o1");
+    const again = await a.load("o1");
+    assert(first.snapshot === again.snapshot, "the kept string itself");
+    assertEquals(first.version, again.version);
+    // Another handle (another isolate) commits: the kept string is not returned any more.
+    assertEquals((await apply(b, m, "o1", pay("e2", "p2", 10))).status, "applied");
+    const fresh = await a.load("o1");
+    assert(fresh.version !== first.version);
+    assertEquals(m.inspect(fresh.snapshot).context.paid, 50);
+    assertEquals((await apply(a, m, "o1", pay("e2", "p2", 10))).status, "duplicate");
+    assertEquals((await apply(a, m, "o1", pay("e3", "p3", 5))).revision, 3);
+  }));
+
 Deno.test("a commit against a stale version is a conflict and writes nothing; creating an existing process too", () =>
   withKv(async (kv) => {
     const m = await demoMachine();

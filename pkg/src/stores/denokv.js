@@ -69,6 +69,9 @@ export class StoreLimitError extends Error {
 }
 
 const encoder = new TextEncoder();
+/** Snapshots kept in memory by a store: at most this many processes and characters. */
+const KEPT_ENTRIES = 16;
+const KEPT_MAX_BYTES = 8 << 20;
 const decoder = new TextDecoder();
 
 /** Encoded size of a key, as Deno KV counts it (its tuple encoding). */
@@ -171,6 +174,26 @@ export class DenoKvStore {
     this.onBusy = () => this.busyRetries++;
     /** @type {Map<string, { version: string, chunks: number }>} chunk count of the last head seen per process */
     this.heads = new Map();
+    /**
+     * The snapshots last read or written, for the most recent processes: while a
+     * process's head is unchanged, `load` reads only the head and returns that
+     * very string, which the engine recognises and reduces from its decoded copy.
+     * @type {Map<string, { version: string, snapshot: string }>}
+     */
+    this.kept = new Map();
+  }
+
+  keep(processId, version, snapshot) {
+    this.kept.delete(processId);
+    if (snapshot.length > KEPT_MAX_BYTES) return;
+    this.kept.set(processId, { version, snapshot });
+    let total = 0;
+    for (const k of this.kept.values()) total += k.snapshot.length;
+    while (this.kept.size > KEPT_ENTRIES || total > KEPT_MAX_BYTES) {
+      const [oldest, k] = this.kept.entries().next().value;
+      this.kept.delete(oldest);
+      total -= k.snapshot.length;
+    }
   }
 
   headKey(processId) {
@@ -189,6 +212,12 @@ export class DenoKvStore {
 
   /** @param {string} processId */
   async load(processId) {
+    const kept = this.kept.get(processId);
+    if (kept) {
+      const head = await whileBusy(() => this.kv.get(this.headKey(processId), { consistency: "strong" }), 50, this.onBusy);
+      if (head.versionstamp === kept.version) return { snapshot: kept.snapshot, version: kept.version };
+      this.kept.delete(processId);
+    }
     const entries = await whileBusy(async () => {
       const got = [];
       const iter = this.kv.list({ prefix: [this.prefix, "process", processId] }, { batchSize: 1_000, consistency: "strong" });
@@ -211,7 +240,9 @@ export class DenoKvStore {
     }
     if (at !== bytes) throw new Error(`process "${processId}": snapshot chunks hold ${at} of ${bytes} bytes`);
     this.remember(processId, head.versionstamp, chunks);
-    return { snapshot: decoder.decode(all), version: head.versionstamp };
+    const snapshot = decoder.decode(all);
+    this.keep(processId, head.versionstamp, snapshot);
+    return { snapshot, version: head.versionstamp };
   }
 
   /**
@@ -314,6 +345,7 @@ export class DenoKvStore {
     } catch (err) {
       if (isBusy(err)) {
         this.heads.delete(processId);
+        this.kept.delete(processId);
         return { ok: false, conflict: true }; // still busy: the host loop backs off, reloads and retries
       }
       if (/too large|too many/i.test(String(err?.message))) {
@@ -323,9 +355,11 @@ export class DenoKvStore {
     }
     if (!res.ok) {
       this.heads.delete(processId);
+      this.kept.delete(processId);
       return { ok: false, conflict: true };
     }
     this.remember(processId, res.versionstamp, chunks);
+    this.keep(processId, res.versionstamp, outcome.snapshot);
     return { ok: true, version: res.versionstamp };
   }
 
