@@ -427,15 +427,16 @@ fn checked_tail(text: &str) -> Result<Option<(&str, u64)>> {
 /// [`V3::with_records`]), and where its trailer starts.
 struct V3 {
     head: Head,
-    count: usize,
+    recs: Vec<Rec>,
     prune_at: u64,
     state: Xxh3Default,
 }
 
 impl V3 {
-    /// The snapshot, its ledger made of `text`: the header line and the records.
+    /// The snapshot, its ledger made of `text`: the header line and the records
+    /// (the text the records were found in, or a copy of it).
     fn with_records(self, text: String) -> Result<Snapshot> {
-        let mut ledger = Ledger::index(text, self.count, self.prune_at)?;
+        let mut ledger = Ledger::indexed(text, self.recs, self.prune_at);
         ledger.synced = Some(Synced { len: ledger.text.len(), state: Box::new(self.state) });
         Ok(self.head.into_snapshot(3, ledger))
     }
@@ -453,10 +454,21 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     let Some((trailer_start, head_start)) = layout else {
         return Err(if json::hash64(body.as_bytes()) != expected { corrupt("checksum mismatch") } else { corrupt("no trailer") });
     };
+    // Hash and find the records block by block (what the walk finds is believed
+    // only once the checksum matches).
+    const BLOCK: usize = 16 << 10;
+    let b = body.as_bytes();
     let mut hasher = Xxh3Default::new();
-    hasher.update(&body.as_bytes()[..trailer_start]);
+    let mut walk = Walk::new(trailer_start);
+    let mut at = 0;
+    while at < trailer_start {
+        let end = (at + BLOCK).min(trailer_start);
+        hasher.update(&b[at..end]);
+        walk.advance(b, end);
+        at = end;
+    }
     let state = hasher.clone();
-    hasher.update(&body.as_bytes()[trailer_start..]);
+    hasher.update(&b[trailer_start..]);
     if hasher.digest() != expected {
         return Err(corrupt("checksum mismatch"));
     }
@@ -467,8 +479,9 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     if fields.next().is_some() {
         return Err(corrupt("bad trailer"));
     }
+    let recs = walk.finish(trailer_start, count)?;
     let head = parse_head(&body[head_start..body.len() - 1], 3)?;
-    Ok((V3 { head, count, prune_at, state }, trailer_start))
+    Ok((V3 { head, recs, prune_at, state }, trailer_start))
 }
 
 /// How [`Snapshot::encode_split`] wrote a snapshot.
@@ -680,9 +693,14 @@ fn hex(s: &str) -> Option<u64> {
 /// lane per byte. `None` unless every byte is `0-9` or `a-f`.
 #[inline(always)]
 fn hex8(b: &[u8]) -> Option<u64> {
+    hex_lanes(u64::from_be_bytes(b.get(..8)?.try_into().ok()?))
+}
+
+/// Eight ASCII hex digits held one per byte of `x`, most significant first.
+#[inline(always)]
+fn hex_lanes(x: u64) -> Option<u64> {
     const L: u64 = 0x0101_0101_0101_0101;
     const H: u64 = 0x8080_8080_8080_8080;
-    let x = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
     // For bytes below 0x80, `((x | H) - c * L) & H` has the high bit of each byte
     // set where that byte is >= c (the OR keeps borrows inside their byte).
     let ge = |c: u64| ((x | H) - c * L) & H;
@@ -707,8 +725,8 @@ fn hex16(b: &[u8]) -> Option<u64> {
 /// Four lowercase hex digits.
 #[inline(always)]
 fn hex4(b: &[u8]) -> Option<u64> {
-    let b = b.get(..4)?;
-    hex8(&[b'0', b'0', b'0', b'0', b[0], b[1], b[2], b[3]])
+    // Four leading '0' digits, then the four given.
+    hex_lanes(0x3030_3030_0000_0000 | u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as u64)
 }
 
 impl Ledger {
@@ -853,39 +871,76 @@ impl Ledger {
     }
 
     /// Index `count` records in `text`, the header line of format 3 followed by
-    /// the records. Only the two lengths of each record are read here; a
-    /// record's other fields are checked when it is used.
+    /// the records.
     fn index(text: String, count: usize, prune_at: u64) -> Result<Ledger> {
-        let bad = || corrupt("malformed ledger record");
-        let b = text.as_bytes();
-        // A record takes at least FIXED + 7 bytes: a forged count cannot make this allocate more.
-        if count > b.len() / (FIXED + 7) {
-            return Err(bad());
-        }
-        let mut recs = Vec::with_capacity(count + 64);
-        recs.resize(count, Rec { start: 0, id_end: 0, end: 0 });
-        let mut i = V3_MAGIC.len();
-        for slot in recs.iter_mut() {
-            let id_len = b.get(i..).and_then(hex4).unwrap_or(0) as usize;
+        let mut walk = Walk::new(text.len());
+        walk.advance(text.as_bytes(), text.len());
+        let recs = walk.finish(text.len(), count)?;
+        Ok(Ledger { text, recs, prune_at, synced: None })
+    }
+
+    /// A ledger of `text` whose records `recs` were found while it was hashed.
+    fn indexed(text: String, recs: Vec<Rec>, prune_at: u64) -> Ledger {
+        Ledger { text, recs, prune_at, synced: None }
+    }
+}
+
+/// Finds the records of a ledger section by their two lengths. Only those are
+/// read here; a record's other fields are checked when the record is used. It
+/// can walk while the text is being hashed, block by block, so each record is
+/// read while its bytes are still in the processor's cache.
+struct Walk {
+    at: usize,
+    recs: Vec<Rec>,
+    ok: bool,
+}
+
+impl Walk {
+    fn new(len: usize) -> Walk {
+        Walk { at: V3_MAGIC.len(), recs: Vec::with_capacity(len / 128 + 64), ok: true }
+    }
+
+    /// Index every record that ends by `limit`.
+    fn advance(&mut self, b: &[u8], limit: usize) {
+        while self.ok {
+            let i = self.at;
+            if i + 4 > limit {
+                return;
+            }
+            let Some(id_len) = hex4(&b[i..]) else { return self.ok = false };
+            let id_len = id_len as usize;
             let id_end = i + 4 + id_len;
             let fixed_end = id_end + FIXED;
-            if b.len() < fixed_end || id_len < 2 || b[i + 4] != b'"' || b[id_end - 1] != b'"' {
-                return Err(bad());
+            if fixed_end > limit {
+                return;
             }
-            let resp_len = hex8(&b[fixed_end - 8..]).ok_or_else(bad)? as usize;
-            let end = fixed_end.saturating_add(resp_len).saturating_add(1);
+            if id_len < 2 || b[i + 4] != b'"' || b[id_end - 1] != b'"' {
+                return self.ok = false;
+            }
+            let Some(resp_len) = hex8(&b[fixed_end - 8..]) else { return self.ok = false };
+            let end = fixed_end.saturating_add(resp_len as usize).saturating_add(1);
+            if end > limit {
+                return;
+            }
             // Every record ends with a newline, so every record boundary is also
             // a character boundary of the text.
-            if b.get(end - 1) != Some(&b'\n') {
-                return Err(bad());
+            if b[end - 1] != b'\n' {
+                return self.ok = false;
             }
-            *slot = Rec { start: i as u32, id_end: id_end as u32, end: end as u32 };
-            i = end;
+            self.recs.push(Rec { start: i as u32, id_end: id_end as u32, end: end as u32 });
+            self.at = end;
         }
-        if i != b.len() {
+    }
+
+    /// The records, when they end exactly at `end` and are `count`.
+    fn finish(self, end: usize, count: usize) -> Result<Vec<Rec>> {
+        if !self.ok || self.recs.len() != count {
+            return Err(corrupt("malformed ledger record"));
+        }
+        if self.at != end {
             return Err(corrupt("ledger has trailing bytes"));
         }
-        Ok(Ledger { text, recs, prune_at, synced: None })
+        Ok(self.recs)
     }
 }
 
