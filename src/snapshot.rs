@@ -426,6 +426,9 @@ impl Head {
 /// straight into `Head` with `from_str` is faster but adds about 8 KiB of
 /// gzipped wasm; `from_value` shares its code with format 1.)
 fn parse_head(text: &str, format: u32) -> Result<Head> {
+    if let Some(head) = read_head(text) {
+        return Ok(head);
+    }
     let v = json::parse(text, Code::InvalidSnapshot, "snapshot head")?;
     let head: Head = serde_json::from_value(v).map_err(|e| {
         Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format {format}: {e}"))
@@ -438,6 +441,119 @@ fn parse_head(text: &str, format: u32) -> Result<Head> {
         }
     }
     Ok(head)
+}
+
+/// The head as [`Snapshot::write_head`] writes it (no whitespace, fields in
+/// their order), read without building a `Value` of the whole head and then
+/// converting that: each field's JSON is parsed on its own. `None` for
+/// anything else, which `parse_head` then reads as any JSON, errors and all:
+/// what this accepts it reads exactly as that would.
+fn read_head(text: &str) -> Option<Head> {
+    const FIELDS: [&str; 9] = [
+        "{\"machine\":{\"id\":",
+        ",\"version\":",
+        ",\"hash\":",
+        "},\"value\":",
+        ",\"context\":",
+        ",\"revision\":",
+        ",\"done\":",
+        ",\"outbox\":",
+        ",\"timers\":",
+    ];
+    let mut r = HeadReader { text, i: 0 };
+    let mut fields = Vec::with_capacity(FIELDS.len());
+    for name in FIELDS {
+        r.lit(name)?;
+        fields.push(r.value()?);
+    }
+    r.lit("}")?;
+    if r.i != text.len() {
+        return None;
+    }
+    // Every check before anything is moved out, so that leaving early drops only `fields`.
+    let revision = fields[5].as_u64()?;
+    let done = fields[6].as_bool()?;
+    if !fields[..3].iter().all(Value::is_string) {
+        return None;
+    }
+    let outbox = serde_json::from_value(fields[7].take()).ok()?;
+    let timers = serde_json::from_value(fields[8].take()).ok()?;
+    let mut take = |i: usize| fields[i].take();
+    let mut string = |i: usize| match take(i) {
+        Value::String(s) => s,
+        _ => String::new(),
+    };
+    let machine = MachineRef { id: string(0), version: string(1), hash: string(2) };
+    Some(Head { machine, value: fields[3].take(), context: fields[4].take(), revision, done, outbox, timers })
+}
+
+struct HeadReader<'a> {
+    text: &'a str,
+    i: usize,
+}
+
+impl HeadReader<'_> {
+    fn rest(&self) -> &[u8] {
+        self.text.as_bytes().get(self.i..).unwrap_or_default()
+    }
+
+    fn lit(&mut self, lit: &str) -> Option<()> {
+        self.rest().starts_with(lit.as_bytes()).then(|| self.i += lit.len())
+    }
+
+    /// A JSON value, within the nesting bound it has as a member of the head.
+    /// Its end is found by matching brackets outside strings (up to a comma
+    /// for a scalar), then the text up to there is parsed as JSON: if that
+    /// is a value, it is the one a parse of the whole head finds there.
+    fn value(&mut self) -> Option<Value> {
+        let rest = self.rest();
+        // Most of a head without the parser: strings with nothing escaped, empty lists.
+        if rest.starts_with(b"[]") {
+            self.i += 2;
+            return Some(Value::Array(Vec::new()));
+        }
+        if let Some(s) = rest.strip_prefix(b"\"") {
+            let len = s.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            if s[len] == b'"' {
+                let v = Value::String(self.text.get(self.i + 1..self.i + 1 + len)?.to_string());
+                self.i += len + 2;
+                return Some(v);
+            }
+        }
+        let (mut depth, mut i) = (0usize, 0);
+        let len = loop {
+            match rest.get(i) {
+                None => break rest.len(),
+                Some(b'"') => {
+                    // To the closing quote, past escaped characters.
+                    i += 1;
+                    loop {
+                        i += rest.get(i..)?.iter().position(|&b| b == b'"' || b == b'\\')?;
+                        if rest[i] == b'"' {
+                            break;
+                        }
+                        i += 2;
+                    }
+                    if depth == 0 {
+                        break i + 1;
+                    }
+                }
+                Some(b'{' | b'[') => depth += 1,
+                Some(b'}' | b']' | b',') if depth == 0 => break i,
+                Some(b'}' | b']') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break i + 1;
+                    }
+                }
+                Some(_) => {}
+            }
+            i += 1;
+        };
+        let v = json::parse(self.text.get(self.i..self.i + len)?, Code::InvalidSnapshot, "").ok()?;
+        self.i += len;
+        json::within_depth(&v, 2).then_some(v)
+    }
 }
 
 /// The body of a format 2 or later text and the checksum that ends it.
@@ -1167,6 +1283,112 @@ mod writer_tests {
             assert!(text.is_ascii());
             let mut back = Snapshot::decode(&text, usize::MAX).unwrap();
             assert_eq!(back.encode(), text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod read_head_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What `parse_head` reads without `read_head`.
+    fn general(text: &str) -> Option<Snapshot> {
+        let v = json::parse(text, Code::InvalidSnapshot, "head").ok()?;
+        let head: Head = serde_json::from_value(v).ok()?;
+        Some(head.into_snapshot(3, Ledger::default()))
+    }
+
+    fn agrees(text: &str) -> bool {
+        let fast = read_head(text).map(|h| h.into_snapshot(3, Ledger::default()));
+        if let Some(f) = &fast {
+            assert_eq!(Some(f), general(text).as_ref(), "{text}");
+        }
+        fast.is_some()
+    }
+
+    fn head_of(value: Value, context: Value, outbox: Vec<OutboxEntry>, timers: Vec<Timer>, done: bool, revision: u64) -> String {
+        let snap = Snapshot {
+            format: FORMAT,
+            machine: MachineRef { id: "order".into(), version: "1.\u{e9}".into(), hash: "cd9da19fa2174cabd96029ed88a5439f".into() },
+            value,
+            context,
+            revision,
+            done,
+            ledger: Ledger::default(),
+            outbox,
+            timers,
+        };
+        let mut t = Vec::new();
+        snap.write_head(&mut t);
+        String::from_utf8(t).unwrap()
+    }
+
+    #[test]
+    fn read_head_reads_what_the_general_path_reads() {
+        let entry = OutboxEntry {
+            key: "k".into(),
+            effect_type: "ship".into(),
+            payload: json!({"b": [1, 0.1]}),
+            idempotent: false,
+            state: EffectState::Pending,
+            attempts: 0,
+            attempt_id: None,
+            due_at: Some(5),
+            retry: RetryPolicy::default(),
+            event_id: "e".into(),
+            created_at: 1,
+            done_at: None,
+            result: None,
+            error: Some(json!({"code": "x"})),
+        };
+        let timer = Timer { id: "after:a:1:2".into(), state: "a".into(), delay: 1, due_at: 2 };
+        let deep = |n: usize| (0..n).fold(json!(1), |v, _| json!([v]));
+        let heads = [
+            head_of(json!("pending"), json!({"lastNote": null, "paid": 0, "payments": [], "total": 100}), vec![], vec![], false, 0),
+            head_of(json!({"a": {"b": "c"}}), json!({"s": "\u{1F600}\"\\", "f": -2.5e-7}), vec![entry], vec![timer], true, u64::MAX),
+            head_of(json!("p"), json!({"d": deep(61)}), vec![], vec![], false, 10),
+            head_of(json!("p"), json!({"d": deep(62)}), vec![], vec![], false, 10),
+        ];
+        for (i, h) in heads.iter().enumerate() {
+            assert_eq!(agrees(h), i != 3, "{h}");
+        }
+        assert!(general(&heads[3]).is_none(), "too deep for either");
+        let variants = [
+            heads[0].replace("\"revision\":0", "\"revision\":00"),
+            heads[0].replace("\"revision\":0", "\"revision\":-0"),
+            heads[0].replace("\"revision\":0", "\"revision\":0.0"),
+            heads[0].replace("\"revision\":0", "\"revision\":18446744073709551615"),
+            heads[0].replace("\"revision\":0", "\"revision\":18446744073709551616"),
+            heads[0].replace("\"id\":\"order\"", "\"id\":\"or\\u0064er\""),
+            heads[0].replace("\"id\":\"order\"", "\"id\":\"or\\\"der\""),
+            heads[0].replace("\"id\":\"order\"", "\"id\":7"),
+            heads[0].replace("\"value\":\"pending\"", "\"value\": \"pending\" "),
+            heads[0].replace("\"value\":\"pending\"", "\"value\":7"),
+            heads[0].replace("\"outbox\":[]", "\"outbox\":[{}]"),
+            heads[0].replace("\"outbox\":[]", "\"outbox\":{}"),
+            heads[0].replace("\"timers\":[]", "\"timers\":[{\"id\":\"a\",\"state\":\"b\",\"delay\":1,\"dueAt\":2,\"x\":1}]"),
+            heads[0].replace("\"timers\":[]", "\"timers\":null"),
+            heads[0].replace(",\"done\":false", ""),
+            heads[0].replace(",\"done\":false", ",\"done\":0"),
+            heads[0].replace("\"hash\":", "\"extra\":1,\"hash\":"),
+            heads[0].clone() + " ",
+            heads[0].clone() + "x",
+            heads[1].replace("\"dueAt\":5", "\"dueAt\":-5"),
+        ];
+        for v in &variants {
+            agrees(v);
+        }
+        // Every byte of a head changed, dropped or doubled.
+        for h in &heads[..2] {
+            for i in 0..h.len() {
+                if !h.is_char_boundary(i) || !h.is_char_boundary(i + 1) {
+                    continue;
+                }
+                for c in ["", " ", "0", "9", "\"", "\\", "}", "]", ",", "{", "[", "\u{e9}", &h[i..i + 1], &h[i..i + 1].repeat(2)] {
+                    agrees(&format!("{}{}{}", &h[..i], c, &h[i + 1..]));
+                }
+            }
         }
     }
 }
