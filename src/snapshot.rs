@@ -507,19 +507,6 @@ impl HeadReader<'_> {
     /// is a value, it is the one a parse of the whole head finds there.
     fn value(&mut self) -> Option<Value> {
         let rest = self.rest();
-        // Most of a head without the parser: strings with nothing escaped, empty lists.
-        if rest.starts_with(b"[]") {
-            self.i += 2;
-            return Some(Value::Array(Vec::new()));
-        }
-        if let Some(s) = rest.strip_prefix(b"\"") {
-            let len = s.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-            if s[len] == b'"' {
-                let v = Value::String(self.text.get(self.i + 1..self.i + 1 + len)?.to_string());
-                self.i += len + 2;
-                return Some(v);
-            }
-        }
         let (mut depth, mut i) = (0usize, 0);
         let len = loop {
             match rest.get(i) {
