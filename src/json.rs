@@ -26,6 +26,12 @@ pub fn check_depth(value: &Value, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether `value`, found at depth `d` of some JSON (1: the top), keeps that
+/// JSON within [`MAX_DEPTH`] levels.
+pub fn within_depth(value: &Value, d: usize) -> bool {
+    !deeper_than_max(value, d)
+}
+
 /// Whether some value is nested deeper than `MAX_DEPTH` (`d` is the depth of
 /// `value`). The recursion stops one level past the limit, so it is at most
 /// `MAX_DEPTH + 1` frames deep whatever the value, and allocates nothing.
@@ -114,8 +120,16 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                     write_canonical(v, out);
                 }
             } else {
+                // Insertion sort: never run with serde_json's default map, and
+                // small, where a library sort would add its own code to the module.
                 let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
+                for i in 1..entries.len() {
+                    let mut j = i;
+                    while j > 0 && entries[j - 1].0 > entries[j].0 {
+                        entries.swap(j - 1, j);
+                        j -= 1;
+                    }
+                }
                 for (i, (k, v)) in entries.into_iter().enumerate() {
                     if i > 0 {
                         out.push(b',');

@@ -133,7 +133,9 @@ pub struct Snapshot {
     pub timers: Vec<Timer>,
 }
 
-/// Everything but the ledger, as it is written in format 2's JSON head.
+/// Everything but the ledger, as it is written in format 2's JSON head (what
+/// `Snapshot::write_head` writes).
+#[cfg(test)]
 #[derive(Serialize)]
 struct HeadRef<'a> {
     machine: &'a MachineRef,
@@ -225,16 +227,6 @@ impl Snapshot {
     /// Encode without copying the records: the new text is
     /// `self.ledger.prefix(split)` followed by `tail`.
     pub fn encode_split(&mut self) -> Encoded {
-        let head = HeadRef {
-            machine: &self.machine,
-            value: &self.value,
-            context: &self.context,
-            revision: self.revision,
-            done: self.done,
-            outbox: &self.outbox,
-            timers: &self.timers,
-        };
-        let head = ascii_json(&serde_json::to_string(&head).expect("snapshot head serializes"));
         let ledger = &mut self.ledger;
         let split = ledger.text.len();
         let (shared, mut hasher) = match ledger.synced.take() {
@@ -250,13 +242,51 @@ impl Snapshot {
             }
         };
         ledger.synced = Some(Synced { len: split, state: Box::new(hasher.clone()) });
-        let mut tail = format!("#{} {}\n", ledger.recs.len(), ledger.prune_at);
-        tail.reserve(head.len() + 20);
-        tail.push_str(&head);
-        tail.push('\n');
-        hasher.update(tail.as_bytes());
-        tail.push_str(&format!("{:016x}", hasher.digest()));
-        Encoded { tail, split, shared }
+        // The trailer, the head and the checksum, written into one buffer.
+        let mut t: Vec<u8> = Vec::with_capacity(256);
+        t.push(b'#');
+        push_dec(&mut t, ledger.recs.len() as u64);
+        t.push(b' ');
+        push_dec(&mut t, ledger.prune_at);
+        t.push(b'\n');
+        let head = t.len();
+        self.write_head(&mut t);
+        ascii_from(&mut t, head);
+        t.push(b'\n');
+        hasher.update(&t);
+        push_hex(&mut t, hasher.digest(), 16);
+        Encoded { tail: ascii_string(t), split, shared }
+    }
+
+    /// The head's JSON: what serde_json writes for the head's fields in this
+    /// order, byte for byte (a `Value`'s maps iterate in key order, so its
+    /// canonical form is that text), non-ASCII characters included.
+    fn write_head(&self, t: &mut Vec<u8>) {
+        t.extend_from_slice(b"{\"machine\":{\"id\":");
+        json::write_str(&self.machine.id, t);
+        t.extend_from_slice(b",\"version\":");
+        json::write_str(&self.machine.version, t);
+        t.extend_from_slice(b",\"hash\":");
+        json::write_str(&self.machine.hash, t);
+        t.extend_from_slice(b"},\"value\":");
+        json::write_canonical(&self.value, t);
+        t.extend_from_slice(b",\"context\":");
+        json::write_canonical(&self.context, t);
+        t.extend_from_slice(b",\"revision\":");
+        push_dec(t, self.revision);
+        t.extend_from_slice(if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
+        if self.outbox.is_empty() {
+            t.extend_from_slice(b"[]");
+        } else {
+            serde_json::to_writer(&mut *t, &self.outbox).expect("writing to a Vec cannot fail");
+        }
+        t.extend_from_slice(b",\"timers\":");
+        if self.timers.is_empty() {
+            t.extend_from_slice(b"[]");
+        } else {
+            serde_json::to_writer(&mut *t, &self.timers).expect("writing to a Vec cannot fail");
+        }
+        t.push(b'}');
     }
 
     /// Decode a snapshot held in a `String` the caller gives up: a format 3
@@ -396,6 +426,9 @@ impl Head {
 /// straight into `Head` with `from_str` is faster but adds about 8 KiB of
 /// gzipped wasm; `from_value` shares its code with format 1.)
 fn parse_head(text: &str, format: u32) -> Result<Head> {
+    if let Some(head) = read_head(text) {
+        return Ok(head);
+    }
     let v = json::parse(text, Code::InvalidSnapshot, "snapshot head")?;
     let head: Head = serde_json::from_value(v).map_err(|e| {
         Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format {format}: {e}"))
@@ -408,6 +441,106 @@ fn parse_head(text: &str, format: u32) -> Result<Head> {
         }
     }
     Ok(head)
+}
+
+/// The head as [`Snapshot::write_head`] writes it (no whitespace, fields in
+/// their order), read without building a `Value` of the whole head and then
+/// converting that: each field's JSON is parsed on its own. `None` for
+/// anything else, which `parse_head` then reads as any JSON, errors and all:
+/// what this accepts it reads exactly as that would.
+fn read_head(text: &str) -> Option<Head> {
+    const FIELDS: [&str; 9] = [
+        "{\"machine\":{\"id\":",
+        ",\"version\":",
+        ",\"hash\":",
+        "},\"value\":",
+        ",\"context\":",
+        ",\"revision\":",
+        ",\"done\":",
+        ",\"outbox\":",
+        ",\"timers\":",
+    ];
+    let mut r = HeadReader { text, i: 0 };
+    let mut fields = Vec::with_capacity(FIELDS.len());
+    for name in FIELDS {
+        r.lit(name)?;
+        fields.push(r.value()?);
+    }
+    r.lit("}")?;
+    if r.i != text.len() {
+        return None;
+    }
+    // Every check before anything is moved out, so that leaving early drops only `fields`.
+    let revision = fields[5].as_u64()?;
+    let done = fields[6].as_bool()?;
+    if !fields[..3].iter().all(Value::is_string) {
+        return None;
+    }
+    let outbox = serde_json::from_value(fields[7].take()).ok()?;
+    let timers = serde_json::from_value(fields[8].take()).ok()?;
+    let mut take = |i: usize| fields[i].take();
+    let mut string = |i: usize| match take(i) {
+        Value::String(s) => s,
+        _ => String::new(),
+    };
+    let machine = MachineRef { id: string(0), version: string(1), hash: string(2) };
+    Some(Head { machine, value: fields[3].take(), context: fields[4].take(), revision, done, outbox, timers })
+}
+
+struct HeadReader<'a> {
+    text: &'a str,
+    i: usize,
+}
+
+impl HeadReader<'_> {
+    fn rest(&self) -> &[u8] {
+        self.text.as_bytes().get(self.i..).unwrap_or_default()
+    }
+
+    fn lit(&mut self, lit: &str) -> Option<()> {
+        self.rest().starts_with(lit.as_bytes()).then(|| self.i += lit.len())
+    }
+
+    /// A JSON value, within the nesting bound it has as a member of the head.
+    /// Its end is found by matching brackets outside strings (up to a comma
+    /// for a scalar), then the text up to there is parsed as JSON: if that
+    /// is a value, it is the one a parse of the whole head finds there.
+    fn value(&mut self) -> Option<Value> {
+        let rest = self.rest();
+        let (mut depth, mut i) = (0usize, 0);
+        let len = loop {
+            match rest.get(i) {
+                None => break rest.len(),
+                Some(b'"') => {
+                    // To the closing quote, past escaped characters.
+                    i += 1;
+                    loop {
+                        i += rest.get(i..)?.iter().position(|&b| b == b'"' || b == b'\\')?;
+                        if rest[i] == b'"' {
+                            break;
+                        }
+                        i += 2;
+                    }
+                    if depth == 0 {
+                        break i + 1;
+                    }
+                }
+                Some(b'{' | b'[') => depth += 1,
+                Some(b'}' | b']' | b',') if depth == 0 => break i,
+                Some(b'}' | b']') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break i + 1;
+                    }
+                }
+                Some(_) => {}
+            }
+            i += 1;
+        };
+        let v = json::parse(self.text.get(self.i..self.i + len)?, Code::InvalidSnapshot, "").ok()?;
+        self.i += len;
+        json::within_depth(&v, 2).then_some(v)
+    }
 }
 
 /// The body of a format 2 or later text and the checksum that ends it.
@@ -556,18 +689,80 @@ pub fn ascii_json(text: &str) -> String {
     if text.is_ascii() {
         return text.to_string();
     }
-    let mut out = String::with_capacity(text.len() + 16);
+    let mut out = Vec::with_capacity(text.len() + 16);
+    escape_non_ascii(text, &mut out);
+    ascii_string(out)
+}
+
+fn escape_non_ascii(text: &str, out: &mut Vec<u8>) {
     for c in text.chars() {
         if c.is_ascii() {
-            out.push(c);
+            out.push(c as u8);
         } else {
             let mut units = [0u16; 2];
             for u in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{u:04x}"));
+                out.extend_from_slice(b"\\u");
+                push_hex(out, *u as u64, 4);
             }
         }
     }
-    out
+}
+
+/// [`ascii_json`] of the JSON text `t` holds from `from` on, in place.
+fn ascii_from(t: &mut Vec<u8>, from: usize) {
+    if !t[from..].is_ascii() {
+        let text = t.split_off(from);
+        escape_non_ascii(std::str::from_utf8(&text).expect("JSON text is UTF-8"), t);
+    }
+}
+
+/// Bytes made ASCII by the writers here, as a `String`.
+fn ascii_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).expect("snapshot text is ASCII")
+}
+
+/// The low `dst.len()` hex digits of `v`, lowercase.
+fn put_hex(dst: &mut [u8], mut v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for d in dst.iter_mut().rev() {
+        *d = DIGITS[(v & 0xf) as usize];
+        v >>= 4;
+    }
+}
+
+/// Digits `{:0width$x}` writes for `v`.
+fn hex_width(v: u64, width: usize) -> usize {
+    (64 - v.leading_zeros() as usize).div_ceil(4).max(width)
+}
+
+/// `{:0width$x}`: lowercase hex, at least `width` digits.
+fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
+    let at = t.len();
+    t.resize(at + hex_width(v, width), b'0');
+    put_hex(&mut t[at..], v);
+}
+
+/// JSON text written by `body`, made ASCII and preceded by its length in hex
+/// (`{:0width$x}`).
+fn sized(t: &mut Vec<u8>, width: usize, body: impl FnOnce(&mut Vec<u8>)) {
+    let at = t.len();
+    t.resize(at + width, b'0');
+    body(t);
+    ascii_from(t, at + width);
+    let len = (t.len() - at - width) as u64;
+    if hex_width(len, width) == width {
+        put_hex(&mut t[at..at + width], len);
+    } else {
+        let text = t.split_off(at + width);
+        t.truncate(at);
+        push_hex(t, len, width);
+        t.extend_from_slice(&text);
+    }
+}
+
+/// A number in decimal, as serde_json writes it.
+fn push_dec(t: &mut Vec<u8>, v: u64) {
+    serde_json::to_writer(t, &v).expect("writing to a Vec cannot fail");
 }
 
 /// Where one ledger record sits in [`Ledger::text`]. Only the two lengths are
@@ -816,23 +1011,26 @@ impl Ledger {
     /// Append a record.
     #[allow(clippy::too_many_arguments)]
     pub fn push(&mut self, id: &str, fp: &str, at: u64, exp: u64, rev: u64, ignored: bool, response: &Value) {
-        let id_literal = ascii_json(&Value::String(id.to_string()).to_string());
-        let response = ascii_json(&response.to_string());
         if self.recs.is_empty() && self.prune_at == 0 {
             self.prune_at = u64::MAX;
         }
         // A record that expires early can make a batch due earlier.
         self.prune_at = self.prune_at.min(exp);
         let start = self.text.len();
-        self.text.push_str(&format!("{:04x}{}", id_literal.len(), id_literal));
-        let id_end = self.text.len();
-        self.text.push_str(&format!(
-            "{fp}{at:016x}{exp:016x}{:012x}{}{:08x}{response}\n",
-            rev & 0xffff_ffff_ffff,
-            if ignored { 'i' } else { 'a' },
-            response.len()
-        ));
-        self.recs.push(Rec { start: start as u32, id_end: id_end as u32, end: self.text.len() as u32 });
+        // SAFETY: only UTF-8 is appended (JSON text, `fp`, ASCII digits), and
+        // the text is cut only where such a piece starts.
+        let t = unsafe { self.text.as_mut_vec() };
+        sized(t, 4, |t| json::write_str(id, t));
+        let id_end = t.len();
+        t.extend_from_slice(fp.as_bytes());
+        push_hex(t, at, 16);
+        push_hex(t, exp, 16);
+        push_hex(t, rev & 0xffff_ffff_ffff, 12);
+        t.push(if ignored { b'i' } else { b'a' });
+        sized(t, 8, |t| serde_json::to_writer(t, response).expect("writing to a Vec cannot fail"));
+        t.push(b'\n');
+        let end = t.len();
+        self.recs.push(Rec { start: start as u32, id_end: id_end as u32, end: end as u32 });
     }
 
     /// Forget the oldest records beyond `cap`, and the expired ones once they
@@ -1032,5 +1230,207 @@ mod hex_tests {
         assert_eq!(hex4(b"00ff"), Some(255));
         assert_eq!(hex4(b"0 ff"), None);
         assert_eq!(hex8(b"0123"), None, "too short");
+    }
+}
+
+#[cfg(test)]
+mod writer_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn old_push(l: &mut Ledger, id: &str, fp: &str, at: u64, exp: u64, rev: u64, ignored: bool, response: &Value) {
+        let id_literal = ascii_json(&Value::String(id.to_string()).to_string());
+        let response = ascii_json(&response.to_string());
+        l.text.push_str(&format!("{:04x}{}", id_literal.len(), id_literal));
+        l.text.push_str(&format!(
+            "{fp}{at:016x}{exp:016x}{:012x}{}{:08x}{response}\n",
+            rev & 0xffff_ffff_ffff,
+            if ignored { 'i' } else { 'a' },
+            response.len()
+        ));
+    }
+
+    #[test]
+    fn records_and_head_are_written_as_serde_json_and_format_wrote_them() {
+        let long = "\u{e9}x".repeat(40_000);
+        let ids = ["e1", "", "\u{e9}\"\\\n\u{1}\u{7f}\u{1F600}", long.as_str()];
+        let responses = [
+            Value::Null,
+            json!({"state": "paid", "revision": 3}),
+            json!({"z": [1, 2.5, -0.0, 1e300, -7, 18446744073709551615u64], "a": {"\u{e9}": "\u{1F600}", "": null}}),
+            json!(long.clone()),
+        ];
+        let fp = "0123456789abcdef0123456789abcdef";
+        for id in ids {
+            for r in &responses {
+                for (at, exp, rev, ignored) in [(0, 0, 0, false), (u64::MAX, 1, u64::MAX, true), (1_700_000_000_000, 1_700_086_400_000, 7, false)] {
+                    let mut got = Ledger::default();
+                    got.push(id, fp, at, exp, rev, ignored, r);
+                    let mut want = Ledger::default();
+                    old_push(&mut want, id, fp, at, exp, rev, ignored, r);
+                    assert_eq!(got.text, want.text);
+                }
+            }
+        }
+
+        let machine = MachineRef { id: "order\u{e9}".into(), version: "1\"".into(), hash: "cd9d".into() };
+        let retry = RetryPolicy::default();
+        let entry = OutboxEntry {
+            key: "k\u{1F600}".into(),
+            effect_type: "ship".into(),
+            payload: json!({"b": [1, 0.1], "a": "\u{2028}"}),
+            idempotent: true,
+            state: EffectState::InFlight,
+            attempts: 2,
+            attempt_id: Some("k#2".into()),
+            due_at: Some(5),
+            retry,
+            event_id: "e".into(),
+            created_at: 1,
+            done_at: None,
+            result: Some(json!({"ok": [1]})),
+            error: None,
+        };
+        let timer = Timer { id: "after:a:1:2".into(), state: "a".into(), delay: 1, due_at: 2 };
+        for (value, context, outbox, timers, done) in [
+            (json!("pending"), json!({}), vec![], vec![], false),
+            (json!({"a": {"b": "c"}}), json!({"x": [1, {"y": -2.5e-7}], "\u{e9}": "\u{10FFFF}"}), vec![entry.clone()], vec![timer.clone()], true),
+            (json!("p"), json!({"n": 18446744073709551615u64, "m": -9223372036854775808i64}), vec![entry.clone(), entry], vec![timer.clone(), timer], false),
+        ] {
+            let snap = Snapshot {
+                format: FORMAT,
+                machine: machine.clone(),
+                value,
+                context,
+                revision: 12345,
+                done,
+                ledger: Ledger::default(),
+                outbox,
+                timers,
+            };
+            let head = HeadRef {
+                machine: &snap.machine,
+                value: &snap.value,
+                context: &snap.context,
+                revision: snap.revision,
+                done: snap.done,
+                outbox: &snap.outbox,
+                timers: &snap.timers,
+            };
+            let mut got = Vec::new();
+            snap.write_head(&mut got);
+            assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string(&head).unwrap());
+            let mut snap = snap;
+            let text = snap.encode();
+            assert!(text.is_ascii());
+            let mut back = Snapshot::decode(&text, usize::MAX).unwrap();
+            assert_eq!(back.encode(), text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod read_head_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What `parse_head` reads without `read_head`.
+    fn general(text: &str) -> Option<Snapshot> {
+        let v = json::parse(text, Code::InvalidSnapshot, "head").ok()?;
+        let head: Head = serde_json::from_value(v).ok()?;
+        Some(head.into_snapshot(3, Ledger::default()))
+    }
+
+    fn agrees(text: &str) -> bool {
+        let fast = read_head(text).map(|h| h.into_snapshot(3, Ledger::default()));
+        if let Some(f) = &fast {
+            assert_eq!(Some(f), general(text).as_ref(), "{text}");
+        }
+        fast.is_some()
+    }
+
+    fn head_of(value: Value, context: Value, outbox: Vec<OutboxEntry>, timers: Vec<Timer>, done: bool, revision: u64) -> String {
+        let snap = Snapshot {
+            format: FORMAT,
+            machine: MachineRef { id: "order".into(), version: "1.\u{e9}".into(), hash: "cd9da19fa2174cabd96029ed88a5439f".into() },
+            value,
+            context,
+            revision,
+            done,
+            ledger: Ledger::default(),
+            outbox,
+            timers,
+        };
+        let mut t = Vec::new();
+        snap.write_head(&mut t);
+        String::from_utf8(t).unwrap()
+    }
+
+    #[test]
+    fn read_head_reads_what_the_general_path_reads() {
+        let entry = OutboxEntry {
+            key: "k".into(),
+            effect_type: "ship".into(),
+            payload: json!({"b": [1, 0.1]}),
+            idempotent: false,
+            state: EffectState::Pending,
+            attempts: 0,
+            attempt_id: None,
+            due_at: Some(5),
+            retry: RetryPolicy::default(),
+            event_id: "e".into(),
+            created_at: 1,
+            done_at: None,
+            result: None,
+            error: Some(json!({"code": "x"})),
+        };
+        let timer = Timer { id: "after:a:1:2".into(), state: "a".into(), delay: 1, due_at: 2 };
+        let deep = |n: usize| (0..n).fold(json!(1), |v, _| json!([v]));
+        let heads = [
+            head_of(json!("pending"), json!({"lastNote": null, "paid": 0, "payments": [], "total": 100}), vec![], vec![], false, 0),
+            head_of(json!({"a": {"b": "c"}}), json!({"s": "\u{1F600}\"\\", "f": -2.5e-7}), vec![entry], vec![timer], true, u64::MAX),
+            head_of(json!("p"), json!({"d": deep(61)}), vec![], vec![], false, 10),
+            head_of(json!("p"), json!({"d": deep(62)}), vec![], vec![], false, 10),
+        ];
+        for (i, h) in heads.iter().enumerate() {
+            assert_eq!(agrees(h), i != 3, "{h}");
+        }
+        assert!(general(&heads[3]).is_none(), "too deep for either");
+        let variants = [
+            heads[0].replace("\"revision\":0", "\"revision\":00"),
+            heads[0].replace("\"revision\":0", "\"revision\":-0"),
+            heads[0].replace("\"revision\":0", "\"revision\":0.0"),
+            heads[0].replace("\"revision\":0", "\"revision\":18446744073709551615"),
+            heads[0].replace("\"revision\":0", "\"revision\":18446744073709551616"),
+            heads[0].replace("\"id\":\"order\"", "\"id\":\"or\\u0064er\""),
+            heads[0].replace("\"id\":\"order\"", "\"id\":\"or\\\"der\""),
+            heads[0].replace("\"id\":\"order\"", "\"id\":7"),
+            heads[0].replace("\"value\":\"pending\"", "\"value\": \"pending\" "),
+            heads[0].replace("\"value\":\"pending\"", "\"value\":7"),
+            heads[0].replace("\"outbox\":[]", "\"outbox\":[{}]"),
+            heads[0].replace("\"outbox\":[]", "\"outbox\":{}"),
+            heads[0].replace("\"timers\":[]", "\"timers\":[{\"id\":\"a\",\"state\":\"b\",\"delay\":1,\"dueAt\":2,\"x\":1}]"),
+            heads[0].replace("\"timers\":[]", "\"timers\":null"),
+            heads[0].replace(",\"done\":false", ""),
+            heads[0].replace(",\"done\":false", ",\"done\":0"),
+            heads[0].replace("\"hash\":", "\"extra\":1,\"hash\":"),
+            heads[0].clone() + " ",
+            heads[0].clone() + "x",
+            heads[1].replace("\"dueAt\":5", "\"dueAt\":-5"),
+        ];
+        for v in &variants {
+            agrees(v);
+        }
+        // Every byte of a head changed, dropped or doubled.
+        for h in &heads[..2] {
+            for i in 0..h.len() {
+                if !h.is_char_boundary(i) || !h.is_char_boundary(i + 1) {
+                    continue;
+                }
+                for c in ["", " ", "0", "9", "\"", "\\", "}", "]", ",", "{", "[", "\u{e9}", &h[i..i + 1], &h[i..i + 1].repeat(2)] {
+                    agrees(&format!("{}{}{}", &h[..i], c, &h[i + 1..]));
+                }
+            }
+        }
     }
 }
