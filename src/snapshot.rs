@@ -1238,6 +1238,7 @@ mod writer_tests {
     use super::*;
     use serde_json::json;
 
+    #[allow(clippy::too_many_arguments)]
     fn old_push(l: &mut Ledger, id: &str, fp: &str, at: u64, exp: u64, rev: u64, ignored: bool, response: &Value) {
         let id_literal = ascii_json(&Value::String(id.to_string()).to_string());
         let response = ascii_json(&response.to_string());
