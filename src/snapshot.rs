@@ -1100,34 +1100,43 @@ impl Walk {
 
     /// Index every record that ends by `limit`.
     fn advance(&mut self, b: &[u8], limit: usize) {
+        let b = &b[..limit.min(b.len())];
+        let mut i = self.at;
         while self.ok {
-            let i = self.at;
-            if i + 4 > limit {
-                return;
-            }
-            let Some(id_len) = hex4(&b[i..]) else { return self.ok = false };
+            // Each read below is inside `b`: `i + 4`, `fixed_end` and `end` are
+            // checked against its length before the bytes they bound are read.
+            let Some(head) = b.get(i..i + 4) else { break };
+            let Some(id_len) = hex4(head) else {
+                self.ok = false;
+                break;
+            };
             let id_len = id_len as usize;
             let id_end = i + 4 + id_len;
             let fixed_end = id_end + FIXED;
-            if fixed_end > limit {
-                return;
+            let Some(rec) = b.get(i..fixed_end) else { break };
+            if id_len < 2 || rec[4] != b'"' || rec[4 + id_len - 1] != b'"' {
+                self.ok = false;
+                break;
             }
-            if id_len < 2 || b[i + 4] != b'"' || b[id_end - 1] != b'"' {
-                return self.ok = false;
-            }
-            let Some(resp_len) = hex8(&b[fixed_end - 8..]) else { return self.ok = false };
+            let Some(resp_len) = hex8(&rec[rec.len() - 8..]) else {
+                self.ok = false;
+                break;
+            };
             let end = fixed_end.saturating_add(resp_len as usize).saturating_add(1);
-            if end > limit {
-                return;
-            }
             // Every record ends with a newline, so every record boundary is also
             // a character boundary of the text.
-            if b[end - 1] != b'\n' {
-                return self.ok = false;
+            match b.get(end - 1) {
+                None => break,
+                Some(b'\n') => {}
+                Some(_) => {
+                    self.ok = false;
+                    break;
+                }
             }
             self.recs.push(Rec { start: i as u32, id_end: id_end as u32, end: end as u32 });
-            self.at = end;
+            i = end;
         }
+        self.at = i;
     }
 
     /// The records, when they end exactly at `end` and are `count`.
