@@ -175,10 +175,16 @@ export declare class Machine implements MachineLike {
   readonly id: string;
   readonly version: string;
   readonly hash: string;
+  /**
+   * Apply one event. A `Machine` keeps the decoded snapshot of its recent processes (8, 16 MiB): pass
+   * back the snapshot it handed out (or an equal string) and the next reduce starts from that copy.
+   * A new snapshot string shares the unchanged part of the previous one, so only what changed crosses.
+   */
   reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId?: string | null): Outcome;
   /**
-   * As `reduce`, for hosts that store bytes: the snapshot (ASCII text) as a `Uint8Array` in and out,
-   * skipping the string conversions at the boundary, which dominate large snapshots.
+   * As `reduce`, for hosts that store bytes: the snapshot (ASCII text) as a `Uint8Array` in and out.
+   * Each applied event returns a new array, filled whole. Hand arrays back unchanged: a kept
+   * snapshot is recognised by the array itself and its last 16 bytes (its checksum).
    */
   reduceBytes(snapshot: Uint8Array | null, event: Event | string, nowMs: number, processId?: string | null): Omit<Outcome, "snapshot"> & { snapshot: Uint8Array | null };
   due(snapshot: Snapshot | Uint8Array, nowMs: number): DueItem[];
