@@ -1,9 +1,11 @@
 //! The JavaScript bindings: the only module that names `wasm_bindgen` or `js_sys`.
 //!
 //! Values cross the boundary as JSON text (parsed on the JavaScript side with
-//! `JSON.parse`), and the snapshot crosses as one opaque string that hosts
-//! store and load as it is. Errors are real `Error` objects carrying `code`
-//! (and `path` where one applies).
+//! `JSON.parse`), and the snapshot as one opaque string (or `Uint8Array`) that
+//! hosts store and load as it is: in through one `TextEncoder.encodeInto` into
+//! wasm memory, out as the caller's own string for the unchanged part plus
+//! what changed. Errors are real `Error` objects carrying `code` (and `path`
+//! where one applies).
 
 use crate::error::{Code, Error};
 use crate::reduce::Current;
@@ -134,11 +136,10 @@ pub struct Machine {
 }
 
 /// Decoded snapshots kept between calls (a Durable Object or a warm isolate
-/// reduces the same process again and again), keyed by process id and the
-/// snapshot's checksum, which covers every byte of it: a snapshot the caller
-/// passes that matches an entry is used without being copied into wasm memory
-/// or decoded; anything else is decoded as usual. The outcome is the same
-/// either way, byte for byte.
+/// reduces the same process again and again), one per process id: a snapshot
+/// the caller passes that is the kept one (see `Resident::take`) is used
+/// without being copied into wasm memory or decoded; anything else is decoded
+/// as usual. The outcome is the same either way, byte for byte.
 #[derive(Default)]
 struct Resident {
     entries: Vec<Kept>,
@@ -167,9 +168,6 @@ const RESIDENT_ENTRIES: usize = 8;
 const RESIDENT_BYTES: usize = 16 << 20;
 
 impl Resident {
-    /// The entry for exactly this snapshot: same process, same checksum, and the
-    /// same value by JavaScript's `===` (the very string the engine handed out,
-    /// or an equal one), so a tampered copy never stands in for the kept one.
     /// The entry for exactly this snapshot: the process's entry, when the
     /// caller hands back the very value the engine gave it (the same string
     /// object is recognised at once), or an equal copy (compared whole by
