@@ -465,7 +465,11 @@ export declare class MemoryStore implements Store {
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
   events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
 }
-/** D1: schema in examples/cloudflare/migrations; one `batch()` per commit. */
+/**
+ * D1: schema in examples/cloudflare/migrations; one `batch()` per commit. Keep one instance per
+ * isolate: it keeps the snapshots it last read or wrote (16 processes, 8 MiB), and `load` fetches a
+ * snapshot only when its revision is not the kept one (in the same query).
+ */
 export declare class D1Store implements Store {
   constructor(db: unknown);
   load(processId: string): Promise<Loaded | null>;

@@ -84,3 +84,31 @@ test("when the UPDATE succeeds but the log insert fails (event id already logged
   assert.deepEqual(machine.inspect((await store.load("s5")).snapshot).context.payments, ["p1"]);
   assert.deepEqual(await rows("s5"), [{ event_id: "e1", revision: 1 }]);
 });
+
+test("a store keeps the snapshot it wrote: same revision -> the same string, not read again; another writer's commit -> read", async () => {
+  const a = new D1Store(w.db);
+  const b = new D1Store(w.db);
+  const now = 5_000;
+  const first = machine.reduce(null, pay("e1", "p1", 10), now, "k1");
+  assert.equal((await a.commit("k1", null, first, { event: pay("e1", "p1", 10), now })).ok, true);
+  const one = await a.load("k1");
+  assert.equal(one.snapshot, first.snapshot);
+  // The row's text changed behind the store's back, revision unchanged: the store does not read it again
+  // (a fresh store does), which shows the kept string is what it returns.
+  await w.db.prepare("UPDATE processes SET snapshot = 'changed' WHERE process_id = 'k1'").run();
+  assert.equal((await a.load("k1")).snapshot, first.snapshot);
+  assert.equal((await new D1Store(w.db).load("k1")).snapshot, "changed");
+  await w.db.prepare("UPDATE processes SET snapshot = ?1 WHERE process_id = 'k1'").bind(first.snapshot).run();
+  // Another writer (another isolate) moves the process on: the kept string is not returned any more.
+  const fromB = await b.load("k1");
+  const next = machine.reduce(fromB.snapshot, pay("e2", "p2", 5), now, "k1");
+  assert.equal((await b.commit("k1", fromB.version, next, { event: pay("e2", "p2", 5), now })).ok, true);
+  const two = await a.load("k1");
+  assert.equal(two.version, 2);
+  assert.equal(two.snapshot, next.snapshot);
+  assert.deepEqual(machine.inspect(two.snapshot).context.payments, ["p1", "p2"]);
+  // A commit that loses its race forgets the kept snapshot; the next load reads the row.
+  const stale = machine.reduce(one.snapshot, pay("e3", "p3", 1), now, "k1");
+  assert.deepEqual(await a.commit("k1", 1, stale, { event: pay("e3", "p3", 1), now }), { ok: false, conflict: true });
+  assert.equal((await a.load("k1")).snapshot, next.snapshot);
+});

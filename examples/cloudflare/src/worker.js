@@ -83,13 +83,20 @@ async function dispatchAndFollow(store, machine, processId, options) {
   }
 }
 
+// One D1 store per isolate (it keeps the snapshots it last read or wrote; see D1Store).
+let d1Store = null;
+function d1StoreFor(env) {
+  if (d1Store?.db !== env.DB) d1Store = new D1Store(env.DB);
+  return d1Store;
+}
+
 function processIdOf(pathname, base) {
   const m = new RegExp(`^${base}/processes/([^/]+)`).exec(pathname);
   return m ? m[1] : null;
 }
 
 async function d1Api(request, env, ctx, url) {
-  const store = new D1Store(env.DB);
+  const store = d1StoreFor(env);
   const pid = processIdOf(url.pathname, "");
   const { variant, machine } = machineFor(pid ?? "");
   const api = createHttpApi({
@@ -142,7 +149,7 @@ export default {
 
   /** Cron: dispatch the D1 processes whose effects or timers are due. */
   async scheduled(_controller, env, ctx) {
-    const store = new D1Store(env.DB);
+    const store = d1StoreFor(env);
     for (const pid of await store.due(Date.now())) {
       const { variant, machine } = machineFor(pid);
       ctx.waitUntil(dispatch(store, machine, pid, effectsFor(env, variant)).catch((err) => console.error("dispatch failed", pid, err)));

@@ -22,6 +22,13 @@
 // `{ ok: false, conflict: true }` and the host loop reloads and reduces again.
 //
 // Version = revision.
+//
+// The store keeps the snapshots it last read or wrote (16 processes, 8 MiB):
+// `load` asks for the snapshot only when the row's revision is not the kept
+// one, in the same query, and otherwise returns the kept string itself, which
+// the engine reduces from its decoded copy. Keep one store per isolate.
+
+import { KeptSnapshots } from "./kept.js";
 
 const CONSTRAINT = /constraint/i;
 
@@ -34,15 +41,23 @@ export class D1Store {
    */
   constructor(db) {
     this.db = db;
+    this.kept = new KeptSnapshots();
   }
 
   /** @param {string} processId */
   async load(processId) {
+    const kept = this.kept.get(processId);
     const row = await this.db
-      .prepare("SELECT revision, snapshot FROM processes WHERE process_id = ?1")
-      .bind(processId)
+      .prepare("SELECT revision, CASE WHEN revision = ?2 THEN NULL ELSE snapshot END AS snapshot FROM processes WHERE process_id = ?1")
+      .bind(processId, kept ? kept.version : -1)
       .first();
-    return row ? { snapshot: row.snapshot, version: row.revision } : null;
+    if (!row) {
+      this.kept.delete(processId);
+      return null;
+    }
+    if (row.snapshot === null && kept && kept.version === row.revision) return { snapshot: kept.snapshot, version: row.revision };
+    this.kept.set(processId, row.revision, row.snapshot);
+    return { snapshot: row.snapshot, version: row.revision };
   }
 
   /**
@@ -79,11 +94,13 @@ export class D1Store {
     try {
       await this.db.batch([write, log]);
     } catch (err) {
+      this.kept.delete(processId);
       if (CONSTRAINT.test(String(err?.message ?? err)) || CONSTRAINT.test(String(err?.cause?.message ?? ""))) {
         return { ok: false, conflict: true };
       }
       throw err;
     }
+    this.kept.set(processId, revision, outcome.snapshot);
     return { ok: true, version: revision };
   }
 

@@ -38,6 +38,7 @@
 // (then the engine rejects the event instead, and nothing is thrown).
 
 import { dispatch } from "../dispatch.js";
+import { KeptSnapshots } from "./kept.js";
 
 /** Deno KV's limits for one atomic operation (the defaults of Deno's KV config). */
 export const DENO_KV_LIMITS = Object.freeze({
@@ -69,9 +70,6 @@ export class StoreLimitError extends Error {
 }
 
 const encoder = new TextEncoder();
-/** Snapshots kept in memory by a store: at most this many processes and characters. */
-const KEPT_ENTRIES = 16;
-const KEPT_MAX_BYTES = 8 << 20;
 const decoder = new TextDecoder();
 
 /** Encoded size of a key, as Deno KV counts it (its tuple encoding). */
@@ -174,26 +172,8 @@ export class DenoKvStore {
     this.onBusy = () => this.busyRetries++;
     /** @type {Map<string, { version: string, chunks: number }>} chunk count of the last head seen per process */
     this.heads = new Map();
-    /**
-     * The snapshots last read or written, for the most recent processes: while a
-     * process's head is unchanged, `load` reads only the head and returns that
-     * very string, which the engine recognises and reduces from its decoded copy.
-     * @type {Map<string, { version: string, snapshot: string }>}
-     */
-    this.kept = new Map();
-  }
-
-  keep(processId, version, snapshot) {
-    this.kept.delete(processId);
-    if (snapshot.length > KEPT_MAX_BYTES) return;
-    this.kept.set(processId, { version, snapshot });
-    let total = 0;
-    for (const k of this.kept.values()) total += k.snapshot.length;
-    while (this.kept.size > KEPT_ENTRIES || total > KEPT_MAX_BYTES) {
-      const [oldest, k] = this.kept.entries().next().value;
-      this.kept.delete(oldest);
-      total -= k.snapshot.length;
-    }
+    /** The snapshots last read or written: while a process's head is unchanged, `load` reads only the head. */
+    this.kept = new KeptSnapshots();
   }
 
   headKey(processId) {
@@ -241,7 +221,7 @@ export class DenoKvStore {
     if (at !== bytes) throw new Error(`process "${processId}": snapshot chunks hold ${at} of ${bytes} bytes`);
     this.remember(processId, head.versionstamp, chunks);
     const snapshot = decoder.decode(all);
-    this.keep(processId, head.versionstamp, snapshot);
+    this.kept.set(processId, head.versionstamp, snapshot);
     return { snapshot, version: head.versionstamp };
   }
 
@@ -359,7 +339,7 @@ export class DenoKvStore {
       return { ok: false, conflict: true };
     }
     this.remember(processId, res.versionstamp, chunks);
-    this.keep(processId, res.versionstamp, outcome.snapshot);
+    this.kept.set(processId, res.versionstamp, outcome.snapshot);
     return { ok: true, version: res.versionstamp };
   }
 
