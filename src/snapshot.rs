@@ -989,7 +989,7 @@ impl Ledger {
     /// The live record for an event id, if any (newest first). Only records whose
     /// id matches are read beyond their id.
     pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
-        let literal = ascii_json(&Value::String(id.to_string()).to_string());
+        let literal = ascii_string({ let mut t = Vec::with_capacity(id.len() + 2); json::write_str(id, &mut t); ascii_from(&mut t, 0); t });
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
         // Ids that differ mostly differ at their end (a counter, the random part
         // of a ULID), so the last eight bytes are compared first, inline.
