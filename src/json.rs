@@ -157,13 +157,21 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 
 /// 128-bit xxh3 of the canonical JSON of `type` and `payload`, as 32 hex digits.
 pub fn fingerprint(event_type: &str, payload: &Value) -> String {
+    fingerprint_sized(event_type, payload).0
+}
+
+/// [`fingerprint`], and the length of the payload's canonical JSON: the length
+/// of its compact JSON as serde_json writes it, since serde_json's maps iterate
+/// in key order (so the canonical form is that text; see the tests).
+pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     let mut s = Vec::with_capacity(128);
     s.extend_from_slice(b"{\"payload\":");
     write_canonical(payload, &mut s);
+    let size = s.len() - b"{\"payload\":".len();
     s.extend_from_slice(b",\"type\":");
     write_str(event_type, &mut s);
     s.push(b'}');
-    hex128(xxhash_rust::xxh3::xxh3_128(&s))
+    (hex128(xxhash_rust::xxh3::xxh3_128(&s)), size)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -263,6 +271,33 @@ mod tests {
         for h in [0u128, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
             assert_eq!(hex128(h), format!("{h:032x}"));
         }
+    }
+
+    /// The payload size limit is on serde_json's compact text; the size
+    /// `fingerprint_sized` gives is measured on the canonical text instead.
+    #[test]
+    fn canonical_length_is_compact_length() {
+        let values = [
+            json!(null),
+            json!({}),
+            json!([]),
+            json!({"paymentId": "q-1", "amount": 1}),
+            json!({"z": [1, 2.5, -0.0, 1e300, -7, 18446744073709551615u64, -9223372036854775808i64], "a": {"é": "\u{1F600}", "": null}}),
+            json!({"ctl": "a\"b\\c\n\t\u{0001}\u{001f}\u{007f}/", "ß": true, "B": false, "b": [[], {}, [{}]]}),
+            json!("just a string with \u{2028} in it"),
+            json!([0.1 + 0.2, 1e-7, 5e-324, 1.7976931348623157e308, 123456789.125]),
+        ];
+        for v in &values {
+            let compact = serde_json::to_string(v).unwrap();
+            let mut canonical = Vec::new();
+            write_canonical(v, &mut canonical);
+            assert_eq!(String::from_utf8(canonical).unwrap(), compact);
+            let (fp, size) = fingerprint_sized("T", v);
+            assert_eq!((fp, size), (fingerprint("T", v), compact.len()));
+        }
+        // Keys given out of order still come out sorted, as serde_json writes them.
+        let parsed: Value = serde_json::from_str(r#"{"b":1,"a":{"y":"\u00e9","x":[{"q":1,"p":2}]}}"#).unwrap();
+        assert_eq!(fingerprint_sized("T", &parsed).1, serde_json::to_string(&parsed).unwrap().len());
     }
 
     #[test]

@@ -290,14 +290,14 @@ impl Machine {
             let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
             return (Outcome::rejected(e), None);
         }
-        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)).and_then(|e| {
+        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)).and_then(|(e, fp)| {
             let loaded = match current {
                 Current::None => None,
                 Current::Text(text) => Some(snapshot::load(self, text)?),
                 Current::Owned(text) => Some(snapshot::load_owned(self, text)?),
                 Current::Loaded(l) => Some(*l),
             };
-            self.reduce_event(process, loaded, e, now)
+            self.reduce_event(process, loaded, e, fp, now)
         });
         match result {
             Ok(pair) => pair,
@@ -307,18 +307,23 @@ impl Machine {
 
     /// Validate an event against this machine's limits and event types.
     pub fn parse_event(&self, v: &Value) -> Result<Event> {
+        self.checked_event(v).map(|(e, _)| e)
+    }
+
+    /// [`Machine::parse_event`], with the event's fingerprint.
+    fn checked_event(&self, v: &Value) -> Result<(Event, String)> {
         let (id, event_type, payload) = self.check_event(v)?;
         let payload = match payload {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(p) => p.clone(),
         };
-        self.check_payload(&payload)?;
-        Ok(Event { id: id.to_string(), event_type: event_type.to_string(), payload })
+        let fp = self.check_payload(event_type, &payload)?;
+        Ok((Event { id: id.to_string(), event_type: event_type.to_string(), payload }, fp))
     }
 
-    /// [`Machine::parse_event`] of a value the caller gives up: its strings and
+    /// [`Machine::checked_event`] of a value the caller gives up: its strings and
     /// payload are moved into the event rather than copied.
-    fn take_event(&self, v: Value) -> Result<Event> {
+    fn take_event(&self, v: Value) -> Result<(Event, String)> {
         self.check_event(&v)?;
         let Value::Object(mut o) = v else { unreachable!("check_event accepts objects only") };
         let (Some(Value::String(id)), Some(Value::String(event_type))) = (o.remove("id"), o.remove("type")) else {
@@ -328,8 +333,8 @@ impl Machine {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(p) => p,
         };
-        self.check_payload(&payload)?;
-        Ok(Event { id, event_type, payload })
+        let fp = self.check_payload(&event_type, &payload)?;
+        Ok((Event { id, event_type, payload }, fp))
     }
 
     /// Every check of [`Machine::parse_event`] but the payload's: the id, the
@@ -384,13 +389,11 @@ impl Machine {
         Ok((id, event_type, o.get("payload")))
     }
 
-    /// The payload's nesting and size (its compact JSON).
-    fn check_payload(&self, payload: &Value) -> Result<()> {
+    /// The payload's nesting and size (its compact JSON); returns the event's
+    /// fingerprint, whose canonical JSON of the payload gives that size.
+    fn check_payload(&self, event_type: &str, payload: &Value) -> Result<String> {
         json::check_depth(payload, "event payload")?;
-        // Written out rather than counted through a writer of its own: serde_json
-        // already has this one (the snapshot's encoder), and a second
-        // instantiation of its serializer made the encoder's slower to run.
-        let size = serde_json::to_string(payload).map(|s| s.len()).unwrap_or(usize::MAX);
+        let (fp, size) = json::fingerprint_sized(event_type, payload);
         if size > self.limits.max_payload_bytes {
             return Err(Error::at(
                 Code::PayloadTooLarge,
@@ -398,13 +401,13 @@ impl Machine {
                 format!("event payload is {size} bytes, more than the {} allowed", self.limits.max_payload_bytes),
             ));
         }
-        Ok(())
+        Ok(fp)
     }
 
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
-        let event = self.parse_event(event)?;
+        let (event, fp) = self.checked_event(event)?;
         let current = snapshot.map(|text| snapshot::load(self, text)).transpose()?;
-        let (mut o, after) = self.reduce_event(process, current, event, now)?;
+        let (mut o, after) = self.reduce_event(process, current, event, fp, now)?;
         o.materialize(after.as_ref());
         Ok(o)
     }
@@ -415,7 +418,7 @@ impl Machine {
     /// bytes as decoding `outcome.snapshot` (or the input when unchanged) would
     /// give, so a caller may keep it for the next event instead of decoding.
     pub fn reduce_loaded(&self, process: &str, current: Option<snapshot::Loaded>, event: &Value, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
-        let result = self.parse_event(event).and_then(|e| self.reduce_event(process, current, e, now));
+        let result = self.checked_event(event).and_then(|(e, fp)| self.reduce_event(process, current, e, fp, now));
         match result {
             Ok((mut o, after)) => {
                 o.materialize(after.as_ref());
@@ -425,8 +428,8 @@ impl Machine {
         }
     }
 
-    fn reduce_event(&self, process: &str, current: Option<snapshot::Loaded>, event: Event, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
-        let fp = json::fingerprint(&event.event_type, &event.payload);
+    /// `fp`: the event's fingerprint (`json::fingerprint` of its type and payload).
+    fn reduce_event(&self, process: &str, current: Option<snapshot::Loaded>, event: Event, fp: String, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
         let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {
