@@ -63,7 +63,17 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Eight bytes at a time while none of them is escaped.
+        if let Some(word) = bytes.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes) {
+            if !any_escaped(word) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
+        i += 1;
         let short = match b {
             b'"' => b'"',
             b'\\' => b'\\',
@@ -75,8 +85,8 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
             0x00..=0x1f => b'u',
             _ => continue,
         };
-        out.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
+        out.extend_from_slice(&bytes[start..i - 1]);
+        start = i;
         if short == b'u' {
             out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]]);
         } else {
@@ -85,6 +95,18 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Whether any of the eight bytes of `word` is one `write_str` escapes: a
+/// control character (below 0x20), `"` or `\\`. Exact (no false positives): a
+/// borrow in `x - ONES` starts only at a byte that is zero, and in
+/// `word - 0x20..` only at a byte below 0x20; bytes from 0x80 on never match.
+fn any_escaped(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    control | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64)) != 0
 }
 
 /// JSON text of a scalar (null, boolean, number, string) as serde_json writes it.
@@ -267,6 +289,29 @@ mod tests {
             let mut got = Vec::new();
             write_str(s, &mut got);
             assert_eq!(String::from_utf8(got).unwrap(), Value::String(s.to_string()).to_string());
+        }
+        // Every byte value at every position of a word, among plain bytes
+        // (ASCII and not), and strings of every length around the word size.
+        for fill in [b'a', 0x7f, 0x80, 0xff, 0x21, 0x5d] {
+            for pos in 0..8 {
+                for b in 0..=255u8 {
+                    let mut w = [fill; 8];
+                    w[pos] = b;
+                    let want = w.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
+                    assert_eq!(any_escaped(u64::from_le_bytes(w)), want, "{w:?}");
+                }
+            }
+        }
+        for len in 0..40 {
+            for pos in 0..len {
+                for c in ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é', '\u{7f}', ' '] {
+                    let mut s: String = "abcdefghijklmnopqrstuvwxyz0123456789ABCD"[..len].to_string();
+                    s.replace_range(pos..pos + 1, &c.to_string());
+                    let mut got = Vec::new();
+                    write_str(&s, &mut got);
+                    assert_eq!(String::from_utf8(got).unwrap(), Value::String(s.clone()).to_string());
+                }
+            }
         }
         for h in [0u128, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
             assert_eq!(hex128(h), format!("{h:032x}"));
