@@ -733,16 +733,25 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             owned(acc)
         }
         Op::Merge => {
+            // Every argument is evaluated before the arrays merged are charged
+            // for, as when they were collected first; one charge for them all
+            // fails exactly when one of a charge per array would.
             let mut out = Vec::new();
-            for v in all()? {
-                match v {
-                    Value::Array(a) => {
-                        charge(budget, a.len())?;
+            let mut merged = 0usize;
+            for n in args {
+                match eval(n, data, depth, budget)? {
+                    Cow::Borrowed(Value::Array(a)) => {
+                        merged = merged.saturating_add(a.len());
+                        out.extend(a.iter().cloned())
+                    }
+                    Cow::Owned(Value::Array(a)) => {
+                        merged = merged.saturating_add(a.len());
                         out.extend(a)
                     }
-                    other => out.push(other),
+                    other => out.push(other.into_owned()),
                 }
             }
+            charge(budget, merged)?;
             owned(Value::Array(out))
         }
         Op::In => {
@@ -754,7 +763,7 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             }))
         }
         Op::Cat => {
-            let mut s = String::new();
+            let mut s = String::with_capacity(32);
             for n in args {
                 push_js_string(&*eval(n, data, depth, budget)?, &mut s);
             }

@@ -193,7 +193,11 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     s.extend_from_slice(b",\"type\":");
     write_str(event_type, &mut s);
     s.push(b'}');
-    (hex128(xxhash_rust::xxh3::xxh3_128(&s)), size)
+    let h = xxhash_rust::xxh3::xxh3_128(&s);
+    // The hex digits take the place of the text hashed, in its buffer.
+    s.clear();
+    push_hex128(h, &mut s);
+    (String::from_utf8(s).expect("hex digits are ASCII"), size)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -206,13 +210,20 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 }
 
 pub fn hex128(h: u128) -> String {
+    let mut out = Vec::with_capacity(32);
+    push_hex128(h, &mut out);
+    String::from_utf8(out).expect("hex digits are ASCII")
+}
+
+/// The 32 lowercase hex digits of `h`, appended.
+fn push_hex128(h: u128, out: &mut Vec<u8>) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 32];
-    for (pair, b) in out.chunks_exact_mut(2).zip(h.to_be_bytes()) {
+    let mut hex = [0u8; 32];
+    for (pair, b) in hex.chunks_exact_mut(2).zip(h.to_be_bytes()) {
         pair[0] = DIGITS[(b >> 4) as usize];
         pair[1] = DIGITS[(b & 0xf) as usize];
     }
-    String::from_utf8(out.to_vec()).expect("hex digits are ASCII")
+    out.extend_from_slice(&hex);
 }
 
 #[cfg(test)]

@@ -550,7 +550,9 @@ impl Machine {
         let mut next = Snapshot {
             format: snapshot::FORMAT,
             machine,
-            value: state.clone(),
+            // The working copy's value when it is already this one (no
+            // transition with a target was taken): kept rather than copied.
+            value: if run.value == state { run.value } else { state.clone() },
             context: run.context,
             revision,
             done: run.done,
