@@ -116,11 +116,34 @@ fn write_scalar(value: &Value, out: &mut Vec<u8>) {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        // serde_json's `Number` displays as it serializes (itoa, or ryu for floats).
-        Value::Number(n) => write!(out, "{n}").expect("writing to a Vec cannot fail"),
+        // Integers in decimal as itoa writes them; floats as serde_json's
+        // `Number` displays them, which is as it serializes them.
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => push_u64(u, out),
+            (None, Some(i)) => {
+                out.push(b'-');
+                push_u64(i.unsigned_abs(), out);
+            }
+            _ => write!(out, "{n}").expect("writing to a Vec cannot fail"),
+        },
         Value::String(s) => write_str(s, out),
         Value::Array(_) | Value::Object(_) => serde_json::to_writer(out, value).expect("writing to a Vec cannot fail"),
     }
+}
+
+/// `v` in decimal, as serde_json writes a `u64`.
+pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// [`canonical`], appended to bytes; writes no intermediate strings.
@@ -354,6 +377,23 @@ mod tests {
         // Keys given out of order still come out sorted, as serde_json writes them.
         let parsed: Value = serde_json::from_str(r#"{"b":1,"a":{"y":"\u00e9","x":[{"q":1,"p":2}]}}"#).unwrap();
         assert_eq!(fingerprint_sized("T", &parsed).1, serde_json::to_string(&parsed).unwrap().len());
+    }
+
+    #[test]
+    fn integers_are_written_as_serde_json_writes_them() {
+        let mut ints: Vec<i128> = vec![0, 1, 9, 10, 99, 100, 12345, u64::MAX as i128, i64::MIN as i128, -1, -10, -9_999];
+        ints.extend((0..64).flat_map(|b| [(1i128 << b) - 1, 1i128 << b, -(1i128 << b)]));
+        for i in ints {
+            let v: Value = serde_json::from_str(&i.to_string()).unwrap();
+            let mut got = Vec::new();
+            write_canonical(&v, &mut got);
+            assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string(&v).unwrap());
+            if let Ok(u) = u64::try_from(i) {
+                let mut got = Vec::new();
+                push_u64(u, &mut got);
+                assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string(&u).unwrap());
+            }
+        }
     }
 
     #[test]

@@ -273,7 +273,7 @@ impl Snapshot {
         t.extend_from_slice(b",\"context\":");
         json::write_canonical(&self.context, t);
         t.extend_from_slice(b",\"revision\":");
-        push_dec(t, self.revision);
+        json::push_u64(self.revision, t);
         t.extend_from_slice(if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
         if self.outbox.is_empty() {
             t.extend_from_slice(b"[]");
