@@ -325,14 +325,20 @@ impl Machine {
     /// payload are moved into the event rather than copied.
     fn take_event(&self, v: Value) -> Result<(Event, String)> {
         self.check_event(&v)?;
-        let Value::Object(mut o) = v else { unreachable!("check_event accepts objects only") };
-        let (Some(Value::String(id)), Some(Value::String(event_type))) = (o.remove("id"), o.remove("type")) else {
-            unreachable!("check_event accepts string ids and types only")
-        };
-        let payload = match o.remove("payload") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p) => p,
-        };
+        let Value::Object(o) = v else { unreachable!("check_event accepts objects only") };
+        // check_event accepts no other fields, and only strings as id and type.
+        let (mut id, mut event_type, mut payload) = (String::new(), String::new(), Value::Null);
+        for (k, v) in o {
+            match (k.as_str(), v) {
+                ("id", Value::String(s)) => id = s,
+                ("type", Value::String(s)) => event_type = s,
+                ("payload", p) => payload = p,
+                _ => {}
+            }
+        }
+        if payload.is_null() {
+            payload = Value::Object(Map::new());
+        }
         let fp = self.check_payload(&event_type, &payload)?;
         Ok((Event { id, event_type, payload }, fp))
     }
@@ -341,12 +347,17 @@ impl Machine {
     /// type and the payload as they stand in `v`.
     fn check_event<'v>(&self, v: &'v Value) -> Result<(&'v str, &'v str, Option<&'v Value>)> {
         let o = v.as_object().ok_or_else(|| Error::new(Code::InvalidEvent, "event must be an object"))?;
-        for k in o.keys() {
-            if !matches!(k.as_str(), "id" | "type" | "payload") {
-                return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\"")));
+        // One pass over the fields (in key order: the first unknown one is named).
+        let (mut id, mut event_type, mut payload) = (None, None, None);
+        for (k, v) in o {
+            match k.as_str() {
+                "id" => id = Some(v),
+                "type" => event_type = Some(v),
+                "payload" => payload = Some(v),
+                _ => return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\""))),
             }
         }
-        let id = match o.get("id") {
+        let id = match id {
             None | Some(Value::Null) => return Err(Error::at(Code::MissingEventId, "id", "event id is missing")),
             Some(Value::String(s)) if s.is_empty() => return Err(Error::at(Code::MissingEventId, "id", "event id is empty")),
             Some(Value::String(s)) => s,
@@ -359,7 +370,7 @@ impl Machine {
                 format!("event id is {} bytes, more than the {} allowed", id.len(), self.limits.max_id_bytes),
             ));
         }
-        let event_type = match o.get("type") {
+        let event_type = match event_type {
             None | Some(Value::Null) => return Err(Error::at(Code::MissingEventType, "type", "event type is missing")),
             Some(Value::String(s)) if !s.is_empty() => s,
             Some(_) => return Err(Error::at(Code::InvalidEvent, "type", "event type must be a non-empty string")),
@@ -386,7 +397,7 @@ impl Machine {
                 format!("event type \"{event_type}\" is not accepted by any state of machine \"{}\"", self.id),
             ));
         }
-        Ok((id, event_type, o.get("payload")))
+        Ok((id, event_type, payload))
     }
 
     /// The payload's nesting and size (its compact JSON); returns the event's
