@@ -150,39 +150,25 @@ pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
 pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            out.push(b'{');
             // Code point order is byte order in UTF-8, the order of `String`'s `Ord`.
             // serde_json's map already iterates in it (a BTreeMap unless its
-            // `preserve_order` feature is on), so sorting is needed only when not.
-            let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
-            if sorted {
-                for (i, (k, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
+            // `preserve_order` feature is on), so sorting is needed only when
+            // not: the order is checked as the members are written.
+            let start = out.len();
+            out.push(b'{');
+            let mut prev: Option<&String> = None;
+            for (k, v) in map {
+                if let Some(p) = prev {
+                    if p >= k {
+                        out.truncate(start);
+                        return write_sorted(map, out);
                     }
-                    write_str(k, out);
-                    out.push(b':');
-                    write_canonical(v, out);
+                    out.push(b',');
                 }
-            } else {
-                // Insertion sort: never run with serde_json's default map, and
-                // small, where a library sort would add its own code to the module.
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                for i in 1..entries.len() {
-                    let mut j = i;
-                    while j > 0 && entries[j - 1].0 > entries[j].0 {
-                        entries.swap(j - 1, j);
-                        j -= 1;
-                    }
-                }
-                for (i, (k, v)) in entries.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write_str(k, out);
-                    out.push(b':');
-                    write_canonical(v, out);
-                }
+                prev = Some(k);
+                write_str(k, out);
+                out.push(b':');
+                write_canonical(v, out);
             }
             out.push(b'}');
         }
@@ -198,6 +184,30 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
         }
         other => write_scalar(other, out),
     }
+}
+
+/// The canonical JSON of an object whose map does not iterate in key order.
+fn write_sorted(map: &serde_json::Map<String, Value>, out: &mut Vec<u8>) {
+    // Insertion sort: never run with serde_json's default map, and small,
+    // where a library sort would add its own code to the module.
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    for i in 1..entries.len() {
+        let mut j = i;
+        while j > 0 && entries[j - 1].0 > entries[j].0 {
+            entries.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    out.push(b'{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(k, out);
+        out.push(b':');
+        write_canonical(v, out);
+    }
+    out.push(b'}');
 }
 
 /// 128-bit xxh3 of the canonical JSON of `type` and `payload`, as 32 hex digits.
@@ -377,6 +387,17 @@ mod tests {
         // Keys given out of order still come out sorted, as serde_json writes them.
         let parsed: Value = serde_json::from_str(r#"{"b":1,"a":{"y":"\u00e9","x":[{"q":1,"p":2}]}}"#).unwrap();
         assert_eq!(fingerprint_sized("T", &parsed).1, serde_json::to_string(&parsed).unwrap().len());
+    }
+
+    /// The path for maps that do not iterate in key order (serde_json's
+    /// `preserve_order`) writes what the ordered path writes.
+    #[test]
+    fn sorted_writer_agrees() {
+        let v = json!({"b": 1, "a": {"y": [2, {"q": 1, "p": "\u{e9}"}], "x": null}, "": true, "ß": [], "B": {}});
+        let (mut ordered, mut sorted) = (Vec::new(), Vec::new());
+        write_canonical(&v, &mut ordered);
+        write_sorted(v.as_object().unwrap(), &mut sorted);
+        assert_eq!(String::from_utf8(sorted).unwrap(), String::from_utf8(ordered).unwrap());
     }
 
     #[test]
