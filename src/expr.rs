@@ -109,7 +109,32 @@ enum Node {
     /// `var` whose key is a literal string, its path split into parts once at
     /// compile time (no parts: the empty path, the whole scope). `args` are the
     /// operator's arguments as written (the key, then the default).
-    Var(Vec<String>, Vec<Node>),
+    Var(Vec<String>, Vec<Node>, Root),
+}
+
+/// Where a literal `var` path starts in a process scope, found once at compile
+/// time from its first parts (what [`Data::lookup_parts`] finds there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Root {
+    /// `context...`: the parts after the first.
+    Context,
+    /// `state...`: the parts after the first.
+    State,
+    /// `event.payload...`: the parts after the second.
+    Payload,
+    /// Anything else (`event.id`, `event`, unknown names): looked up by name.
+    Named,
+}
+
+impl Root {
+    fn of(parts: &[String]) -> Root {
+        match parts {
+            [first, ..] if first == "context" => Root::Context,
+            [first, ..] if first == "state" => Root::State,
+            [first, second, ..] if first == "event" && second == "payload" => Root::Payload,
+            _ => Root::Named,
+        }
+    }
 }
 
 /// What `var` reads: plain data, or a process scope assembled from borrowed parts.
@@ -281,7 +306,8 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
             };
             if let (Op::Var, Some(Node::Lit(Value::String(key)))) = (op, args.first()) {
                 let parts = if key.is_empty() { Vec::new() } else { key.split('.').map(str::to_string).collect() };
-                return Ok(Node::Var(parts, args));
+                let root = Root::of(&parts);
+                return Ok(Node::Var(parts, args, root));
             }
             Ok(Node::Op(op, args))
         }
@@ -495,14 +521,25 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
             Ok(Cow::Owned(Value::Object(out)))
         }
         Node::Op(op, args) => eval_op(*op, args, data, depth + 1, budget),
-        Node::Var(parts, args) => {
+        Node::Var(parts, args, root) => {
             // As `eval_op(Op::Var, ..)` with its literal key, which it would
             // evaluate one level down (where the depth bound applies too).
             let depth = depth + 1;
             if depth > MAX_EVAL_DEPTH {
                 return Err("evaluation nested too deeply".into());
             }
-            let found = if parts.is_empty() { Some(data.whole()) } else { data.lookup_parts(parts.iter().map(String::as_str)) };
+            let found = match (data, root) {
+                (Data::Process { context, state, payload, .. }, Root::Context | Root::State | Root::Payload) => {
+                    let (start, skip) = match root {
+                        Root::Context => (context, 1),
+                        Root::State => (state, 1),
+                        _ => (payload, 2),
+                    };
+                    parts[skip..].iter().try_fold(start, |v, part| step(v, part)).map(Cow::Borrowed)
+                }
+                _ if parts.is_empty() => Some(data.whole()),
+                _ => data.lookup_parts(parts.iter().map(String::as_str)),
+            };
             match found {
                 Some(v) if !v.is_null() => Ok(v),
                 _ => match args.get(1) {
@@ -696,16 +733,25 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             owned(acc)
         }
         Op::Merge => {
+            // Every argument is evaluated before the arrays merged are charged
+            // for, as when they were collected first; one charge for them all
+            // fails exactly when one of a charge per array would.
             let mut out = Vec::new();
-            for v in all()? {
-                match v {
-                    Value::Array(a) => {
-                        charge(budget, a.len())?;
+            let mut merged = 0usize;
+            for n in args {
+                match eval(n, data, depth, budget)? {
+                    Cow::Borrowed(Value::Array(a)) => {
+                        merged = merged.saturating_add(a.len());
+                        out.extend(a.iter().cloned())
+                    }
+                    Cow::Owned(Value::Array(a)) => {
+                        merged = merged.saturating_add(a.len());
                         out.extend(a)
                     }
-                    other => out.push(other),
+                    other => out.push(other.into_owned()),
                 }
             }
+            charge(budget, merged)?;
             owned(Value::Array(out))
         }
         Op::In => {
@@ -717,7 +763,7 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             }))
         }
         Op::Cat => {
-            let mut s = String::new();
+            let mut s = String::with_capacity(32);
             for n in args {
                 push_js_string(&*eval(n, data, depth, budget)?, &mut s);
             }

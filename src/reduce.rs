@@ -290,14 +290,14 @@ impl Machine {
             let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
             return (Outcome::rejected(e), None);
         }
-        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)).and_then(|e| {
+        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)).and_then(|(e, fp)| {
             let loaded = match current {
                 Current::None => None,
                 Current::Text(text) => Some(snapshot::load(self, text)?),
                 Current::Owned(text) => Some(snapshot::load_owned(self, text)?),
                 Current::Loaded(l) => Some(*l),
             };
-            self.reduce_event(process, loaded, e, now)
+            self.reduce_event(process, loaded, e, fp, now)
         });
         match result {
             Ok(pair) => pair,
@@ -307,41 +307,57 @@ impl Machine {
 
     /// Validate an event against this machine's limits and event types.
     pub fn parse_event(&self, v: &Value) -> Result<Event> {
+        self.checked_event(v).map(|(e, _)| e)
+    }
+
+    /// [`Machine::parse_event`], with the event's fingerprint.
+    fn checked_event(&self, v: &Value) -> Result<(Event, String)> {
         let (id, event_type, payload) = self.check_event(v)?;
         let payload = match payload {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(p) => p.clone(),
         };
-        self.check_payload(&payload)?;
-        Ok(Event { id: id.to_string(), event_type: event_type.to_string(), payload })
+        let fp = self.check_payload(event_type, &payload)?;
+        Ok((Event { id: id.to_string(), event_type: event_type.to_string(), payload }, fp))
     }
 
-    /// [`Machine::parse_event`] of a value the caller gives up: its strings and
+    /// [`Machine::checked_event`] of a value the caller gives up: its strings and
     /// payload are moved into the event rather than copied.
-    fn take_event(&self, v: Value) -> Result<Event> {
+    fn take_event(&self, v: Value) -> Result<(Event, String)> {
         self.check_event(&v)?;
-        let Value::Object(mut o) = v else { unreachable!("check_event accepts objects only") };
-        let (Some(Value::String(id)), Some(Value::String(event_type))) = (o.remove("id"), o.remove("type")) else {
-            unreachable!("check_event accepts string ids and types only")
-        };
-        let payload = match o.remove("payload") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p) => p,
-        };
-        self.check_payload(&payload)?;
-        Ok(Event { id, event_type, payload })
+        let Value::Object(o) = v else { unreachable!("check_event accepts objects only") };
+        // check_event accepts no other fields, and only strings as id and type.
+        let (mut id, mut event_type, mut payload) = (String::new(), String::new(), Value::Null);
+        for (k, v) in o {
+            match (k.as_str(), v) {
+                ("id", Value::String(s)) => id = s,
+                ("type", Value::String(s)) => event_type = s,
+                ("payload", p) => payload = p,
+                _ => {}
+            }
+        }
+        if payload.is_null() {
+            payload = Value::Object(Map::new());
+        }
+        let fp = self.check_payload(&event_type, &payload)?;
+        Ok((Event { id, event_type, payload }, fp))
     }
 
     /// Every check of [`Machine::parse_event`] but the payload's: the id, the
     /// type and the payload as they stand in `v`.
     fn check_event<'v>(&self, v: &'v Value) -> Result<(&'v str, &'v str, Option<&'v Value>)> {
         let o = v.as_object().ok_or_else(|| Error::new(Code::InvalidEvent, "event must be an object"))?;
-        for k in o.keys() {
-            if !matches!(k.as_str(), "id" | "type" | "payload") {
-                return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\"")));
+        // One pass over the fields (in key order: the first unknown one is named).
+        let (mut id, mut event_type, mut payload) = (None, None, None);
+        for (k, v) in o {
+            match k.as_str() {
+                "id" => id = Some(v),
+                "type" => event_type = Some(v),
+                "payload" => payload = Some(v),
+                _ => return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\""))),
             }
         }
-        let id = match o.get("id") {
+        let id = match id {
             None | Some(Value::Null) => return Err(Error::at(Code::MissingEventId, "id", "event id is missing")),
             Some(Value::String(s)) if s.is_empty() => return Err(Error::at(Code::MissingEventId, "id", "event id is empty")),
             Some(Value::String(s)) => s,
@@ -354,7 +370,7 @@ impl Machine {
                 format!("event id is {} bytes, more than the {} allowed", id.len(), self.limits.max_id_bytes),
             ));
         }
-        let event_type = match o.get("type") {
+        let event_type = match event_type {
             None | Some(Value::Null) => return Err(Error::at(Code::MissingEventType, "type", "event type is missing")),
             Some(Value::String(s)) if !s.is_empty() => s,
             Some(_) => return Err(Error::at(Code::InvalidEvent, "type", "event type must be a non-empty string")),
@@ -381,16 +397,14 @@ impl Machine {
                 format!("event type \"{event_type}\" is not accepted by any state of machine \"{}\"", self.id),
             ));
         }
-        Ok((id, event_type, o.get("payload")))
+        Ok((id, event_type, payload))
     }
 
-    /// The payload's nesting and size (its compact JSON).
-    fn check_payload(&self, payload: &Value) -> Result<()> {
+    /// The payload's nesting and size (its compact JSON); returns the event's
+    /// fingerprint, whose canonical JSON of the payload gives that size.
+    fn check_payload(&self, event_type: &str, payload: &Value) -> Result<String> {
         json::check_depth(payload, "event payload")?;
-        // Written out rather than counted through a writer of its own: serde_json
-        // already has this one (the snapshot's encoder), and a second
-        // instantiation of its serializer made the encoder's slower to run.
-        let size = serde_json::to_string(payload).map(|s| s.len()).unwrap_or(usize::MAX);
+        let (fp, size) = json::fingerprint_sized(event_type, payload);
         if size > self.limits.max_payload_bytes {
             return Err(Error::at(
                 Code::PayloadTooLarge,
@@ -398,13 +412,13 @@ impl Machine {
                 format!("event payload is {size} bytes, more than the {} allowed", self.limits.max_payload_bytes),
             ));
         }
-        Ok(())
+        Ok(fp)
     }
 
     fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
-        let event = self.parse_event(event)?;
+        let (event, fp) = self.checked_event(event)?;
         let current = snapshot.map(|text| snapshot::load(self, text)).transpose()?;
-        let (mut o, after) = self.reduce_event(process, current, event, now)?;
+        let (mut o, after) = self.reduce_event(process, current, event, fp, now)?;
         o.materialize(after.as_ref());
         Ok(o)
     }
@@ -415,7 +429,7 @@ impl Machine {
     /// bytes as decoding `outcome.snapshot` (or the input when unchanged) would
     /// give, so a caller may keep it for the next event instead of decoding.
     pub fn reduce_loaded(&self, process: &str, current: Option<snapshot::Loaded>, event: &Value, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
-        let result = self.parse_event(event).and_then(|e| self.reduce_event(process, current, e, now));
+        let result = self.checked_event(event).and_then(|(e, fp)| self.reduce_event(process, current, e, fp, now));
         match result {
             Ok((mut o, after)) => {
                 o.materialize(after.as_ref());
@@ -425,8 +439,8 @@ impl Machine {
         }
     }
 
-    fn reduce_event(&self, process: &str, current: Option<snapshot::Loaded>, event: Event, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
-        let fp = json::fingerprint(&event.event_type, &event.payload);
+    /// `fp`: the event's fingerprint (`json::fingerprint` of its type and payload).
+    fn reduce_event(&self, process: &str, current: Option<snapshot::Loaded>, event: Event, fp: String, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
         let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {
@@ -547,7 +561,9 @@ impl Machine {
         let mut next = Snapshot {
             format: snapshot::FORMAT,
             machine,
-            value: state.clone(),
+            // The working copy's value when it is already this one (no
+            // transition with a target was taken): kept rather than copied.
+            value: if run.value == state { run.value } else { state.clone() },
             context: run.context,
             revision,
             done: run.done,
