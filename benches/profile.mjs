@@ -66,15 +66,17 @@ const CATEGORIES = {
   total: [/^idem::profile_loop$/],
   // Snapshot::decode: checksum, the head's JSON -> Value -> Head, the ledger's records.
   decode: [/^idem::snapshot::Snapshot::decode$/],
-  // The head's JSON text -> serde_json::Value (inside decode).
-  jsonParse: [/^idem::json::parse$/],
+  // Reading the head (inside decode): field by field, or through serde_json when it is laid out otherwise.
+  jsonParse: [/^idem::snapshot::parse_head$/, /^idem::snapshot::read_head$/],
   // Snapshot::encode: the head as JSON, the ledger copied, checksum.
-  encode: [/^idem::snapshot::Snapshot::encode$/],
-  checksum: [/^idem::json::hash64$/],
+  encode: [/^idem::snapshot::Snapshot::encode$/, /^idem::snapshot::Snapshot::encode_split$/, /^idem::reduce::<impl idem::machine::Machine>::encode_within_limit$/],
+  // The checksum stream (xxh3), on the way in and out.
+  checksum: [/^idem::json::hash64$/, /^xxhash_rust::xxh3::Xxh3Default::update$/, /^xxhash_rust::xxh3::xxh3_stateful_update$/],
   // The decoded snapshot and the outcome, freed after the reduce.
   drop: [/^core::ptr::drop_in_place<idem::snapshot::(Loaded|Snapshot)>$/, /^core::ptr::drop_in_place<idem::reduce::Outcome>$/],
   statechart: [/^idem::reduce::Run::macrostep$/],
-  fingerprint: [/^idem::json::fingerprint$/],
+  // The fingerprint, computed with the payload size check (inside the event checks).
+  fingerprint: [/^idem::json::fingerprint(_sized)?$/],
   // Recording the event in the ledger: `remember` (append the record, prune,
   // compact), or its parts when it was inlined (the larger of the two is kept).
   ledger: [/^idem::reduce::<impl idem::machine::Machine>::remember$/],
@@ -135,7 +137,7 @@ for (const n of sizes) {
     process.stderr.write(`profile: ledger ${n} ${dup ? "duplicate" : "fresh"} (${iters} round trips under callgrind)\n`);
     const c = profile(n, dup, iters);
     const pct = (x) => (x > 0 ? `${((100 * x) / c.total).toFixed(1)}%` : "n/a");
-    const rest = c.total - c.decode - c.encode - c.drop - c.statechart - c.fingerprint - c.ledger - c.event;
+    const rest = c.total - c.decode - c.encode - c.drop - c.statechart - c.ledger - c.event;
     const label = [n.toLocaleString("en"), dup ? "duplicate" : "fresh"];
     rows.push([...label, Math.round(c.total).toLocaleString("en"), pct(c.decode), pct(c.jsonParse), pct(c.encode),
       pct(c.checksum), pct(c.drop), pct(c.statechart), pct(c.fingerprint), pct(c.ledger), pct(c.event), pct(rest)]);
@@ -143,8 +145,8 @@ for (const n of sizes) {
   }
 }
 console.log(table(
-  ["ledger", "event", "Ir per reduce", "decode", "head JSON parse (in decode)", "encode", "checksums (in both)",
-    "free snapshot + outcome", "statechart", "fingerprint", "ledger record (push, prune)", "event checks", "rest"],
+  ["ledger", "event", "Ir per reduce", "decode", "head read (in decode)", "encode", "checksums (in both)",
+    "free snapshot + outcome", "statechart", "fingerprint (in event checks)", "ledger record (push, prune)", "event checks", "rest"],
   rows, ["l", "l"]));
 console.log("");
 console.log("rest: the ledger probe for the event id (Ledger::find, inlined into reduce_event), the outcome and the");
