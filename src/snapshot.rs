@@ -953,8 +953,9 @@ fn hex16(b: &[u8]) -> Option<u64> {
 /// Four lowercase hex digits.
 #[inline(always)]
 fn hex4(b: &[u8]) -> Option<u64> {
-    // Four leading '0' digits, then the four given.
-    hex_lanes(0x3030_3030_0000_0000 | u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as u64)
+    let b = b.get(..4)?;
+    let (d0, d1, d2, d3) = (HEX[b[0] as usize], HEX[b[1] as usize], HEX[b[2] as usize], HEX[b[3] as usize]);
+    ((d0 | d1 | d2 | d3) & 0xf0 == 0).then_some(((d0 as u64) << 12) | ((d1 as u64) << 8) | ((d2 as u64) << 4) | d3 as u64)
 }
 
 impl Ledger {
