@@ -297,7 +297,7 @@ impl Snapshot {
                 let (snap, trailer_start) = decode_v3(body, expected)?;
                 let mut text = text;
                 text.truncate(trailer_start);
-                return snap.with_records(text);
+                return Ok(snap.with_records(text));
             }
         }
         Snapshot::decode(&text, max_bytes)
@@ -325,7 +325,7 @@ impl Snapshot {
             // Room for the record this reduce will add, so appending never copies the ledger again.
             let mut records = String::with_capacity(trailer_start + 1024);
             records.push_str(&body[..trailer_start]);
-            return snap.with_records(records);
+            return Ok(snap.with_records(records));
         }
         if json::hash64(body.as_bytes()) != expected {
             return Err(corrupt("checksum mismatch"));
@@ -422,9 +422,10 @@ impl Head {
     }
 }
 
-/// The head's JSON, with the nesting bound every input gets. (Reading it
-/// straight into `Head` with `from_str` is faster but adds about 8 KiB of
-/// gzipped wasm; `from_value` shares its code with format 1.)
+/// The head's JSON, with the nesting bound every input gets: field by field
+/// when it is laid out as the encoder writes it (`read_head`), else through a
+/// `Value` and `from_value`, which shares its code with format 1 (`from_str`
+/// straight into `Head` would add about 8 KiB of gzipped wasm).
 fn parse_head(text: &str, format: u32) -> Result<Head> {
     if let Some(head) = read_head(text) {
         return Ok(head);
@@ -601,10 +602,10 @@ struct V3 {
 impl V3 {
     /// The snapshot, its ledger made of `text`: the header line and the records
     /// (the text the records were found in, or a copy of it).
-    fn with_records(self, text: String) -> Result<Snapshot> {
+    fn with_records(self, text: String) -> Snapshot {
         let mut ledger = Ledger::indexed(text, self.recs, self.prune_at);
         ledger.synced = Some(Synced { len: ledger.text.len(), state: Box::new(self.state) });
-        Ok(self.head.into_snapshot(3, ledger))
+        self.head.into_snapshot(3, ledger)
     }
 }
 
@@ -747,6 +748,14 @@ fn ascii_from(t: &mut Vec<u8>, from: usize) {
         let text = t.split_off(from);
         escape_non_ascii(std::str::from_utf8(&text).expect("JSON text is UTF-8"), t);
     }
+}
+
+/// An id as its record holds it: a JSON string literal, made ASCII.
+fn id_literal(id: &str) -> String {
+    let mut t = Vec::with_capacity(id.len() + 2);
+    json::write_str(id, &mut t);
+    ascii_from(&mut t, 0);
+    ascii_string(t)
 }
 
 /// Bytes made ASCII by the writers here, as a `String`.
@@ -1023,7 +1032,7 @@ impl Ledger {
     /// The live record for an event id, if any (newest first). Only records whose
     /// id matches are read beyond their id.
     pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
-        let literal = ascii_string({ let mut t = Vec::with_capacity(id.len() + 2); json::write_str(id, &mut t); ascii_from(&mut t, 0); t });
+        let literal = id_literal(id);
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
         // Ids that differ mostly differ at their end (a counter, the random part
         // of a ULID), so the last eight bytes are compared first, inline.
@@ -1108,7 +1117,7 @@ impl Ledger {
         let mut walk = Walk::new(text.len());
         walk.advance(text.as_bytes(), text.len());
         let recs = walk.finish(text.len(), count)?;
-        Ok(Ledger { text, recs, prune_at, synced: None })
+        Ok(Ledger::indexed(text, recs, prune_at))
     }
 
     /// A ledger of `text` whose records `recs` were found while it was hashed.

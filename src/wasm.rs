@@ -156,10 +156,17 @@ struct Kept {
     /// `value` is a string whose characters are its bytes, so byte offsets are
     /// character offsets (see `Machine::reduce_resident`).
     ascii: bool,
-    /// A JavaScript string holding the snapshot's header line and records (its
-    /// first `.1` characters), built by appending, and how many appends deep.
-    records: Option<(js_sys::JsString, usize, u32)>,
+    records: Option<Records>,
     loaded: Loaded,
+}
+
+/// A JavaScript string holding a snapshot's header line and records (its first
+/// `len` characters), built by appending to the previous one.
+struct Records {
+    text: js_sys::JsString,
+    len: usize,
+    /// Appends since it was last built flat.
+    appends: u32,
 }
 
 const RESIDENT_ENTRIES: usize = 8;
@@ -380,34 +387,27 @@ const MAX_APPENDS: u32 = 1024;
 /// kept records string or the caller's string (`slice` of a flat string and
 /// `concat` do not copy characters in JavaScript engines), never re-decoded.
 /// Returns the string and the records string to keep for the next event.
-fn new_string(
-    old: &JsValue,
-    ascii: bool,
-    records: Option<(js_sys::JsString, usize, u32)>,
-    keep: usize,
-    prefix: &str,
-    tail: &str,
-) -> (JsValue, Option<(js_sys::JsString, usize, u32)>) {
+fn new_string(old: &JsValue, ascii: bool, records: Option<Records>, keep: usize, prefix: &str, tail: &str) -> (JsValue, Option<Records>) {
     let at = prefix.len();
     let base = match (records, old.dyn_ref::<js_sys::JsString>()) {
         _ if !ascii || keep < SPLICE_MIN || keep > at => None,
-        (Some((r, n, depth)), _) if n == keep && depth < MAX_APPENDS => Some((r, depth)),
+        (Some(r), _) if r.len == keep && r.appends < MAX_APPENDS => Some((r.text, r.appends)),
         (_, Some(old)) => Some((old.slice(0, keep as u32), 0)),
         _ => None,
     };
     match base {
-        Some((base, depth)) => {
-            let records = if keep == at { base } else { base.concat(&JsValue::from_str(&prefix[keep..])) };
-            let value = records.concat(&JsValue::from_str(tail));
-            (value.into(), Some((records, at, depth + 1)))
+        Some((base, appends)) => {
+            let text = if keep == at { base } else { base.concat(&JsValue::from_str(&prefix[keep..])) };
+            let value = text.concat(&JsValue::from_str(tail));
+            (value.into(), Some(Records { text, len: at, appends: appends + 1 }))
         }
         None => {
             let mut whole = String::with_capacity(at + tail.len());
             whole.push_str(prefix);
             whole.push_str(tail);
             let value = js_sys::JsString::from(whole.as_str());
-            let records = value.slice(0, at as u32);
-            (value.into(), Some((records, at, 0)))
+            let text = value.slice(0, at as u32);
+            (value.into(), Some(Records { text, len: at, appends: 0 }))
         }
     }
 }
