@@ -807,13 +807,12 @@ fn push_dec(t: &mut Vec<u8>, v: u64) {
     serde_json::to_writer(t, &v).expect("writing to a Vec cannot fail");
 }
 
-/// Where one ledger record sits in [`Ledger::text`]. Only the two lengths are
-/// read when a ledger is decoded; the fixed fields are read when they are needed.
+/// Where one ledger record sits in [`Ledger::text`]: from its first byte to
+/// just past its newline. A decode finds records by their newlines alone;
+/// their lengths and fixed fields are read (and checked) when they are used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rec {
     start: u32,
-    /// End of the id literal (quotes included), where the fixed fields begin.
-    id_end: u32,
     end: u32,
 }
 
@@ -821,6 +820,9 @@ struct Rec {
 //   <id literal length: 4 hex><id as a JSON string literal>
 //   <fingerprint: 32 hex><at: 16 hex><exp: 16 hex><rev: 12 hex><a|i>
 //   <response length: 8 hex><response JSON>\n
+// The id literal and the response are JSON written by this engine, with
+// control characters escaped, so a record's newline is its only one: the
+// newlines of a ledger are its record boundaries.
 const FP_LEN: usize = 32;
 const FIXED: usize = FP_LEN + 16 + 16 + 12 + 1 + 8;
 
@@ -985,27 +987,45 @@ impl Ledger {
         &self.text[r.start as usize..r.end as usize]
     }
 
+    /// Where the fixed fields of `r` begin (the end of its id literal), once
+    /// its two lengths agree with where its newline is.
+    fn id_end(&self, r: &Rec) -> Option<usize> {
+        let (start, end) = (r.start as usize, r.end as usize);
+        let rec = self.text.as_bytes().get(start..end)?;
+        let id_len = hex4(rec)? as usize;
+        let fixed_end = (4 + id_len).checked_add(FIXED)?;
+        let resp_len = hex8(rec.get(fixed_end.checked_sub(8)?..)?)? as usize;
+        let well_formed = id_len >= 2
+            && rec[4] == b'"'
+            && rec[3 + id_len] == b'"'
+            && fixed_end.checked_add(resp_len)?.checked_add(1)? == rec.len()
+            && rec[rec.len() - 1] == b'\n';
+        well_formed.then_some(start + 4 + id_len)
+    }
+
     fn entry(&self, r: &Rec) -> Result<Entry<'_>> {
         let bad = || corrupt("malformed ledger record");
+        let f = self.id_end(r).ok_or_else(bad)?;
+        // `id_end` checked every length against the record's bytes; `get` keeps
+        // a forged, non-ASCII record from cutting a character.
         let t = &self.text;
-        let f = r.id_end as usize;
-        let fixed = &t[f..f + FIXED];
+        let fixed = t.get(f..f + FIXED).ok_or_else(bad)?;
         let fp = &fixed[..FP_LEN];
         if !fp.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
             return Err(bad());
         }
         Ok(Entry {
-            id_literal: &t[r.start as usize + 4..f],
+            id_literal: t.get(r.start as usize + 4..f).ok_or_else(bad)?,
             fp,
             at: hex16(&fixed.as_bytes()[32..48]).ok_or_else(bad)?,
             exp: hex16(&fixed.as_bytes()[48..64]).ok_or_else(bad)?,
-            rev: hex(&fixed[64..76]).ok_or_else(bad)?,
-            ignored: match &fixed[76..77] {
-                "a" => false,
-                "i" => true,
+            rev: hex(fixed.get(64..76).ok_or_else(bad)?).ok_or_else(bad)?,
+            ignored: match fixed.as_bytes()[76] {
+                b'a' => false,
+                b'i' => true,
                 _ => return Err(bad()),
             },
-            response_json: &t[f + FIXED..r.end as usize - 1],
+            response_json: t.get(f + FIXED..r.end as usize - 1).ok_or_else(bad)?,
         })
     }
 
@@ -1015,7 +1035,7 @@ impl Ledger {
     }
 
     fn exp_of(&self, r: &Rec) -> Result<u64> {
-        let f = r.id_end as usize;
+        let f = self.id_end(r).ok_or_else(|| corrupt("malformed ledger record"))?;
         let fixed = &self.text.as_bytes()[f..f + FIXED];
         match (hex16(&fixed[48..64]), fixed[76]) {
             (Some(exp), b'a' | b'i') => Ok(exp),
@@ -1034,14 +1054,20 @@ impl Ledger {
     pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
         let literal = id_literal(id);
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
-        // Ids that differ mostly differ at their end (a counter, the random part
-        // of a ULID), so the last eight bytes are compared first, inline.
+        // A record starts with its id literal's length in four hex digits, then
+        // the literal. Ids that differ mostly differ at their end (a counter, the
+        // random part of a ULID), so the length and the last eight bytes are
+        // compared first, inline.
+        let mut len_hex = [0u8; 4];
+        put_hex(&mut len_hex, want.len() as u64);
+        let want_len = u32::from_le_bytes(len_hex);
         let last8 = |b: &[u8]| b.len().checked_sub(8).map(|i| u64::from_le_bytes(b[i..].try_into().unwrap_or_default()));
         let want_last = last8(want);
         for r in self.recs.iter().rev() {
-            let at = r.start as usize + 4;
-            let end = r.id_end as usize;
-            if end - at == want.len() && last8(&t[at..end]) == want_last && &t[at..end] == want {
+            let (start, end) = (r.start as usize, r.end as usize);
+            let Some(rec) = t.get(start..end) else { continue };
+            let Some(got) = rec.get(4..4 + want.len()) else { continue };
+            if u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]) == want_len && last8(got) == want_last && got == want {
                 let e = self.entry(r)?;
                 if e.exp > now {
                     return Ok(Some(e));
@@ -1064,7 +1090,6 @@ impl Ledger {
         // the text is cut only where such a piece starts.
         let t = unsafe { self.text.as_mut_vec() };
         sized(t, 4, |t| json::write_str(id, t));
-        let id_end = t.len();
         t.extend_from_slice(fp.as_bytes());
         push_hex(t, at, 16);
         push_hex(t, exp, 16);
@@ -1073,7 +1098,7 @@ impl Ledger {
         sized(t, 8, |t| serde_json::to_writer(t, response).expect("writing to a Vec cannot fail"));
         t.push(b'\n');
         let end = t.len();
-        self.recs.push(Rec { start: start as u32, id_end: id_end as u32, end: end as u32 });
+        self.recs.push(Rec { start: start as u32, end: end as u32 });
     }
 
     /// Forget the oldest records beyond `cap`, and the expired ones once they
@@ -1098,7 +1123,7 @@ impl Ledger {
                 let r = self.recs[i];
                 let base = text.len() as u32;
                 text.push_str(self.raw(&r));
-                recs.push(Rec { start: base, id_end: base + (r.id_end - r.start), end: base + (r.end - r.start) });
+                recs.push(Rec { start: base, end: base + (r.end - r.start) });
             }
             self.text = text;
             self.recs = recs;
@@ -1126,71 +1151,107 @@ impl Ledger {
     }
 }
 
-/// Finds the records of a ledger section by their two lengths. Only those are
-/// read here; a record's other fields are checked when the record is used. It
-/// can walk while the text is being hashed, block by block, so each record is
-/// read while its bytes are still in the processor's cache.
+/// Finds the records of a ledger section by their newlines, the only ones in
+/// it (see the record layout). Nothing else of a record is read here: its
+/// lengths and fields are checked when it is used. Finding newlines needs no
+/// record to be read before the next one's start is known, so it runs at the
+/// speed of a scan, sixteen bytes at a time; it can run while the text is being
+/// hashed, block by block, so the bytes are still in the processor's cache.
 struct Walk {
+    /// Where the next record starts.
     at: usize,
+    /// How far the text has been scanned.
+    scanned: usize,
     recs: Vec<Rec>,
-    ok: bool,
 }
 
 impl Walk {
     fn new(len: usize) -> Walk {
-        Walk { at: V3_MAGIC.len(), recs: Vec::with_capacity(len / 128 + 64), ok: true }
+        Walk { at: V3_MAGIC.len(), scanned: V3_MAGIC.len(), recs: Vec::with_capacity(len / 64 + 64) }
     }
 
     /// Index every record that ends by `limit`.
     fn advance(&mut self, b: &[u8], limit: usize) {
-        let b = &b[..limit.min(b.len())];
-        let mut i = self.at;
-        while self.ok {
-            // Each read below is inside `b`: `i + 4`, `fixed_end` and `end` are
-            // checked against its length before the bytes they bound are read.
-            let Some(head) = b.get(i..i + 4) else { break };
-            let Some(id_len) = hex4(head) else {
-                self.ok = false;
-                break;
-            };
-            let id_len = id_len as usize;
-            let id_end = i + 4 + id_len;
-            let fixed_end = id_end + FIXED;
-            let Some(rec) = b.get(i..fixed_end) else { break };
-            if id_len < 2 || rec[4] != b'"' || rec[4 + id_len - 1] != b'"' {
-                self.ok = false;
-                break;
-            }
-            let Some(resp_len) = hex8(&rec[rec.len() - 8..]) else {
-                self.ok = false;
-                break;
-            };
-            let end = fixed_end.saturating_add(resp_len as usize).saturating_add(1);
-            // Every record ends with a newline, so every record boundary is also
-            // a character boundary of the text.
-            match b.get(end - 1) {
-                None => break,
-                Some(b'\n') => {}
-                Some(_) => {
-                    self.ok = false;
-                    break;
-                }
-            }
-            self.recs.push(Rec { start: i as u32, id_end: id_end as u32, end: end as u32 });
-            i = end;
-        }
-        self.at = i;
+        let from = self.scanned;
+        let Some(part) = b.get(from..limit) else { return };
+        let (recs, at) = (&mut self.recs, &mut self.at);
+        newlines(part, |i| {
+            let end = from + i + 1;
+            recs.push(Rec { start: *at as u32, end: end as u32 });
+            *at = end;
+        });
+        self.scanned = limit;
     }
 
     /// The records, when they end exactly at `end` and are `count`.
     fn finish(self, end: usize, count: usize) -> Result<Vec<Rec>> {
-        if !self.ok || self.recs.len() != count {
+        if self.recs.len() != count {
             return Err(corrupt("malformed ledger record"));
         }
         if self.at != end {
             return Err(corrupt("ledger has trailing bytes"));
         }
         Ok(self.recs)
+    }
+}
+
+/// Call `f` with the index of every `\n` in `b`, in order.
+#[inline(always)]
+fn newlines(b: &[u8], mut f: impl FnMut(usize)) {
+    #[cfg(target_feature = "simd128")]
+    {
+        use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_any_true, v128_or};
+        let nl = u8x16_splat(b'\n');
+        let whole = b.len() - b.len() % 64;
+        let mut base = 0;
+        while base < whole {
+            // SAFETY: the four 16-byte loads are inside `b[base..base + 64]`;
+            // v128 loads need no alignment.
+            let [e0, e1, e2, e3] = unsafe {
+                let p = b.as_ptr().add(base) as *const v128;
+                [0, 1, 2, 3].map(|k| u8x16_eq(p.add(k).read_unaligned(), nl))
+            };
+            // Records are about a hundred bytes: most 64-byte pieces have no newline.
+            if v128_any_true(v128_or(v128_or(e0, e1), v128_or(e2, e3))) {
+                let mut m = (u8x16_bitmask(e0) as u64)
+                    | (u8x16_bitmask(e1) as u64) << 16
+                    | (u8x16_bitmask(e2) as u64) << 32
+                    | (u8x16_bitmask(e3) as u64) << 48;
+                while m != 0 {
+                    f(base + m.trailing_zeros() as usize);
+                    m &= m - 1;
+                }
+            }
+            base += 64;
+        }
+        for (i, &c) in b[whole..].iter().enumerate() {
+            if c == b'\n' {
+                f(whole + i);
+            }
+        }
+    }
+    #[cfg(not(target_feature = "simd128"))]
+    {
+        // Eight bytes at a time: the high bit of each byte of `z` is set exactly
+        // where that byte of `x` is zero, i.e. where `b` has a newline.
+        const L: u64 = 0x0101_0101_0101_0101;
+        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        let mut chunks = b.chunks_exact(8);
+        let mut base = 0;
+        for c in &mut chunks {
+            let x = u64::from_le_bytes(c.try_into().unwrap_or_default()) ^ (L * b'\n' as u64);
+            let mut z = !(((x & LOW7) + LOW7) | x | LOW7);
+            while z != 0 {
+                f(base + (z.trailing_zeros() / 8) as usize);
+                z &= z - 1;
+            }
+            base += 8;
+        }
+        for (i, &c) in chunks.remainder().iter().enumerate() {
+            if c == b'\n' {
+                f(base + i);
+            }
+        }
     }
 }
 
@@ -1257,6 +1318,32 @@ fn check(machine: &Machine, snap: Snapshot) -> Result<Loaded> {
     }
     let upgraded_from = (!same).then(|| snap.machine.version.clone());
     Ok(Loaded { snap, leaf, upgraded_from })
+}
+
+#[cfg(test)]
+mod newline_tests {
+    use super::newlines;
+
+    /// The scan finds exactly the newlines a byte-by-byte loop finds, at every
+    /// length and alignment, next to bytes one bit away from `\n` and above 0x7f.
+    #[test]
+    fn the_scan_finds_every_newline_and_nothing_else() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let alphabet = [b'\n', b'\n' ^ 0x80, b'\n' ^ 1, b'\n' ^ 0x10, 0, 0xff, b'a', b'"'];
+        for len in 0..300 {
+            let b: Vec<u8> = (0..len).map(|_| alphabet[(next() % 8) as usize]).collect();
+            let mut got = Vec::new();
+            newlines(&b, |i| got.push(i));
+            let want: Vec<usize> = (0..len).filter(|&i| b[i] == b'\n').collect();
+            assert_eq!(got, want, "{b:?}");
+        }
+    }
 }
 
 #[cfg(test)]

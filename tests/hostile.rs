@@ -551,6 +551,25 @@ fn a_forged_format_3_snapshot_is_checked_when_read() {
     // ... and when expired records are looked at (a prune time already passed).
     let forged = forge3(&bad, "#2 0", head);
     assert_rejected(&m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000), "invalid_snapshot");
+    // Records are found by their newlines; a record's two lengths must agree
+    // with where its newline is, which is checked when the record is read.
+    let (first, rest) = records.split_at(records.find('\n').unwrap() + 1);
+    let id_len = usize::from_str_radix(&first[..4], 16).unwrap();
+    let resp_at = 4 + id_len + 32 + 16 + 16 + 12 + 1;
+    let resp_len = usize::from_str_radix(&first[resp_at..resp_at + 8], 16).unwrap();
+    let lying = [
+        format!("{:04x}{}{rest}", id_len + 1, &first[4..]),                                  // id length
+        format!("{}{:08x}{}{rest}", &first[..resp_at], resp_len - 1, &first[resp_at + 8..]), // response length
+        format!("{}\n{}{rest}", &first[..resp_at + 8], &first[resp_at + 8..]),               // a newline inside
+    ];
+    for (i, bad) in lying.iter().enumerate() {
+        let o = m.reduce_in("order-1", Some(&forge3(bad, "#2 0", head)), &pay("e3", "p3", 1), 3_000);
+        assert_eq!(code(&o), "invalid_snapshot", "lying record {i}: {:?}", o.error);
+        assert!(o.snapshot.is_none());
+    }
+    // A newline too many is a record too many: refused at once, whatever the prune time.
+    let forged = forge3(&lying[2], trailer, head);
+    assert_rejected(&m.reduce_in("order-1", Some(&forged), &pay("e3", "p3", 1), 3_000), "invalid_snapshot");
 }
 
 // ---------------------------------------------------------------------------

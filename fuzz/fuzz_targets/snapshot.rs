@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
             json!({ "id": "z6", "type": "idem.effect.started", "payload": { "key": "p/f2:0" } }),
         ];
         if idem::inspect(&m, &snapshot).is_err() {
-            // A ledger record's fields past its two lengths are read when the record
+            // A ledger record's lengths and fields are read when the record
             // is (docs/hostile-inputs.md): a forged one is refused then. A snapshot
             // that does not load at all is refused by every reduce.
             let loads = idem::snapshot::load(&m, &snapshot).is_ok();

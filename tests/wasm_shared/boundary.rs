@@ -215,3 +215,29 @@ fn import_xstate_errors_are_errors_with_a_code() {
     let Err(e) = idem::wasm::import_xstate(JsValue::from_str("{not json")) else { panic!("garbage was imported") };
     assert_idem_error(&e, "invalid_json");
 }
+
+/// Ledger records are found by their newlines, sixteen bytes at a time in wasm:
+/// ids of every length from 1 to 90 characters (some escaped, some not ASCII)
+/// put record ends at every offset of those sixteen- and sixty-four-byte pieces.
+/// Each id must then be found again in a snapshot decoded from its string.
+#[wasm_bindgen_test]
+fn every_record_is_found_whatever_its_length() {
+    let id = |n: usize| -> String { (0..n).map(|i| ['a', '"', 'é', '\\', '7', '\n', '😀'][(i * 3 + n) % 7]).collect() };
+    let m = order();
+    let mut stored: Option<String> = None;
+    for n in 1..=90 {
+        let snap = stored.clone().map(JsValue::from).unwrap_or(JsValue::NULL);
+        let o = outcome(m.reduce(snap, pay(&id(n), &format!("p{n}"), 1), 1000.0 + n as f64, Some("o".into())));
+        assert_eq!(o["status"], "applied", "{n}: {:?}", o["error"]);
+        stored = Some(o["snapshot"].as_str().unwrap().to_string());
+    }
+    let stored = stored.unwrap();
+    for n in (1..=90).rev() {
+        // A new Machine: nothing resident, the stored string is decoded.
+        let again = outcome(order().reduce(JsValue::from(stored.as_str()), pay(&id(n), &format!("p{n}"), 1), 5000.0, Some("o".into())));
+        assert_eq!(again["status"], "duplicate", "id of {n} characters: {:?}", again["error"]);
+        assert_eq!(again["snapshot"].as_str(), Some(stored.as_str()));
+    }
+    let fresh = outcome(order().reduce(JsValue::from(stored.as_str()), pay(&id(91), "p91", 1), 5000.0, Some("o".into())));
+    assert_eq!(fresh["status"], "applied", "{:?}", fresh["error"]);
+}
