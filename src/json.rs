@@ -521,7 +521,75 @@ fn deeper_than_max(value: &Value, d: usize) -> bool {
 pub fn canonical(value: &Value, out: &mut String) {
     let mut bytes = std::mem::take(out).into_bytes();
     write_canonical(value, &mut bytes);
-    *out = String::from_utf8(bytes).expect("JSON text is UTF-8");
+    *out = utf8(bytes);
+}
+
+/// JSON text of `value` as serde_json writes it, appended to `out`.
+///
+/// Writing into a `Vec` cannot fail, and nothing written here has a map with
+/// keys that are not strings (serde_json's only other error). The impossible
+/// error is not formatted into the panic message, as `expect` would: that
+/// would keep serde_json's error `Debug`, and with it core's string escaping,
+/// in the wasm module.
+pub fn write_json<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    if serde_json::to_writer(out, value).is_err() {
+        unreachable!("writing JSON to a Vec cannot fail");
+    }
+}
+
+/// Compact JSON text of `value`, as its `Display` writes it. Not through
+/// `Display`: serde_json's adapter from `fmt` to `io` makes its error a boxed
+/// `String`, whose `Debug` (and with it core's string escaping) would stay in
+/// the wasm module.
+pub fn to_text(value: &Value) -> String {
+    let mut out = Vec::with_capacity(128);
+    write_json(value, &mut out);
+    utf8(out)
+}
+
+/// A JSON object from `"key": value` pairs, each value as serde_json
+/// serializes it: serde_json's `json!` for one flat object, through
+/// [`to_value`] rather than `to_value(..).unwrap()`, which is what `json!`
+/// expands to and whose panic message would format serde_json's error (see
+/// [`write_json`]). A nested object is another `object!`.
+macro_rules! object {
+    ($($body:tt)*) => {
+        serde_json::Value::Object($crate::json::members! { $($body)* })
+    };
+}
+pub(crate) use object;
+
+/// [`object!`]'s map, for an object that gets more members before it is done
+/// (`Value`'s `IndexMut` would add them too, but its panic message formats
+/// the key with `{:?}`, which keeps core's string escaping in the wasm module).
+macro_rules! members {
+    ($($key:literal: $value:expr),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut map = serde_json::Map::new();
+        $(map.insert(String::from($key), $crate::json::to_value(&$value));)*
+        map
+    }};
+}
+pub(crate) use members;
+
+/// `value` as a JSON value, as serde_json serializes it. Nothing converted
+/// here can fail (no map has keys that are not strings); a failure panics
+/// without formatting the error (see [`write_json`]).
+pub fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Value {
+    match serde_json::to_value(value) {
+        Ok(v) => v,
+        Err(_) => unreachable!("converting to a JSON value cannot fail"),
+    }
+}
+
+/// Bytes written by the JSON writers here, which write UTF-8 only, as a
+/// `String`. Checked, and a failure panics without formatting the error (see
+/// [`write_json`]).
+pub fn utf8(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(_) => unreachable!("the JSON writers write UTF-8"),
+    }
 }
 
 /// JSON text of a string, quotes and escapes exactly as serde_json writes them:
@@ -582,23 +650,21 @@ fn any_escaped(word: u64) -> bool {
 
 /// JSON text of a scalar (null, boolean, number, string) as serde_json writes it.
 fn write_scalar(value: &Value, out: &mut Vec<u8>) {
-    use std::io::Write;
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        // Integers in decimal as itoa writes them; floats as serde_json's
-        // `Number` displays them, which is as it serializes them.
+        // Integers in decimal as itoa writes them; floats as serde_json writes them.
         Value::Number(n) => match (n.as_u64(), n.as_i64()) {
             (Some(u), _) => push_u64(u, out),
             (None, Some(i)) => {
                 out.push(b'-');
                 push_u64(i.unsigned_abs(), out);
             }
-            _ => write!(out, "{n}").expect("writing to a Vec cannot fail"),
+            _ => write_json(n, out),
         },
         Value::String(s) => write_str(s, out),
-        Value::Array(_) | Value::Object(_) => serde_json::to_writer(out, value).expect("writing to a Vec cannot fail"),
+        Value::Array(_) | Value::Object(_) => write_json(value, out),
     }
 }
 
@@ -701,7 +767,7 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     // The hex digits take the place of the text hashed, in its buffer.
     s.clear();
     push_hex128(h, &mut s);
-    (String::from_utf8(s).expect("hex digits are ASCII"), size)
+    (utf8(s), size)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -716,14 +782,14 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 pub fn hex128(h: u128) -> String {
     let mut out = Vec::with_capacity(32);
     push_hex128(h, &mut out);
-    String::from_utf8(out).expect("hex digits are ASCII")
+    utf8(out)
 }
 
 /// The 32 lowercase hex digits of `h`, appended.
 fn push_hex128(h: u128, out: &mut Vec<u8>) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hex = [0u8; 32];
-    for (pair, b) in hex.chunks_exact_mut(2).zip(h.to_be_bytes()) {
+    for (pair, &b) in hex.chunks_exact_mut(2).zip(h.to_be_bytes().iter()) {
         pair[0] = DIGITS[(b >> 4) as usize];
         pair[1] = DIGITS[(b & 0xf) as usize];
     }
@@ -912,7 +978,7 @@ pub fn ulid(ms: u64, rand: [u8; 10]) -> String {
         out[i] = ALPHABET[(n & 31) as usize];
         n >>= 5;
     }
-    String::from_utf8(out.to_vec()).expect("ascii")
+    utf8(out.to_vec())
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@
 //! are still read.
 
 use crate::error::{Code, Error, Result};
-use crate::json;
+use crate::json::{self, object};
 use crate::machine::{Machine, RetryPolicy, StateIdx};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -549,13 +549,13 @@ impl Snapshot {
         if self.outbox.is_empty() {
             t.extend_from_slice(b"[]");
         } else {
-            serde_json::to_writer(&mut *t, &self.outbox).expect("writing to a Vec cannot fail");
+            json::write_json(&self.outbox, t);
         }
         t.extend_from_slice(b",\"timers\":");
         if self.timers.is_empty() {
             t.extend_from_slice(b"[]");
         } else {
-            serde_json::to_writer(&mut *t, &self.timers).expect("writing to a Vec cannot fail");
+            json::write_json(&self.timers, t);
         }
         t.push(b'}');
     }
@@ -652,7 +652,7 @@ impl Snapshot {
             .iter()
             .filter_map(Result::ok)
             .map(|e| {
-                serde_json::json!({
+                object! {
                     "id": e.id(),
                     "fp": e.fp,
                     "at": e.at,
@@ -660,10 +660,10 @@ impl Snapshot {
                     "rev": e.rev,
                     "status": e.status(),
                     "response": e.response().unwrap_or(Value::Null),
-                })
+                }
             })
             .collect();
-        serde_json::json!({
+        object! {
             "format": self.format,
             "machine": self.machine,
             "value": self.value,
@@ -673,7 +673,7 @@ impl Snapshot {
             "ledger": ledger,
             "outbox": self.outbox,
             "timers": self.timers,
-        })
+        }
     }
 }
 
@@ -1017,7 +1017,11 @@ fn escape_non_ascii(text: &str, out: &mut Vec<u8>) {
 fn ascii_from(t: &mut Vec<u8>, from: usize) {
     if !t[from..].is_ascii() {
         let text = t.split_off(from);
-        escape_non_ascii(std::str::from_utf8(&text).expect("JSON text is UTF-8"), t);
+        match std::str::from_utf8(&text) {
+            Ok(text) => escape_non_ascii(text, t),
+            // Never: the text was split off at the start of a piece of JSON text.
+            Err(_) => unreachable!("JSON text is UTF-8"),
+        }
     }
 }
 
@@ -1031,7 +1035,7 @@ fn id_literal(id: &str) -> String {
 
 /// Bytes made ASCII by the writers here, as a `String`.
 fn ascii_string(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).expect("snapshot text is ASCII")
+    json::utf8(bytes)
 }
 
 /// The low `dst.len()` hex digits of `v`, lowercase.
@@ -1075,7 +1079,7 @@ fn sized(t: &mut Vec<u8>, width: usize, body: impl FnOnce(&mut Vec<u8>)) {
 
 /// A number in decimal, as serde_json writes it.
 fn push_dec(t: &mut Vec<u8>, v: u64) {
-    serde_json::to_writer(t, &v).expect("writing to a Vec cannot fail");
+    json::write_json(&v, t);
 }
 
 /// Where one ledger record sits in [`Ledger::text`]. Only the two lengths are
@@ -1344,7 +1348,7 @@ impl Ledger {
         push_hex(t, exp, 16);
         push_hex(t, rev & 0xffff_ffff_ffff, 12);
         t.push(if ignored { b'i' } else { b'a' });
-        sized(t, 8, |t| serde_json::to_writer(t, response).expect("writing to a Vec cannot fail"));
+        sized(t, 8, |t| json::write_json(response, t));
         t.push(b'\n');
         let end = t.len();
         self.recs.push(Rec { start: start as u32, id_end: id_end as u32, end: end as u32 });
