@@ -1,6 +1,7 @@
 //! The one error type: a stable machine-readable `code`, a lowercase message
 //! without a trailing period, and the JSON path it concerns where there is one.
 
+use crate::json::members;
 use std::fmt;
 
 /// Stable error codes. The string form (`as_str`) is the public contract:
@@ -140,11 +141,11 @@ impl Error {
     }
 
     pub fn to_json(&self) -> serde_json::Value {
-        let mut v = serde_json::json!({ "code": self.code.as_str(), "message": self.message });
+        let mut v = members! { "code": self.code.as_str(), "message": self.message };
         if let Some(p) = &self.path {
-            v["path"] = serde_json::Value::String(p.clone());
+            v.insert("path".into(), serde_json::Value::String(p.clone()));
         }
-        v
+        serde_json::Value::Object(v)
     }
 }
 

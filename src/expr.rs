@@ -15,6 +15,7 @@
 //! operator or a literal, so a misspelt operator there is an error.
 
 use crate::error::{Code, Error, Result};
+use crate::json::object;
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
 
@@ -148,11 +149,11 @@ impl<'a> Data<'a> {
     fn whole(&self) -> Cow<'a, Value> {
         match *self {
             Data::Value(v) => Cow::Borrowed(v),
-            Data::Process { context, event_id, event_type, payload, state } => Cow::Owned(serde_json::json!({
+            Data::Process { context, event_id, event_type, payload, state } => Cow::Owned(object! {
                 "context": context,
-                "event": { "id": event_id, "type": event_type, "payload": payload },
+                "event": object! { "id": event_id, "type": event_type, "payload": payload },
                 "state": state,
-            })),
+            }),
         }
     }
 

@@ -1,27 +1,497 @@
-//! JSON helpers: bounded parsing, canonical form and fingerprints.
+//! JSON helpers: strict parsing with a nesting bound, canonical form and fingerprints.
+//!
+//! The parser is our own rather than serde_json's: it builds a
+//! `serde_json::Value` directly, so the wasm module carries neither serde's
+//! deserialization machinery nor the float formatting its error messages pull
+//! in. It reads exactly what `serde_json::from_str::<Value>` reads, into the
+//! same `Value`, and refuses everything else with serde_json's reason and
+//! position (`tests/json_parser.rs` checks both against serde_json).
 
 use crate::error::{Code, Error, Result};
-use serde_json::Value;
+use serde_json::{Map, Number, Value};
+use std::fmt;
 
 /// Largest JSON nesting accepted anywhere input comes in.
 pub const MAX_DEPTH: usize = 64;
 
+/// The deepest level a container may open at: one more (a 128th level of
+/// brackets) is refused as a syntax error, "recursion limit exceeded", as
+/// serde_json refuses it. Deeper than [`MAX_DEPTH`] but within this, text is
+/// valid JSON and the nesting error is [`Code::NestingTooDeep`]; beyond it, it
+/// is the caller's syntax error code. Keeping serde_json's limit keeps which
+/// code each input gets as it was.
+const RECURSION_LIMIT: usize = 127;
+
 /// Parse JSON text, mapping syntax errors to `code` and refusing deep nesting.
 pub fn parse(text: &str, code: Code, what: &str) -> Result<Value> {
-    // serde_json stops at 128 levels on its own; we refuse earlier with a clear code.
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Error::new(code, format!("{what} is not valid json: {e}")))?;
-    check_depth(&value, what)?;
+    let (value, depth) = parse_with_depth(text).map_err(|e| Error::new(code, format!("{what} is not valid json: {e}")))?;
+    if depth > MAX_DEPTH {
+        return Err(too_deep(what));
+    }
     Ok(value)
+}
+
+/// Why text is not JSON: serde_json's reason (`"expected value"`, `"trailing
+/// characters"`, ...) and its position, line and column counted in bytes from 1
+/// and 0 as serde_json counts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub reason: &'static str,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for SyntaxError {
+    /// `<reason> at line <l> column <c>`, as serde_json displays its errors.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at line {} column {}", self.reason, self.line, self.column)
+    }
+}
+
+// serde_json's reasons, word for word.
+const EOF_LIST: &str = "EOF while parsing a list";
+const EOF_OBJECT: &str = "EOF while parsing an object";
+const EOF_STRING: &str = "EOF while parsing a string";
+const EOF_VALUE: &str = "EOF while parsing a value";
+const EXPECTED_COLON: &str = "expected `:`";
+const EXPECTED_LIST_COMMA_OR_END: &str = "expected `,` or `]`";
+const EXPECTED_OBJECT_COMMA_OR_END: &str = "expected `,` or `}`";
+const EXPECTED_IDENT: &str = "expected ident";
+const EXPECTED_VALUE: &str = "expected value";
+const INVALID_ESCAPE: &str = "invalid escape";
+const INVALID_NUMBER: &str = "invalid number";
+const NUMBER_OUT_OF_RANGE: &str = "number out of range";
+const CONTROL_CHARACTER: &str = "control character (\\u0000-\\u001F) found while parsing a string";
+const KEY_MUST_BE_A_STRING: &str = "key must be a string";
+const LONE_SURROGATE: &str = "lone leading surrogate in hex escape";
+const TRAILING_COMMA: &str = "trailing comma";
+const TRAILING_CHARACTERS: &str = "trailing characters";
+const UNEXPECTED_END_OF_HEX_ESCAPE: &str = "unexpected end of hex escape";
+const RECURSION_LIMIT_EXCEEDED: &str = "recursion limit exceeded";
+
+/// [`parse`] without the nesting bound: the value of JSON text, as
+/// `serde_json::from_str::<Value>` reads it.
+pub fn parse_value(text: &str) -> std::result::Result<Value, SyntaxError> {
+    parse_with_depth(text).map(|(value, _)| value)
+}
+
+/// The value of JSON text and its nesting depth (1 for a scalar or an empty
+/// container, one more per level of containers around the deepest value), as
+/// [`check_depth`] counts it, so that no second walk over the value is needed.
+///
+/// Recursive descent, one [`Parser::value`] call per level, bounded by
+/// [`RECURSION_LIMIT`] as serde_json bounds its own recursion: no input can
+/// exhaust the call stack (which wasm does not even guard). An iterative parser
+/// would allocate its stack of open containers on every call, which cost a
+/// reduce about 1% more instructions (callgrind, `benches/profile.mjs`).
+pub fn parse_with_depth(text: &str) -> std::result::Result<(Value, usize), SyntaxError> {
+    let mut p = Parser { text, b: text.as_bytes(), i: 0, depth: 0 };
+    let value = p.value(1)?;
+    if p.whitespace().is_some() {
+        return Err(p.peek_error(TRAILING_CHARACTERS));
+    }
+    Ok((value, p.depth))
+}
+
+/// The reading position in JSON text. Errors take their position from it the
+/// way serde_json's do: [`Parser::error`] for a byte already consumed (at `i`),
+/// [`Parser::peek_error`] for one only looked at (at `i + 1`).
+struct Parser<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
+    /// The deepest level a value was found at so far.
+    depth: usize,
+}
+
+impl Parser<'_> {
+    /// The value that starts at the next byte that is not whitespace, `level`
+    /// deep (1: the whole text).
+    fn value(&mut self, level: usize) -> std::result::Result<Value, SyntaxError> {
+        self.depth = self.depth.max(level);
+        match self.whitespace() {
+            None => Err(self.peek_error(EOF_VALUE)),
+            Some(b'[' | b'{') if level > RECURSION_LIMIT => Err(self.peek_error(RECURSION_LIMIT_EXCEEDED)),
+            Some(b'[') => {
+                self.i += 1;
+                self.array(level)
+            }
+            Some(b'{') => {
+                self.i += 1;
+                self.object(level)
+            }
+            Some(b'"') => {
+                self.i += 1;
+                self.string().map(Value::String)
+            }
+            Some(b'n') => self.ident(b"null", Value::Null),
+            Some(b't') => self.ident(b"true", Value::Bool(true)),
+            Some(b'f') => self.ident(b"false", Value::Bool(false)),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.peek_error(EXPECTED_VALUE)),
+        }
+    }
+
+    /// The rest of an array whose `[` was consumed, `level` deep.
+    fn array(&mut self, level: usize) -> std::result::Result<Value, SyntaxError> {
+        let mut items = Vec::new();
+        match self.whitespace() {
+            None => return Err(self.peek_error(EOF_LIST)),
+            Some(b']') => {
+                self.i += 1;
+                return Ok(Value::Array(items));
+            }
+            Some(_) => {}
+        }
+        loop {
+            items.push(self.value(level + 1)?);
+            match self.whitespace() {
+                Some(b',') => {
+                    self.i += 1;
+                    match self.whitespace() {
+                        Some(b']') => return Err(self.peek_error(TRAILING_COMMA)),
+                        Some(_) => {}
+                        None => return Err(self.peek_error(EOF_VALUE)),
+                    }
+                }
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Array(items));
+                }
+                Some(_) => return Err(self.peek_error(EXPECTED_LIST_COMMA_OR_END)),
+                None => return Err(self.peek_error(EOF_LIST)),
+            }
+        }
+    }
+
+    /// The rest of an object whose `{` was consumed, `level` deep.
+    fn object(&mut self, level: usize) -> std::result::Result<Value, SyntaxError> {
+        let mut map = Map::new();
+        match self.whitespace() {
+            None => return Err(self.peek_error(EOF_OBJECT)),
+            Some(b'}') => {
+                self.i += 1;
+                return Ok(Value::Object(map));
+            }
+            Some(b'"') => {}
+            Some(_) => return Err(self.peek_error(KEY_MUST_BE_A_STRING)),
+        }
+        loop {
+            let key = self.key()?;
+            let value = self.value(level + 1)?;
+            // A key given twice keeps its last value, as serde_json does.
+            map.insert(key, value);
+            match self.whitespace() {
+                Some(b',') => {
+                    self.i += 1;
+                    match self.whitespace() {
+                        Some(b'"') => {}
+                        Some(b'}') => return Err(self.peek_error(TRAILING_COMMA)),
+                        Some(_) => return Err(self.peek_error(KEY_MUST_BE_A_STRING)),
+                        None => return Err(self.peek_error(EOF_VALUE)),
+                    }
+                }
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Object(map));
+                }
+                Some(_) => return Err(self.peek_error(EXPECTED_OBJECT_COMMA_OR_END)),
+                None => return Err(self.peek_error(EOF_OBJECT)),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+
+    /// The next byte that is not JSON whitespace, not consumed.
+    #[inline]
+    fn whitespace(&mut self) -> Option<u8> {
+        while let Some(c) = self.peek() {
+            if !matches!(c, b' ' | b'\n' | b'\t' | b'\r') {
+                return Some(c);
+            }
+            self.i += 1;
+        }
+        None
+    }
+
+    #[cold]
+    fn error(&self, reason: &'static str) -> SyntaxError {
+        self.error_at(self.i, reason)
+    }
+
+    #[cold]
+    fn peek_error(&self, reason: &'static str) -> SyntaxError {
+        self.error_at((self.i + 1).min(self.b.len()), reason)
+    }
+
+    /// Line (from 1) and column (bytes since the line's start) of byte `at`.
+    #[cold]
+    fn error_at(&self, at: usize, reason: &'static str) -> SyntaxError {
+        let before = &self.b[..at.min(self.b.len())];
+        let line_start = before.iter().rposition(|&c| c == b'\n').map_or(0, |n| n + 1);
+        let line = 1 + before[..line_start].iter().filter(|&&c| c == b'\n').count();
+        SyntaxError { reason, line, column: at - line_start }
+    }
+
+    /// `null`, `true` or `false`, whose first byte was looked at.
+    fn ident(&mut self, word: &[u8], value: Value) -> std::result::Result<Value, SyntaxError> {
+        self.i += 1;
+        for &want in &word[1..] {
+            match self.next() {
+                None => return Err(self.error(EOF_VALUE)),
+                Some(c) if c != want => return Err(self.error(EXPECTED_IDENT)),
+                Some(_) => {}
+            }
+        }
+        Ok(value)
+    }
+
+    /// An object key, whose opening quote was looked at, and the colon after it.
+    fn key(&mut self) -> std::result::Result<String, SyntaxError> {
+        self.i += 1;
+        let key = self.string()?;
+        match self.whitespace() {
+            Some(b':') => {
+                self.i += 1;
+                Ok(key)
+            }
+            Some(_) => Err(self.peek_error(EXPECTED_COLON)),
+            None => Err(self.peek_error(EOF_OBJECT)),
+        }
+    }
+
+    /// The rest of a string whose opening quote was consumed, through its
+    /// closing quote.
+    fn string(&mut self) -> std::result::Result<String, SyntaxError> {
+        let mut out = String::new();
+        let mut start = self.i;
+        loop {
+            // Eight bytes at a time while none of them ends the run of plain text.
+            while let Some(word) = self.b.get(self.i..self.i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes) {
+                if any_escaped(word) {
+                    break;
+                }
+                self.i += 8;
+            }
+            let Some(c) = self.peek() else {
+                self.i = self.b.len();
+                return Err(self.error(EOF_STRING));
+            };
+            match c {
+                b'"' => {
+                    // The text is a `str` and `start` and `i` are at ASCII
+                    // bytes, so the run between them is whole characters.
+                    let run = &self.text[start..self.i];
+                    self.i += 1;
+                    if out.is_empty() {
+                        return Ok(run.to_string());
+                    }
+                    out.push_str(run);
+                    return Ok(out);
+                }
+                b'\\' => {
+                    out.push_str(&self.text[start..self.i]);
+                    self.i += 1;
+                    self.escape(&mut out)?;
+                    start = self.i;
+                }
+                0x00..=0x1f => {
+                    self.i += 1;
+                    return Err(self.error(CONTROL_CHARACTER));
+                }
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    /// One escape sequence, its backslash consumed, appended to `out`.
+    fn escape(&mut self, out: &mut String) -> std::result::Result<(), SyntaxError> {
+        let Some(c) = self.next() else { return Err(self.error(EOF_STRING)) };
+        let ch = match c {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => return self.unicode_escape(out),
+            _ => return Err(self.error(INVALID_ESCAPE)),
+        };
+        out.push(ch);
+        Ok(())
+    }
+
+    /// A `\uXXXX` escape, `\u` consumed: a character of the Basic Multilingual
+    /// Plane, or a UTF-16 surrogate pair written as two escapes. A surrogate
+    /// without its partner is an error, as it is for serde_json.
+    #[cold]
+    fn unicode_escape(&mut self, out: &mut String) -> std::result::Result<(), SyntaxError> {
+        let high = self.hex4()?;
+        let code = match high {
+            0xdc00..=0xdfff => return Err(self.error(LONE_SURROGATE)),
+            0xd800..=0xdbff => {
+                for want in [b'\\', b'u'] {
+                    match self.next() {
+                        None => return Err(self.error(EOF_STRING)),
+                        Some(c) if c != want => return Err(self.error(UNEXPECTED_END_OF_HEX_ESCAPE)),
+                        Some(_) => {}
+                    }
+                }
+                let low = self.hex4()?;
+                if !(0xdc00..=0xdfff).contains(&low) {
+                    return Err(self.error(LONE_SURROGATE));
+                }
+                0x1_0000 + (((high - 0xd800) << 10) | (low - 0xdc00))
+            }
+            _ => high,
+        };
+        // Never `None`: surrogates were handled above.
+        out.push(char::from_u32(code).ok_or_else(|| self.error(LONE_SURROGATE))?);
+        Ok(())
+    }
+
+    /// Four hex digits (either case).
+    fn hex4(&mut self) -> std::result::Result<u32, SyntaxError> {
+        let Some(digits) = self.b.get(self.i..self.i + 4) else {
+            self.i = self.b.len();
+            return Err(self.error(EOF_STRING));
+        };
+        self.i += 4;
+        let mut v = 0;
+        for &d in digits {
+            let n = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return Err(self.error(INVALID_ESCAPE)),
+            };
+            v = (v << 4) | n as u32;
+        }
+        Ok(v)
+    }
+
+    /// A number, at its `-` or first digit. Integers stay integers when they
+    /// fit (a `u64`, or an `i64` when negative); everything else is the `f64`
+    /// nearest to the decimal text (core's `str::parse` rounds correctly, as
+    /// serde_json's `float_roundtrip` does). Out of range is an error, not
+    /// infinity.
+    fn number(&mut self) -> std::result::Result<Value, SyntaxError> {
+        let start = self.i;
+        let positive = self.peek() != Some(b'-');
+        if !positive {
+            self.i += 1;
+        }
+        // The integer part; `int` is its value while it fits in a u64.
+        let mut int = Some(0u64);
+        // Whether any digit (integer or fraction) is not 0.
+        let mut nonzero = false;
+        match self.next() {
+            None => return Err(self.error(EOF_VALUE)),
+            Some(b'0') => {
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return Err(self.peek_error(INVALID_NUMBER));
+                }
+            }
+            Some(c @ b'1'..=b'9') => {
+                nonzero = true;
+                int = Some((c - b'0') as u64);
+                while let Some(c @ b'0'..=b'9') = self.peek() {
+                    self.i += 1;
+                    int = int.and_then(|v| v.checked_mul(10)).and_then(|v| v.checked_add((c - b'0') as u64));
+                }
+            }
+            Some(_) => return Err(self.error(INVALID_NUMBER)),
+        }
+        let mut float = int.is_none();
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            float = true;
+            let digits = self.i;
+            while let Some(c @ b'0'..=b'9') = self.peek() {
+                nonzero |= c != b'0';
+                self.i += 1;
+            }
+            if self.i == digits {
+                let reason = if self.peek().is_some() { INVALID_NUMBER } else { EOF_VALUE };
+                return Err(self.peek_error(reason));
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            float = true;
+            let positive_exp = match self.peek() {
+                Some(b'+') => {
+                    self.i += 1;
+                    true
+                }
+                Some(b'-') => {
+                    self.i += 1;
+                    false
+                }
+                _ => true,
+            };
+            let mut exp = match self.next() {
+                None => return Err(self.error(EOF_VALUE)),
+                Some(c @ b'0'..=b'9') => (c - b'0') as i32,
+                Some(_) => return Err(self.error(INVALID_NUMBER)),
+            };
+            while let Some(c @ b'0'..=b'9') = self.peek() {
+                self.i += 1;
+                match exp.checked_mul(10).and_then(|e| e.checked_add((c - b'0') as i32)) {
+                    Some(e) => exp = e,
+                    // An exponent beyond i32: infinity (an error, where the
+                    // digit that overflowed is, as serde_json reports it) or zero.
+                    None if nonzero && positive_exp => return Err(self.error(NUMBER_OUT_OF_RANGE)),
+                    None => {
+                        while let Some(b'0'..=b'9') = self.peek() {
+                            self.i += 1;
+                        }
+                        return Ok(float_value(if positive { 0.0 } else { -0.0 }));
+                    }
+                }
+            }
+        }
+        match int {
+            Some(u) if !float && positive => return Ok(Value::Number(u.into())),
+            // Negative integers down to i64::MIN; `-0` is a float, as in serde_json.
+            Some(u) if !float && u != 0 && u <= 1 << 63 => return Ok(Value::Number((u as i64).wrapping_neg().into())),
+            _ => {}
+        }
+        // The grammar was checked above, and it is a subset of what `parse` reads.
+        let f: f64 = self.text[start..self.i].parse().map_err(|_| self.error(INVALID_NUMBER))?;
+        if f.is_infinite() {
+            return Err(self.error(NUMBER_OUT_OF_RANGE));
+        }
+        Ok(float_value(f))
+    }
+}
+
+/// A finite `f64` as a JSON number.
+fn float_value(f: f64) -> Value {
+    Number::from_f64(f).map_or(Value::Null, Value::Number)
+}
+
+fn too_deep(what: &str) -> Error {
+    Error::new(Code::NestingTooDeep, format!("{what} is nested deeper than {MAX_DEPTH} levels"))
 }
 
 /// Refuse values nested deeper than [`MAX_DEPTH`].
 pub fn check_depth(value: &Value, what: &str) -> Result<()> {
     if deeper_than_max(value, 1) {
-        return Err(Error::new(
-            Code::NestingTooDeep,
-            format!("{what} is nested deeper than {MAX_DEPTH} levels"),
-        ));
+        return Err(too_deep(what));
     }
     Ok(())
 }
@@ -51,7 +521,75 @@ fn deeper_than_max(value: &Value, d: usize) -> bool {
 pub fn canonical(value: &Value, out: &mut String) {
     let mut bytes = std::mem::take(out).into_bytes();
     write_canonical(value, &mut bytes);
-    *out = String::from_utf8(bytes).expect("JSON text is UTF-8");
+    *out = utf8(bytes);
+}
+
+/// JSON text of `value` as serde_json writes it, appended to `out`.
+///
+/// Writing into a `Vec` cannot fail, and nothing written here has a map with
+/// keys that are not strings (serde_json's only other error). The impossible
+/// error is not formatted into the panic message, as `expect` would: that
+/// would keep serde_json's error `Debug`, and with it core's string escaping,
+/// in the wasm module.
+pub fn write_json<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    if serde_json::to_writer(out, value).is_err() {
+        unreachable!("writing JSON to a Vec cannot fail");
+    }
+}
+
+/// Compact JSON text of `value`, as its `Display` writes it. Not through
+/// `Display`: serde_json's adapter from `fmt` to `io` makes its error a boxed
+/// `String`, whose `Debug` (and with it core's string escaping) would stay in
+/// the wasm module.
+pub fn to_text(value: &Value) -> String {
+    let mut out = Vec::with_capacity(128);
+    write_json(value, &mut out);
+    utf8(out)
+}
+
+/// A JSON object from `"key": value` pairs, each value as serde_json
+/// serializes it: serde_json's `json!` for one flat object, through
+/// [`to_value`] rather than `to_value(..).unwrap()`, which is what `json!`
+/// expands to and whose panic message would format serde_json's error (see
+/// [`write_json`]). A nested object is another `object!`.
+macro_rules! object {
+    ($($body:tt)*) => {
+        serde_json::Value::Object($crate::json::members! { $($body)* })
+    };
+}
+pub(crate) use object;
+
+/// [`object!`]'s map, for an object that gets more members before it is done
+/// (`Value`'s `IndexMut` would add them too, but its panic message formats
+/// the key with `{:?}`, which keeps core's string escaping in the wasm module).
+macro_rules! members {
+    ($($key:literal: $value:expr),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut map = serde_json::Map::new();
+        $(map.insert(String::from($key), $crate::json::to_value(&$value));)*
+        map
+    }};
+}
+pub(crate) use members;
+
+/// `value` as a JSON value, as serde_json serializes it. Nothing converted
+/// here can fail (no map has keys that are not strings); a failure panics
+/// without formatting the error (see [`write_json`]).
+pub fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Value {
+    match serde_json::to_value(value) {
+        Ok(v) => v,
+        Err(_) => unreachable!("converting to a JSON value cannot fail"),
+    }
+}
+
+/// Bytes written by the JSON writers here, which write UTF-8 only, as a
+/// `String`. Checked, and a failure panics without formatting the error (see
+/// [`write_json`]).
+pub fn utf8(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(_) => unreachable!("the JSON writers write UTF-8"),
+    }
 }
 
 /// JSON text of a string, quotes and escapes exactly as serde_json writes them:
@@ -101,6 +639,7 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
 /// control character (below 0x20), `"` or `\\`. Exact (no false positives): a
 /// borrow in `x - ONES` starts only at a byte that is zero, and in
 /// `word - 0x20..` only at a byte below 0x20; bytes from 0x80 on never match.
+#[inline(always)]
 fn any_escaped(word: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -111,23 +650,21 @@ fn any_escaped(word: u64) -> bool {
 
 /// JSON text of a scalar (null, boolean, number, string) as serde_json writes it.
 fn write_scalar(value: &Value, out: &mut Vec<u8>) {
-    use std::io::Write;
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        // Integers in decimal as itoa writes them; floats as serde_json's
-        // `Number` displays them, which is as it serializes them.
+        // Integers in decimal as itoa writes them; floats as serde_json writes them.
         Value::Number(n) => match (n.as_u64(), n.as_i64()) {
             (Some(u), _) => push_u64(u, out),
             (None, Some(i)) => {
                 out.push(b'-');
                 push_u64(i.unsigned_abs(), out);
             }
-            _ => write!(out, "{n}").expect("writing to a Vec cannot fail"),
+            _ => write_json(n, out),
         },
         Value::String(s) => write_str(s, out),
-        Value::Array(_) | Value::Object(_) => serde_json::to_writer(out, value).expect("writing to a Vec cannot fail"),
+        Value::Array(_) | Value::Object(_) => write_json(value, out),
     }
 }
 
@@ -187,7 +724,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 }
 
 /// The canonical JSON of an object whose map does not iterate in key order.
-fn write_sorted(map: &serde_json::Map<String, Value>, out: &mut Vec<u8>) {
+fn write_sorted(map: &Map<String, Value>, out: &mut Vec<u8>) {
     // Insertion sort: never run with serde_json's default map, and small,
     // where a library sort would add its own code to the module.
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
@@ -230,7 +767,7 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     // The hex digits take the place of the text hashed, in its buffer.
     s.clear();
     push_hex128(h, &mut s);
-    (String::from_utf8(s).expect("hex digits are ASCII"), size)
+    (utf8(s), size)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -245,14 +782,14 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 pub fn hex128(h: u128) -> String {
     let mut out = Vec::with_capacity(32);
     push_hex128(h, &mut out);
-    String::from_utf8(out).expect("hex digits are ASCII")
+    utf8(out)
 }
 
 /// The 32 lowercase hex digits of `h`, appended.
 fn push_hex128(h: u128, out: &mut Vec<u8>) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hex = [0u8; 32];
-    for (pair, b) in hex.chunks_exact_mut(2).zip(h.to_be_bytes()) {
+    for (pair, &b) in hex.chunks_exact_mut(2).zip(h.to_be_bytes().iter()) {
         pair[0] = DIGITS[(b >> 4) as usize];
         pair[1] = DIGITS[(b & 0xf) as usize];
     }
@@ -441,7 +978,7 @@ pub fn ulid(ms: u64, rand: [u8; 10]) -> String {
         out[i] = ALPHABET[(n & 31) as usize];
         n >>= 5;
     }
-    String::from_utf8(out.to_vec()).expect("ascii")
+    utf8(out.to_vec())
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@
 //! the same attempt are told apart by the ledger: only one `started` applies.
 
 use crate::error::{Code, Error, Result};
-use crate::json;
+use crate::json::{self, members, object};
 use crate::machine::{Machine, RetryPolicy};
 use crate::reduce::{EmittedEffect, Event};
 use crate::snapshot::{self, EffectState, OutboxEntry, Snapshot};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How long an attempt may stay `in_flight` before it is presumed lost (ms).
 pub const ATTEMPT_LEASE_MS: u64 = 30_000;
@@ -153,7 +153,7 @@ pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event, now: u64) -> Res
             if entry.state != EffectState::InFlight || !current(entry) {
                 return Ok(Report::Stale);
             }
-            entry.error = Some(p.get("error").cloned().unwrap_or(json!("unknown outcome")));
+            entry.error = Some(p.get("error").cloned().unwrap_or_else(|| Value::from("unknown outcome")));
             if !entry.idempotent {
                 // The provider cannot deduplicate: ask it before trying again.
                 entry.state = EffectState::Verifying;
@@ -196,7 +196,7 @@ fn succeed(entry: &mut OutboxEntry, result: Value, now: u64) -> Report {
     Report::Raise(Event {
         id: format!("{}:succeeded", entry.key),
         event_type: format!("{}.succeeded", entry.effect_type),
-        payload: json!({ "key": entry.key, "result": result, "attempts": entry.attempts }),
+        payload: object! { "key": entry.key, "result": result, "attempts": entry.attempts },
     })
 }
 
@@ -207,7 +207,7 @@ fn fail(entry: &mut OutboxEntry, reason: &str, now: u64) -> Report {
     Report::Raise(Event {
         id: format!("{}:failed", entry.key),
         event_type: format!("{}.failed", entry.effect_type),
-        payload: json!({ "key": entry.key, "reason": reason, "error": entry.error, "attempts": entry.attempts }),
+        payload: object! { "key": entry.key, "reason": reason, "error": entry.error, "attempts": entry.attempts },
     })
 }
 
@@ -227,7 +227,7 @@ pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
             continue;
         }
         let base = |kind: &str, n: u32| {
-            json!({
+            members! {
                 "kind": kind,
                 "key": e.key,
                 "type": e.effect_type,
@@ -236,51 +236,51 @@ pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
                 "attempt": n,
                 "attemptId": format!("{}#{}", e.key, n),
                 "dueAt": at,
-            })
+            }
         };
         match e.state {
             EffectState::Pending | EffectState::Unknown if e.attempts < e.retry.max_attempts => {
                 let n = e.attempts + 1;
                 let mut item = base("attempt", n);
-                item["started"] = report_event(&e.key, n, "started", STARTED, json!({}));
-                item["resultId"] = format!("{}#{}:result", e.key, n).into();
-                out.push(item);
+                item.insert("started".into(), report_event(&e.key, n, "started", STARTED, object! {}));
+                item.insert("resultId".into(), format!("{}#{}:result", e.key, n).into());
+                out.push(Value::Object(item));
             }
             EffectState::InFlight => {
                 let n = e.attempts;
                 let mut item = base("expire", n);
-                item["report"] = report_event(&e.key, n, "result", UNKNOWN, json!({ "error": "attempt lease expired" }));
-                out.push(item);
+                item.insert("report".into(), report_event(&e.key, n, "result", UNKNOWN, object! { "error": "attempt lease expired" }));
+                out.push(Value::Object(item));
             }
             EffectState::Verifying => {
                 let n = e.attempts;
                 let mut item = base("verify", n);
-                item["resultId"] = format!("{}#{}:verify", e.key, n).into();
-                out.push(item);
+                item.insert("resultId".into(), format!("{}#{}:verify", e.key, n).into());
+                out.push(Value::Object(item));
             }
             EffectState::Pending | EffectState::Unknown | EffectState::Succeeded | EffectState::Failed => {}
         }
     }
     for t in &snap.timers {
         if t.due_at <= now {
-            out.push(json!({
+            out.push(object! {
                 "kind": "timer",
                 "state": t.state,
                 "delay": t.delay,
                 "dueAt": t.due_at,
-                "event": { "id": t.id, "type": crate::machine::TIMER_EVENT, "payload": {} },
-            }));
+                "event": object! { "id": t.id, "type": crate::machine::TIMER_EVENT, "payload": object! {} },
+            });
         }
     }
     out
 }
 
 fn report_event(key: &str, n: u32, suffix: &str, kind: &str, extra: Value) -> Value {
-    let mut payload = json!({ "key": key, "attempt": n });
+    let mut payload = object! { "key": key, "attempt": n };
     if let (Some(p), Value::Object(x)) = (payload.as_object_mut(), extra) {
         p.extend(x);
     }
-    json!({ "id": format!("{key}#{n}:{suffix}"), "type": kind, "payload": payload })
+    object! { "id": format!("{key}#{n}:{suffix}"), "type": kind, "payload": payload }
 }
 
 #[cfg(test)]

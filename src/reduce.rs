@@ -8,11 +8,11 @@
 
 use crate::error::{Code, Error, Result};
 use crate::expr::Data;
-use crate::json;
+use crate::json::{self, object};
 use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_PREFIX, MAX_MICROSTEPS, TIMER_EVENT};
 use crate::outbox;
 use crate::snapshot::{self, OutboxEntry, Snapshot, Timer};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// The snapshot a reduce starts from.
@@ -37,7 +37,7 @@ pub struct Event {
 
 impl Event {
     pub fn to_value(&self) -> Value {
-        json!({ "id": self.id, "type": self.event_type, "payload": self.payload })
+        object! { "id": self.id, "type": self.event_type, "payload": self.payload }
     }
 }
 
@@ -159,7 +159,7 @@ impl Outcome {
         }
         o.insert("nextDueAt".into(), self.next_due_at.map(Value::from).unwrap_or(Value::Null));
         if let Some(first) = &self.original {
-            o.insert("original".into(), json!({ "status": first.status, "revision": first.revision, "at": first.at }));
+            o.insert("original".into(), object! { "status": first.status, "revision": first.revision, "at": first.at });
         }
         if with_snapshot {
             if let Some(text) = &self.snapshot {
@@ -177,8 +177,8 @@ impl Outcome {
     /// than through a `serde_json::Map` (keys in the same, sorted, order).
     pub fn to_json_text(&self) -> String {
         let mut w: Vec<u8> = Vec::with_capacity(256);
-        let value = |w: &mut Vec<u8>, v: &Value| serde_json::to_writer(w, v).expect("writing to a Vec cannot fail");
-        let num = |w: &mut Vec<u8>, n: u64| serde_json::to_writer(w, &n).expect("writing to a Vec cannot fail");
+        let value = |w: &mut Vec<u8>, v: &Value| json::write_json(v, w);
+        let num = |w: &mut Vec<u8>, n: u64| json::write_json(&n, w);
         let boolean = |w: &mut Vec<u8>, b: bool| w.extend_from_slice(if b { b"true" } else { b"false" });
         w.extend_from_slice(b"{\"changed\":");
         boolean(&mut w, self.snapshot.is_some());
@@ -238,12 +238,12 @@ impl Outcome {
             json::write_str(v, &mut w);
         }
         w.push(b'}');
-        String::from_utf8(w).expect("serde_json writes UTF-8")
+        json::utf8(w)
     }
 }
 
 pub fn effect_json(e: &EmittedEffect) -> Value {
-    json!({ "key": e.key, "type": e.effect_type, "payload": e.payload, "idempotent": e.idempotent })
+    object! { "key": e.key, "type": e.effect_type, "payload": e.payload, "idempotent": e.idempotent }
 }
 
 impl Machine {
@@ -551,7 +551,7 @@ impl Machine {
 
         let state = self.state_value(run.leaf);
         let revision = run.revision;
-        let response = run.response.take().unwrap_or_else(|| json!({ "state": state, "revision": revision }));
+        let response = run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision });
         // The snapshot's machine reference is this machine's unless it was written by another version.
         let machine = if snap.machine.id == self.id && snap.machine.version == self.version && snap.machine.hash == self.hash {
             snap.machine
@@ -911,7 +911,7 @@ impl<'a> Run<'a> {
                                 return Err(Error::at(
                                     Code::ExpressionFailed,
                                     format!("{}.key", def.json_path),
-                                    format!("effect key must be a non-empty string, got {other}"),
+                                    format!("effect key must be a non-empty string, got {}", json::to_text(&other)),
                                 ))
                             }
                         },
@@ -935,6 +935,7 @@ impl<'a> Run<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const ORDER: &str = include_str!("../tests/machines/order.json");
 

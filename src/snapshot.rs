@@ -26,10 +26,11 @@
 //! are still read.
 
 use crate::error::{Code, Error, Result};
-use crate::json;
+use crate::json::{self, object};
 use crate::machine::{Machine, RetryPolicy, StateIdx};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::fmt;
 use xxhash_rust::xxh3::Xxh3Default;
 
 /// The newest format this engine writes. Every older format stays readable.
@@ -147,24 +148,25 @@ struct HeadRef<'a> {
     timers: &'a [Timer],
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Everything but the ledger, as format 2 and 3 keep it in their JSON head.
+/// Read by [`Head::from_value`]; the serde derive (tests only) is what that
+/// reading is checked against.
+#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
 struct Head {
     machine: MachineRef,
     value: Value,
     context: Value,
     revision: u64,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     done: bool,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     outbox: Vec<OutboxEntry>,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     timers: Vec<Timer>,
 }
 
 /// Format 1: the whole snapshot as JSON, ledger entries as objects.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
 struct V1 {
     #[allow(dead_code)]
     format: u32,
@@ -172,17 +174,16 @@ struct V1 {
     value: Value,
     context: Value,
     revision: u64,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     done: bool,
     ledger: Vec<V1Entry>,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     outbox: Vec<OutboxEntry>,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     timers: Vec<Timer>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
 struct V1Entry {
     id: String,
     fp: String,
@@ -191,6 +192,276 @@ struct V1Entry {
     rev: u64,
     status: String,
     response: Value,
+}
+
+// ---------------------------------------------------------------------------
+// Reading the wire format from JSON values
+//
+// By hand rather than through serde's `Deserialize`: the derived code and the
+// deserializer behind it are most of what serde would add to the wasm module.
+// The rules are the derives' (see the attributes on the types above, and the
+// tests that compare the two): every required field present, no unknown
+// field, each of its JSON type, integers within their Rust type; an absent
+// `done`, `outbox` or `timers` is false or empty; an optional field that is
+// absent or null is `None`. Two forms the derives also read, which this
+// engine never wrote, are refused: a struct written as an array of its field
+// values, and an effect state written as `{"pending": null}`.
+
+/// Why a JSON value is not the snapshot structure it should be: what is wrong,
+/// and the path of the offending member (`outbox[0].retry.factor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mismatch {
+    reason: &'static str,
+    path: String,
+}
+
+type Wire<T> = std::result::Result<T, Mismatch>;
+
+impl Mismatch {
+    fn new(reason: &'static str) -> Mismatch {
+        Mismatch { reason, path: String::new() }
+    }
+
+    /// The same mismatch, found inside member `name` of the value around it.
+    fn at(self, name: &str) -> Mismatch {
+        self.within(name)
+    }
+
+    /// The same mismatch, found inside item `i` of an array.
+    fn at_index(self, i: usize) -> Mismatch {
+        self.within(&format!("[{i}]"))
+    }
+
+    /// `segment` put before the path, with a `.` between two member names.
+    fn within(mut self, segment: &str) -> Mismatch {
+        let sep = if self.path.is_empty() || self.path.starts_with('[') { "" } else { "." };
+        self.path = format!("{segment}{sep}{}", self.path);
+        self
+    }
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(self.reason)
+        } else {
+            write!(f, "{} at {}", self.reason, self.path)
+        }
+    }
+}
+
+/// The members of a JSON object being read into a struct: each field is taken
+/// out once, and a member left over at [`Members::finish`] is unknown.
+struct Members(Map<String, Value>);
+
+impl Members {
+    fn of(v: Value) -> Wire<Members> {
+        match v {
+            Value::Object(map) => Ok(Members(map)),
+            _ => Err(Mismatch::new("expected an object")),
+        }
+    }
+
+    fn required(&mut self, name: &str) -> Wire<Value> {
+        self.0.remove(name).ok_or_else(|| Mismatch::new("missing field").at(name))
+    }
+
+    /// A required field, read by `read`.
+    fn field<T>(&mut self, name: &str, read: fn(Value) -> Wire<T>) -> Wire<T> {
+        read(self.required(name)?).map_err(|e| e.at(name))
+    }
+
+    /// An optional field: absent or null is `None`.
+    fn optional<T>(&mut self, name: &str, read: fn(Value) -> Wire<T>) -> Wire<Option<T>> {
+        match self.0.remove(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => read(v).map(Some).map_err(|e| e.at(name)),
+        }
+    }
+
+    /// A field that may be absent, meaning `T::default()` (but not null).
+    fn or_default<T: Default>(&mut self, name: &str, read: fn(Value) -> Wire<T>) -> Wire<T> {
+        match self.0.remove(name) {
+            None => Ok(T::default()),
+            Some(v) => read(v).map_err(|e| e.at(name)),
+        }
+    }
+
+    /// Done reading: any member not taken is an unknown field.
+    fn finish(self) -> Wire<()> {
+        match self.0.keys().next() {
+            Some(name) => Err(Mismatch::new("unknown field").at(name)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn any(v: Value) -> Wire<Value> {
+    Ok(v)
+}
+
+fn string(v: Value) -> Wire<String> {
+    match v {
+        Value::String(s) => Ok(s),
+        _ => Err(Mismatch::new("expected a string")),
+    }
+}
+
+fn boolean(v: Value) -> Wire<bool> {
+    v.as_bool().ok_or_else(|| Mismatch::new("expected a boolean"))
+}
+
+/// A `u64`: a JSON integer from 0 (no fraction or exponent: serde_json reads
+/// those as floats, which a `u64` field refuses).
+fn uint(v: Value) -> Wire<u64> {
+    v.as_u64().ok_or_else(|| Mismatch::new("expected a non-negative integer"))
+}
+
+fn uint32(v: Value) -> Wire<u32> {
+    v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| Mismatch::new("expected an integer from 0 to 4294967295"))
+}
+
+/// An array, each item read by `item`.
+fn list<T>(v: Value, item: fn(Value) -> Wire<T>) -> Wire<Vec<T>> {
+    let Value::Array(items) = v else { return Err(Mismatch::new("expected an array")) };
+    items.into_iter().enumerate().map(|(i, v)| item(v).map_err(|e| e.at_index(i))).collect()
+}
+
+fn outbox(v: Value) -> Wire<Vec<OutboxEntry>> {
+    list(v, OutboxEntry::from_value)
+}
+
+fn timers(v: Value) -> Wire<Vec<Timer>> {
+    list(v, Timer::from_value)
+}
+
+impl MachineRef {
+    fn from_value(v: Value) -> Wire<MachineRef> {
+        let mut m = Members::of(v)?;
+        let r = MachineRef { id: m.field("id", string)?, version: m.field("version", string)?, hash: m.field("hash", string)? };
+        m.finish()?;
+        Ok(r)
+    }
+}
+
+impl EffectState {
+    fn from_value(v: Value) -> Wire<EffectState> {
+        let state = match v.as_str() {
+            Some("pending") => EffectState::Pending,
+            Some("in_flight") => EffectState::InFlight,
+            Some("unknown") => EffectState::Unknown,
+            Some("verifying") => EffectState::Verifying,
+            Some("succeeded") => EffectState::Succeeded,
+            Some("failed") => EffectState::Failed,
+            _ => return Err(Mismatch::new("expected an effect state")),
+        };
+        Ok(state)
+    }
+}
+
+/// A retry policy as the outbox keeps it (camelCase, every field required).
+fn retry_policy(v: Value) -> Wire<RetryPolicy> {
+    let mut m = Members::of(v)?;
+    let r = RetryPolicy {
+        max_attempts: m.field("maxAttempts", uint32)?,
+        base_ms: m.field("baseMs", uint)?,
+        factor: m.field("factor", uint32)?,
+        max_delay_ms: m.field("maxDelayMs", uint)?,
+        jitter_pct: m.field("jitterPct", uint32)?,
+    };
+    m.finish()?;
+    Ok(r)
+}
+
+impl OutboxEntry {
+    fn from_value(v: Value) -> Wire<OutboxEntry> {
+        let mut m = Members::of(v)?;
+        let e = OutboxEntry {
+            key: m.field("key", string)?,
+            effect_type: m.field("type", string)?,
+            payload: m.field("payload", any)?,
+            idempotent: m.field("idempotent", boolean)?,
+            state: m.field("state", EffectState::from_value)?,
+            attempts: m.field("attempts", uint32)?,
+            attempt_id: m.optional("attemptId", string)?,
+            due_at: m.optional("dueAt", uint)?,
+            retry: m.field("retry", retry_policy)?,
+            event_id: m.field("eventId", string)?,
+            created_at: m.field("createdAt", uint)?,
+            done_at: m.optional("doneAt", uint)?,
+            result: m.optional("result", any)?,
+            error: m.optional("error", any)?,
+        };
+        m.finish()?;
+        Ok(e)
+    }
+}
+
+impl Timer {
+    fn from_value(v: Value) -> Wire<Timer> {
+        let mut m = Members::of(v)?;
+        let t = Timer {
+            id: m.field("id", string)?,
+            state: m.field("state", string)?,
+            delay: m.field("delay", uint)?,
+            due_at: m.field("dueAt", uint)?,
+        };
+        m.finish()?;
+        Ok(t)
+    }
+}
+
+impl Head {
+    fn from_value(v: Value) -> Wire<Head> {
+        let mut m = Members::of(v)?;
+        let head = Head {
+            machine: m.field("machine", MachineRef::from_value)?,
+            value: m.field("value", any)?,
+            context: m.field("context", any)?,
+            revision: m.field("revision", uint)?,
+            done: m.or_default("done", boolean)?,
+            outbox: m.or_default("outbox", outbox)?,
+            timers: m.or_default("timers", timers)?,
+        };
+        m.finish()?;
+        Ok(head)
+    }
+}
+
+impl V1 {
+    fn from_value(v: Value) -> Wire<V1> {
+        let mut m = Members::of(v)?;
+        let v1 = V1 {
+            format: m.field("format", uint32)?,
+            machine: m.field("machine", MachineRef::from_value)?,
+            value: m.field("value", any)?,
+            context: m.field("context", any)?,
+            revision: m.field("revision", uint)?,
+            done: m.or_default("done", boolean)?,
+            ledger: m.field("ledger", |v| list(v, V1Entry::from_value))?,
+            outbox: m.or_default("outbox", outbox)?,
+            timers: m.or_default("timers", timers)?,
+        };
+        m.finish()?;
+        Ok(v1)
+    }
+}
+
+impl V1Entry {
+    fn from_value(v: Value) -> Wire<V1Entry> {
+        let mut m = Members::of(v)?;
+        let e = V1Entry {
+            id: m.field("id", string)?,
+            fp: m.field("fp", string)?,
+            at: m.field("at", uint)?,
+            exp: m.field("exp", uint)?,
+            rev: m.field("rev", uint)?,
+            status: m.field("status", string)?,
+            response: m.field("response", any)?,
+        };
+        m.finish()?;
+        Ok(e)
+    }
 }
 
 /// A snapshot checked against a machine, with its active leaf resolved.
@@ -278,13 +549,13 @@ impl Snapshot {
         if self.outbox.is_empty() {
             t.extend_from_slice(b"[]");
         } else {
-            serde_json::to_writer(&mut *t, &self.outbox).expect("writing to a Vec cannot fail");
+            json::write_json(&self.outbox, t);
         }
         t.extend_from_slice(b",\"timers\":");
         if self.timers.is_empty() {
             t.extend_from_slice(b"[]");
         } else {
-            serde_json::to_writer(&mut *t, &self.timers).expect("writing to a Vec cannot fail");
+            json::write_json(&self.timers, t);
         }
         t.push(b'}');
     }
@@ -381,7 +652,7 @@ impl Snapshot {
             .iter()
             .filter_map(Result::ok)
             .map(|e| {
-                serde_json::json!({
+                object! {
                     "id": e.id(),
                     "fp": e.fp,
                     "at": e.at,
@@ -389,10 +660,10 @@ impl Snapshot {
                     "rev": e.rev,
                     "status": e.status(),
                     "response": e.response().unwrap_or(Value::Null),
-                })
+                }
             })
             .collect();
-        serde_json::json!({
+        object! {
             "format": self.format,
             "machine": self.machine,
             "value": self.value,
@@ -402,7 +673,7 @@ impl Snapshot {
             "ledger": ledger,
             "outbox": self.outbox,
             "timers": self.timers,
-        })
+        }
     }
 }
 
@@ -423,15 +694,14 @@ impl Head {
 }
 
 /// The head's JSON, with the nesting bound every input gets: field by field
-/// when it is laid out as the encoder writes it (`read_head`), else through a
-/// `Value` and `from_value`, which shares its code with format 1 (`from_str`
-/// straight into `Head` would add about 8 KiB of gzipped wasm).
+/// when it is laid out as the encoder writes it (`read_head`), else parsed
+/// whole and read by [`Head::from_value`], which shares its code with format 1.
 fn parse_head(text: &str, format: u32) -> Result<Head> {
     if let Some(head) = read_head(text) {
         return Ok(head);
     }
     let v = json::parse(text, Code::InvalidSnapshot, "snapshot head")?;
-    let head: Head = serde_json::from_value(v).map_err(|e| {
+    let head = Head::from_value(v).map_err(|e| {
         Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format {format}: {e}"))
     })?;
     json::check_depth(&head.context, "snapshot context")?;
@@ -479,11 +749,11 @@ fn read_head(text: &str) -> Option<Head> {
     }
     let outbox = match fields[7].take() {
         Value::Array(a) if a.is_empty() => Vec::new(),
-        v => serde_json::from_value(v).ok()?,
+        v => outbox(v).ok()?,
     };
     let timers = match fields[8].take() {
         Value::Array(a) if a.is_empty() => Vec::new(),
-        v => serde_json::from_value(v).ok()?,
+        v => timers(v).ok()?,
     };
     let mut take = |i: usize| fields[i].take();
     let mut string = |i: usize| match take(i) {
@@ -548,8 +818,9 @@ impl HeadReader<'_> {
         let v = match scalar(text) {
             // Nothing nested: within any bound.
             Some(v) => v,
-            // `within_depth` at 2 is the stricter of its bound and `json::parse`'s.
-            None => serde_json::from_str(text).ok().filter(|v| json::within_depth(v, 2))?,
+            // Within the bound as a member of the head (`within_depth` at 2),
+            // the stricter of that and `json::parse`'s.
+            None => json::parse_with_depth(text).ok().filter(|&(_, depth)| depth < json::MAX_DEPTH)?.0,
         };
         self.i += len;
         Some(v)
@@ -693,7 +964,7 @@ fn decode_v1(text: &str) -> Result<Snapshot> {
         }
         _ => return Err(Error::new(Code::InvalidSnapshot, "json snapshot is not format 1")),
     }
-    let v1: V1 = serde_json::from_value(value)
+    let v1 = V1::from_value(value)
         .map_err(|e| Error::new(Code::InvalidSnapshot, format!("snapshot does not match format 1: {e}")))?;
     let mut ledger = Ledger::default();
     for e in v1.ledger {
@@ -746,7 +1017,11 @@ fn escape_non_ascii(text: &str, out: &mut Vec<u8>) {
 fn ascii_from(t: &mut Vec<u8>, from: usize) {
     if !t[from..].is_ascii() {
         let text = t.split_off(from);
-        escape_non_ascii(std::str::from_utf8(&text).expect("JSON text is UTF-8"), t);
+        match std::str::from_utf8(&text) {
+            Ok(text) => escape_non_ascii(text, t),
+            // Never: the text was split off at the start of a piece of JSON text.
+            Err(_) => unreachable!("JSON text is UTF-8"),
+        }
     }
 }
 
@@ -760,7 +1035,7 @@ fn id_literal(id: &str) -> String {
 
 /// Bytes made ASCII by the writers here, as a `String`.
 fn ascii_string(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).expect("snapshot text is ASCII")
+    json::utf8(bytes)
 }
 
 /// The low `dst.len()` hex digits of `v`, lowercase.
@@ -804,7 +1079,7 @@ fn sized(t: &mut Vec<u8>, width: usize, body: impl FnOnce(&mut Vec<u8>)) {
 
 /// A number in decimal, as serde_json writes it.
 fn push_dec(t: &mut Vec<u8>, v: u64) {
-    serde_json::to_writer(t, &v).expect("writing to a Vec cannot fail");
+    json::write_json(&v, t);
 }
 
 /// Where one ledger record sits in [`Ledger::text`]: from its first byte to
@@ -884,7 +1159,10 @@ pub struct Entry<'a> {
 
 impl Entry<'_> {
     pub fn id(&self) -> String {
-        serde_json::from_str(self.id_literal).unwrap_or_default()
+        match json::parse_value(self.id_literal) {
+            Ok(Value::String(id)) => id,
+            _ => String::new(),
+        }
     }
     pub fn status(&self) -> &'static str {
         if self.ignored {
@@ -895,7 +1173,7 @@ impl Entry<'_> {
     }
     /// The frozen response.
     pub fn response(&self) -> Result<Value> {
-        serde_json::from_str(self.response_json).map_err(|_| corrupt("ledger response is not json"))
+        json::parse_value(self.response_json).map_err(|_| corrupt("ledger response is not json"))
     }
 }
 
@@ -1095,7 +1373,7 @@ impl Ledger {
         push_hex(t, exp, 16);
         push_hex(t, rev & 0xffff_ffff_ffff, 12);
         t.push(if ignored { b'i' } else { b'a' });
-        sized(t, 8, |t| serde_json::to_writer(t, response).expect("writing to a Vec cannot fail"));
+        sized(t, 8, |t| json::write_json(response, t));
         t.push(b'\n');
         let end = t.len();
         self.recs.push(Rec { start: start as u32, end: end as u32 });
@@ -1477,7 +1755,7 @@ mod read_head_tests {
     /// What `parse_head` reads without `read_head`.
     fn general(text: &str) -> Option<Snapshot> {
         let v = json::parse(text, Code::InvalidSnapshot, "head").ok()?;
-        let head: Head = serde_json::from_value(v).ok()?;
+        let head = Head::from_value(v).ok()?;
         Some(head.into_snapshot(3, Ledger::default()))
     }
 
@@ -1592,5 +1870,170 @@ mod read_head_tests {
                 }
             }
         }
+    }
+}
+
+/// The readers of the wire format against the serde derives they replace: on
+/// a representative head and format 1 body, and on every variant of them with
+/// one member removed, made null, given another type or an out-of-range
+/// number, or joined by an unknown member, both accept it with the same
+/// result or both refuse it.
+#[cfg(test)]
+mod wire_tests {
+    use super::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::json;
+
+    fn entry() -> Value {
+        json!({
+            "key": "k", "type": "ship", "payload": {"b": [1, 0.5]}, "idempotent": false, "state": "in_flight", "attempts": 2,
+            "attemptId": "k#2", "dueAt": 5, "retry": {"maxAttempts": 5, "baseMs": 1000, "factor": 2, "maxDelayMs": 60000, "jitterPct": 20},
+            "eventId": "e", "createdAt": 1, "doneAt": 9, "result": {"ok": true}, "error": null,
+        })
+    }
+
+    fn head() -> Value {
+        json!({
+            "machine": {"id": "order", "version": "1", "hash": "cd9d"}, "value": {"a": "b"}, "context": {"n": 1},
+            "revision": 7, "done": false, "outbox": [entry()], "timers": [{"id": "after:a:1:2", "state": "a", "delay": 1, "dueAt": 2}],
+        })
+    }
+
+    fn v1() -> Value {
+        let mut v = head();
+        v["format"] = json!(1);
+        v["ledger"] = json!([{"id": "e1", "fp": "0123456789abcdef0123456789abcdef", "at": 1, "exp": 2, "rev": 3, "status": "applied", "response": null}]);
+        v
+    }
+
+    /// Both readers agree on `v`; true when they accept it.
+    fn agree<T: DeserializeOwned + PartialEq + std::fmt::Debug>(v: &Value, ours: fn(Value) -> Wire<T>) -> bool {
+        match (ours(v.clone()), serde_json::from_value::<T>(v.clone())) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "{v}");
+                true
+            }
+            (Err(_), Err(_)) => false,
+            (a, b) => panic!("{v}: ours {a:?}, serde {:?}", b.map_err(|e| e.to_string())),
+        }
+    }
+
+    /// JSON pointers to every value inside `v` (not `v` itself).
+    fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) => m.iter().map(|(k, c)| (format!("{at}/{k}"), c)).collect(),
+            Value::Array(a) => a.iter().enumerate().map(|(i, c)| (format!("{at}/{i}"), c)).collect(),
+            _ => Vec::new(),
+        };
+        for (p, c) in children {
+            out.push(p.clone());
+            pointers(c, p, out);
+        }
+    }
+
+    /// `v` and its variants, each differing from it in one place.
+    fn variants(v: &Value) -> Vec<Value> {
+        let others = [
+            json!(null), json!(-1), json!(0), json!(1.5), json!(2.0), json!(4294967295u64), json!(4294967296u64), json!(u64::MAX),
+            json!(-9223372036854775808i64), json!(""), json!("pending"), json!("x"), json!(true), json!([]), json!({}), json!({"x": 1}),
+        ];
+        let mut paths = Vec::new();
+        pointers(v, String::new(), &mut paths);
+        let mut out = vec![v.clone()];
+        for p in &paths {
+            for o in &others {
+                let mut w = v.clone();
+                *w.pointer_mut(p).unwrap() = o.clone();
+                out.push(w);
+            }
+            let (parent, last) = p.rsplit_once('/').unwrap();
+            let mut w = v.clone();
+            match w.pointer_mut(parent).unwrap() {
+                Value::Object(m) => drop(m.remove(last)),
+                Value::Array(a) => drop(a.remove(last.parse::<usize>().unwrap())),
+                _ => unreachable!(),
+            }
+            out.push(w);
+        }
+        for p in std::iter::once(String::new()).chain(paths) {
+            let mut w = v.clone();
+            if let Some(Value::Object(m)) = w.pointer_mut(&p) {
+                m.insert("extra".into(), json!(1));
+                out.push(w);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn readers_agree_with_the_derives() {
+        let (mut accepted, mut refused) = (0, 0);
+        let mut count = |ok: bool| if ok { accepted += 1 } else { refused += 1 };
+        for v in variants(&head()) {
+            count(agree(&v, Head::from_value));
+        }
+        for v in variants(&v1()) {
+            count(agree(&v, V1::from_value));
+        }
+        for v in variants(&entry()) {
+            count(agree(&v, OutboxEntry::from_value));
+            count(agree(&v["retry"], retry_policy));
+            count(agree(&v["state"], EffectState::from_value));
+        }
+        for v in variants(&head()["timers"][0]) {
+            count(agree(&v, Timer::from_value));
+        }
+        for v in variants(&head()["machine"]) {
+            count(agree(&v, MachineRef::from_value));
+        }
+        for v in variants(&v1()["ledger"][0]) {
+            count(agree(&v, V1Entry::from_value));
+        }
+        assert!(accepted > 100 && refused > 1000, "{accepted} accepted, {refused} refused");
+    }
+
+    #[test]
+    fn defaults_and_optional_fields_read_as_the_derives_read_them() {
+        let mut h = head();
+        for k in ["done", "outbox", "timers"] {
+            h.as_object_mut().unwrap().remove(k);
+        }
+        assert!(agree(&h, Head::from_value));
+        let mut e = entry();
+        for k in ["attemptId", "dueAt", "doneAt", "result", "error"] {
+            let mut n = e.clone();
+            n[k] = Value::Null;
+            assert!(agree(&n, OutboxEntry::from_value), "{k}: null");
+            e.as_object_mut().unwrap().remove(k);
+            assert!(agree(&e, OutboxEntry::from_value), "{k}: absent");
+        }
+    }
+
+    /// Two forms the derives read that this engine never wrote are refused.
+    #[test]
+    fn forms_never_written_are_refused() {
+        let timer = json!(["after:a:1:2", "a", 1, 2]);
+        assert!(serde_json::from_value::<Timer>(timer.clone()).is_ok());
+        assert!(Timer::from_value(timer).is_err());
+        let state = json!({"pending": null});
+        assert!(serde_json::from_value::<EffectState>(state.clone()).is_ok());
+        assert!(EffectState::from_value(state).is_err());
+    }
+
+    #[test]
+    fn mismatches_name_the_member() {
+        let mut h = head();
+        h["outbox"][0]["retry"]["factor"] = json!(-1);
+        assert_eq!(Head::from_value(h).unwrap_err().to_string(), "expected an integer from 0 to 4294967295 at outbox[0].retry.factor");
+        let mut h = head();
+        h["timers"][0]["extra"] = json!(1);
+        assert_eq!(Head::from_value(h).unwrap_err().to_string(), "unknown field at timers[0].extra");
+        let mut h = head();
+        h["machine"].as_object_mut().unwrap().remove("hash");
+        assert_eq!(Head::from_value(h).unwrap_err().to_string(), "missing field at machine.hash");
+        assert_eq!(Head::from_value(json!([])).unwrap_err().to_string(), "expected an object");
+        let mut v = v1();
+        v["ledger"][0]["at"] = json!(1.5);
+        assert_eq!(V1::from_value(v).unwrap_err().to_string(), "expected a non-negative integer at ledger[0].at");
     }
 }

@@ -8,6 +8,7 @@
 //! where one applies).
 
 use crate::error::{Code, Error};
+use crate::json::object;
 use crate::reduce::Current;
 use crate::snapshot::Loaded;
 use std::cell::RefCell;
@@ -26,7 +27,7 @@ fn js_error(e: &Error) -> JsValue {
 }
 
 fn to_js(v: &Value) -> JsValue {
-    js_sys::JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL)
+    js_sys::JSON::parse(&crate::json::to_text(v)).unwrap_or(JsValue::NULL)
 }
 
 /// JSON text of a value given as an object or as a JSON string.
@@ -308,7 +309,7 @@ impl Machine {
     /// How long event ids are remembered: `{ defaultMs, perType, maxEntries }`.
     pub fn retention(&self) -> JsValue {
         let r = &self.inner.retention;
-        to_js(&serde_json::json!({ "defaultMs": r.default_ms, "perType": r.per_type, "maxEntries": r.max_entries }))
+        to_js(&object! { "defaultMs": r.default_ms, "perType": r.per_type, "maxEntries": r.max_entries })
     }
 
     /// The definition as loaded (for diagrams and tools).
