@@ -44,7 +44,10 @@ function sh(cmd, args, extra = {}) {
 // 1. The lean module with names.
 process.stderr.write("wasm-profile: building the lean module with function names (target/wasm-prof)\n");
 const target = path.join(ROOT, "target/wasm-prof");
-sh("cargo", ["build", "--lib", "--profile", "release-lean", "--target", "wasm32-unknown-unknown", "--no-default-features"], {
+// The same rustc arguments as scripts/build-wasm.sh gives the lean module (LEAN_RUSTC_ARGS).
+const leanRustcArgs = /^LEAN_RUSTC_ARGS="([^"]*)"$/m.exec(readFileSync(path.join(ROOT, "scripts/build-wasm.sh"), "utf8"))?.[1];
+if (leanRustcArgs === undefined) throw new Error("scripts/build-wasm.sh sets no LEAN_RUSTC_ARGS");
+sh("cargo", ["rustc", "--lib", "--profile", "release-lean", "--target", "wasm32-unknown-unknown", "--no-default-features", "--", ...leanRustcArgs.split(" ").filter(Boolean)], {
   CARGO_TARGET_DIR: target,
   CARGO_PROFILE_RELEASE_LEAN_STRIP: "none",
 });
