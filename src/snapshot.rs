@@ -500,19 +500,26 @@ impl Snapshot {
     pub fn encode_split(&mut self) -> Encoded {
         let ledger = &mut self.ledger;
         let split = ledger.text.len();
-        let (shared, mut hasher) = match ledger.synced.take() {
-            Some(s) => {
-                let mut h = *s.state;
-                h.update(&ledger.text.as_bytes()[s.len..]);
-                (s.len, h)
+        // A kept stream is brought up to the end of the records in its own box;
+        // records too short to be worth keeping one for are hashed again.
+        let text = ledger.text.as_bytes();
+        let (shared, state) = match ledger.synced.take() {
+            Some(Synced { len, state: Some(mut state) }) => {
+                state.update(&text[len..]);
+                (len, Some(state))
             }
+            Some(Synced { len, state: None }) => (len, Synced::keep(text)),
+            None => (0, Synced::keep(text)),
+        };
+        let mut hasher = match &state {
+            Some(state) => (**state).clone(),
             None => {
                 let mut h = Xxh3Default::new();
-                h.update(ledger.text.as_bytes());
-                (0, h)
+                h.update(text);
+                h
             }
         };
-        ledger.synced = Some(Synced { len: split, state: Box::new(hasher.clone()) });
+        ledger.synced = Some(Synced { len: split, state });
         // The trailer, the head and the checksum, written into one buffer.
         let mut t: Vec<u8> = Vec::with_capacity(256);
         t.push(b'#');
@@ -875,7 +882,8 @@ impl V3 {
     /// (the text the records were found in, or a copy of it).
     fn with_records(self, text: String) -> Snapshot {
         let mut ledger = Ledger::indexed(text, self.recs, self.prune_at);
-        ledger.synced = Some(Synced { len: ledger.text.len(), state: Box::new(self.state) });
+        let len = ledger.text.len();
+        ledger.synced = Some(Synced { len, state: (len > Synced::KEEP_FROM).then(|| Box::new(self.state)) });
         self.head.into_snapshot(3, ledger)
     }
 }
@@ -1122,7 +1130,26 @@ pub struct Ledger {
 #[derive(Clone)]
 struct Synced {
     len: usize,
-    state: Box<Xxh3Default>,
+    /// The stream's state after those bytes; `None` when they are at most
+    /// [`Synced::KEEP_FROM`] bytes, hashed again rather than kept.
+    state: Option<Box<Xxh3Default>>,
+}
+
+impl Synced {
+    /// The state is aligned to 64 bytes, and a heap allocation with that
+    /// alignment (and its free) costs about as many instructions as hashing a
+    /// kilobyte again: records up to this length are hashed again at each encode.
+    const KEEP_FROM: usize = 1024;
+
+    /// The stream over `text`, boxed to be kept, when `text` is long enough
+    /// for that to pay.
+    fn keep(text: &[u8]) -> Option<Box<Xxh3Default>> {
+        (text.len() > Synced::KEEP_FROM).then(|| {
+            let mut h = Box::new(Xxh3Default::new());
+            h.update(text);
+            h
+        })
+    }
 }
 
 impl Default for Ledger {

@@ -262,3 +262,30 @@ fn expired_ledger_records_are_dropped_in_batches_and_never_matched_meanwhile() {
     assert!(s.ledger.find("e5", 101).unwrap().is_none());
     assert!(s.ledger.find("e6", 101).unwrap().is_some());
 }
+
+#[test]
+fn appending_keeps_the_checksum_right_as_the_ledger_grows_past_a_kilobyte() {
+    // Encoding hashes short records again and keeps the stream of long ones:
+    // either way, and across the length where one becomes the other, the text
+    // is what encoding the same snapshot from scratch gives.
+    let m = v1();
+    let mut resident = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let mut text = resident.encode();
+    let fp = idem::json::fingerprint("NOTE", &json!({}));
+    for i in 0..24u64 {
+        let mut decoded = idem::Snapshot::decode(&text, usize::MAX).unwrap();
+        for s in [&mut decoded, &mut resident] {
+            s.ledger.push(&format!("event-{i:03}"), &fp, i, 1_000 + i, i + 1, false, &json!({ "note": i }));
+        }
+        let trailer = text.find('#').unwrap();
+        let (next, kept) = decoded.encode_from();
+        assert_eq!(kept, trailer, "record {i}: the records before it are kept");
+        assert_eq!(next[..kept], text[..kept]);
+        let (again, _) = resident.encode_from();
+        assert_eq!(again, next, "record {i}: the snapshot kept in memory encodes the same");
+        let mut fresh = idem::Snapshot::decode(&next, usize::MAX).unwrap();
+        assert_eq!(fresh.encode(), next, "record {i}");
+        text = next;
+    }
+    assert!(text.find('#').unwrap() > 2048, "the ledger grew past the length where its stream is kept");
+}
