@@ -861,7 +861,10 @@ fn checked_tail(text: &str) -> Result<Option<(&str, u64)>> {
         return Ok(None);
     }
     let (body, check) = text.split_at(text.len() - 16);
-    let expected = hex16(check.as_bytes()).ok_or_else(|| corrupt("checksum is not lowercase hex"))?;
+    if !check.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(corrupt("checksum is not lowercase hex"));
+    }
+    let expected = u64::from_str_radix(check, 16).map_err(|_| corrupt("checksum is not hex"))?;
     Ok(Some((body, expected)))
 }
 
@@ -1043,12 +1046,13 @@ fn ascii_string(bytes: Vec<u8>) -> String {
     json::utf8(bytes)
 }
 
-/// The low `dst.len()` hex digits of `v`, lowercase (zeros beyond sixteen).
-fn put_hex(dst: &mut [u8], v: u64) {
-    let digits = json::hex_digits(v);
-    let (zeros, low) = dst.split_at_mut(dst.len().saturating_sub(digits.len()));
-    zeros.fill(b'0');
-    low.copy_from_slice(&digits[digits.len() - low.len()..]);
+/// The low `dst.len()` hex digits of `v`, lowercase.
+fn put_hex(dst: &mut [u8], mut v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for d in dst.iter_mut().rev() {
+        *d = DIGITS[(v & 0xf) as usize];
+        v >>= 4;
+    }
 }
 
 /// Digits `{:0width$x}` writes for `v`.
@@ -1058,12 +1062,9 @@ fn hex_width(v: u64, width: usize) -> usize {
 
 /// `{:0width$x}`: lowercase hex, at least `width` digits.
 fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
-    let digits = json::hex_digits(v);
-    let n = hex_width(v, width);
-    if n > digits.len() {
-        t.resize(t.len() + n - digits.len(), b'0');
-    }
-    t.extend_from_slice(&digits[digits.len() - n.min(digits.len())..]);
+    let at = t.len();
+    t.resize(at + hex_width(v, width), b'0');
+    put_hex(&mut t[at..], v);
 }
 
 /// JSON text written by `body`, made ASCII and preceded by its length in hex
