@@ -345,17 +345,19 @@ impl MachineRef {
 }
 
 impl EffectState {
+    const ALL: [EffectState; 6] = [
+        EffectState::Pending,
+        EffectState::InFlight,
+        EffectState::Unknown,
+        EffectState::Verifying,
+        EffectState::Succeeded,
+        EffectState::Failed,
+    ];
+
+    /// The state whose wire name ([`EffectState::as_str`]) the value is.
     fn from_value(v: Value) -> Wire<EffectState> {
-        let state = match v.as_str() {
-            Some("pending") => EffectState::Pending,
-            Some("in_flight") => EffectState::InFlight,
-            Some("unknown") => EffectState::Unknown,
-            Some("verifying") => EffectState::Verifying,
-            Some("succeeded") => EffectState::Succeeded,
-            Some("failed") => EffectState::Failed,
-            _ => return Err(Mismatch::new("expected an effect state")),
-        };
-        Ok(state)
+        let name = v.as_str();
+        EffectState::ALL.into_iter().find(|s| Some(s.as_str()) == name).ok_or_else(|| Mismatch::new("expected an effect state"))
     }
 }
 

@@ -461,6 +461,14 @@ fn a_forged_snapshot_with_a_valid_checksum_is_still_checked() {
     }
 }
 
+/// A format 3 text's records, trailer line (without its newline) and head.
+fn parts3(text: &str) -> (&str, &str, &str) {
+    let body = text[..text.len() - 16].strip_suffix('\n').unwrap();
+    let head_start = body.rfind('\n').unwrap() + 1;
+    let trailer_start = body[..head_start - 1].rfind('\n').unwrap() + 1;
+    (&body["idem3\n".len()..trailer_start], &body[trailer_start..head_start - 1], &body[head_start..])
+}
+
 /// Format 2 text with a valid checksum, from a JSON head and a ledger section.
 fn forge2(head: &str, ledger: &str, count: usize) -> String {
     let mut text = format!("idem2 {} {count}\n{head}\n{ledger}", head.len());
@@ -474,10 +482,7 @@ fn a_forged_format_2_snapshot_with_malformed_ledger_records_is_invalid_snapshot(
     let m = order();
     let two = m.reduce_in("order-1", Some(&order_snapshot()), &pay("e2", "p2", 10), 2_000).snapshot.unwrap();
     // The head and the records of the format 3 text, forged back as format 2.
-    let body = two[..two.len() - 16].strip_suffix('\n').unwrap();
-    let head_start = body.rfind('\n').unwrap() + 1;
-    let trailer_start = body[..head_start - 1].rfind('\n').unwrap() + 1;
-    let (head, ledger) = (&body[head_start..], &body["idem3\n".len()..trailer_start]);
+    let (ledger, _, head) = parts3(&two);
     assert_eq!(ledger.matches('\n').count(), 2);
     // The forgery itself is sound: unchanged parts load.
     assert!(idem::inspect(&m, &forge2(head, ledger, 2)).is_ok());
@@ -521,10 +526,7 @@ fn forge3(records: &str, trailer: &str, head: &str) -> String {
 fn a_forged_format_3_snapshot_is_checked_when_read() {
     let m = order();
     let two = m.reduce_in("order-1", Some(&order_snapshot()), &pay("e2", "p2", 10), 2_000).snapshot.unwrap();
-    let body = two[..two.len() - 16].strip_suffix('\n').unwrap();
-    let head_start = body.rfind('\n').unwrap() + 1;
-    let trailer_start = body[..head_start - 1].rfind('\n').unwrap() + 1;
-    let (records, trailer, head) = (&body["idem3\n".len()..trailer_start], &body[trailer_start..head_start - 1], &body[head_start..]);
+    let (records, trailer, head) = parts3(&two);
     assert_eq!(forge3(records, trailer, head), two, "the forgery reproduces the engine's text");
     let prune_at = trailer.split(' ').nth(1).unwrap();
     // The structure is checked at once.
