@@ -93,6 +93,17 @@ pub fn parse_with_depth(text: &str) -> std::result::Result<(Value, usize), Synta
     Ok((value, p.depth))
 }
 
+/// The JSON value at the start of `text`, the offset where it ends and its
+/// nesting depth (as [`parse_with_depth`] counts it); what follows is left
+/// unread. It is the value a parse of any text that holds `text` from a value
+/// position on finds there, so a member of a larger document can be read in
+/// place without first finding where it ends.
+pub fn parse_prefix(text: &str) -> std::result::Result<(Value, usize, usize), SyntaxError> {
+    let mut p = Parser { text, b: text.as_bytes(), i: 0, depth: 0 };
+    let value = p.value(1)?;
+    Ok((value, p.i, p.depth))
+}
+
 /// The reading position in JSON text. Errors take their position from it the
 /// way serde_json's do: [`Parser::error`] for a byte already consumed (at `i`),
 /// [`Parser::peek_error`] for one only looked at (at `i + 1`).

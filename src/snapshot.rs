@@ -787,73 +787,16 @@ impl HeadReader<'_> {
         self.rest().starts_with(lit.as_bytes()).then(|| self.i += lit.len())
     }
 
-    /// A JSON value, within the nesting bound it has as a member of the head.
-    /// Its end is found by matching brackets outside strings (up to a comma
-    /// for a scalar), then the text up to there is parsed as JSON: if that
-    /// is a value, it is the one a parse of the whole head finds there.
+    /// A JSON value, within the nesting bound it has as a member of the head
+    /// (`within_depth` at 2, the stricter of that and `json::parse`'s), read
+    /// where it stands: the value a parse of the whole head finds there.
     fn value(&mut self) -> Option<Value> {
-        let rest = self.rest();
-        let (mut depth, mut i) = (0usize, 0);
-        let len = loop {
-            match rest.get(i) {
-                None => break rest.len(),
-                Some(b'"') => {
-                    // To the closing quote, past escaped characters.
-                    i += 1;
-                    loop {
-                        i += rest.get(i..)?.iter().position(|&b| b == b'"' || b == b'\\')?;
-                        if rest[i] == b'"' {
-                            break;
-                        }
-                        i += 2;
-                    }
-                    if depth == 0 {
-                        break i + 1;
-                    }
-                }
-                Some(b'{' | b'[') => depth += 1,
-                Some(b'}' | b']' | b',') if depth == 0 => break i,
-                Some(b'}' | b']') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break i + 1;
-                    }
-                }
-                Some(_) => {}
-            }
-            i += 1;
-        };
-        let text = self.text.get(self.i..self.i + len)?;
-        let v = match scalar(text) {
-            // Nothing nested: within any bound.
-            Some(v) => v,
-            // Within the bound as a member of the head (`within_depth` at 2),
-            // the stricter of that and `json::parse`'s.
-            None => json::parse_with_depth(text).ok().filter(|&(_, depth)| depth < json::MAX_DEPTH)?.0,
-        };
+        let (v, len, depth) = json::parse_prefix(self.text.get(self.i..)?).ok()?;
+        if depth >= json::MAX_DEPTH {
+            return None;
+        }
         self.i += len;
         Some(v)
-    }
-}
-
-/// The value of JSON text that is one of the forms the head's writer gives
-/// most fields (a string without escapes, an integer that fits in a `u64`,
-/// `true`, `false`, `null`, `[]`, `{}`), read without a parser: the value
-/// serde_json reads from that text. `None` for any other text.
-fn scalar(text: &str) -> Option<Value> {
-    let b = text.as_bytes();
-    match b {
-        b"true" => Some(Value::Bool(true)),
-        b"false" => Some(Value::Bool(false)),
-        b"null" => Some(Value::Null),
-        b"[]" => Some(Value::Array(Vec::new())),
-        b"{}" => Some(Value::Object(serde_json::Map::new())),
-        [b'"', inner @ .., b'"'] if inner.iter().all(|&c| c >= 0x20 && c != b'"' && c != b'\\') => {
-            Some(Value::String(text[1..text.len() - 1].to_string()))
-        }
-        [b'1'..=b'9', rest @ ..] if rest.len() < 19 && rest.iter().all(u8::is_ascii_digit) => text.parse::<u64>().ok().map(Value::from),
-        b"0" => Some(Value::from(0u64)),
-        _ => None,
     }
 }
 
