@@ -86,6 +86,16 @@ export function snapshot_in(m, s, kept, ptr, cap) {\n\
   return -3;\n\
 }\n\
 export function bytes_out(m, p, pn, t, tn) { const h = bytes(m); const b = new Uint8Array(pn + tn); b.set(h.subarray(p, p + pn)); b.set(h.subarray(t, t + tn), pn); return b; }\n\
+export function outcome_out(m, flags, revision, next, ptr, len, snapshot) {\n\
+  let v;\n\
+  try { v = JSON.parse(decode(m, ptr, len)); } catch (_) { return null; }\n\
+  const changed = (flags & 1) !== 0, duplicate = (flags & 2) !== 0, nextDueAt = next < 0 ? null : next;\n\
+  const o = (flags & 4) === 0\n\
+    ? { changed, duplicate, effects: v[0], nextDueAt, response: v[1], revision, state: v[2], status: v[3] }\n\
+    : { changed, duplicate, effects: v[0], nextDueAt, original: v[4], response: v[1], revision, state: v[2], status: v[3] };\n\
+  o.snapshot = snapshot;\n\
+  return o;\n\
+}\n\
 export function outcome_text(m, ptr, len, snapshot) {\n\
   let o;\n\
   try { o = JSON.parse(decode(m, ptr, len)); } catch (_) { return null; }\n\
@@ -118,6 +128,11 @@ extern "C" {
     fn snapshot_in(m: &JsValue, snapshot: &JsValue, kept: &JsValue, ptr: u32, cap: u32) -> f64;
     /// A new `Uint8Array` holding the two pieces, one after the other.
     fn bytes_out(m: &JsValue, p: u32, p_len: u32, t: u32, t_len: u32) -> JsValue;
+    /// The outcome object from [`outcome_parts`], with `snapshot` set on it
+    /// last: the keys of `Outcome::to_json_text`, in its (sorted) order. An
+    /// object literal, where `JSON.parse` of the whole outcome costs more
+    /// than the rest of the crossing.
+    fn outcome_out(m: &JsValue, flags: u32, revision: f64, next: f64, ptr: u32, len: u32, snapshot: &JsValue) -> JsValue;
     /// `JSON.parse` of the outcome's text at `ptr`, with `snapshot` set on it.
     fn outcome_text(m: &JsValue, ptr: u32, len: u32, snapshot: &JsValue) -> JsValue;
 }
@@ -529,8 +544,16 @@ impl Machine {
             }
             _ => (JsValue::NULL, 0, false, None, None),
         };
-        let text = o.to_json_text();
-        let out = MEMORY.with(|m| outcome_text(m, text.as_ptr() as u32, text.len() as u32, &returned));
+        let out = MEMORY.with(|m| match outcome_parts(&o) {
+            Some((flags, text)) => {
+                let next = o.next_due_at.map_or(-1.0, |n| n as f64);
+                outcome_out(m, flags, o.revision as f64, next, text.as_ptr() as u32, text.len() as u32, &returned)
+            }
+            None => {
+                let text = o.to_json_text();
+                outcome_text(m, text.as_ptr() as u32, text.len() as u32, &returned)
+            }
+        });
         if let Some(loaded) = after {
             if let Ok(mut r) = self.resident.try_borrow_mut() {
                 r.put(Kept { process, value: returned, len, check, bytes, ascii, records, loaded });
@@ -538,6 +561,39 @@ impl Machine {
         }
         Ok(out)
     }
+}
+
+/// The outcome for `outcome_out`, when it has no `error` nor `upgradedFrom`
+/// (those go as the whole text to `outcome_text`): flags (1 changed,
+/// 2 duplicate, 4 original) and the JSON text of an array of the values that
+/// are JSON, `[effects, response, state, status, original?]`, each as
+/// `Outcome::to_json_text` writes it. Numbers go as numbers (`u64 as f64`
+/// rounds as `JSON.parse` does).
+fn outcome_parts(o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
+    if o.error.is_some() || o.upgraded_from.is_some() {
+        return None;
+    }
+    let mut w: Vec<u8> = Vec::with_capacity(128);
+    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1;
+    if o.effects.is_empty() {
+        w.extend_from_slice(b"[[]");
+    } else {
+        w.push(b'[');
+        crate::json::write_json(&Value::Array(o.effects.iter().map(crate::reduce::effect_json).collect()), &mut w);
+    }
+    w.push(b',');
+    crate::json::write_json(&o.response, &mut w);
+    w.push(b',');
+    crate::json::write_json(&o.state, &mut w);
+    w.push(b',');
+    crate::json::write_str(o.status.as_str(), &mut w);
+    if let Some(first) = &o.original {
+        flags |= 4;
+        w.push(b',');
+        crate::json::write_json(&object! { "at": first.at, "revision": first.revision, "status": first.status }, &mut w);
+    }
+    w.push(b']');
+    Some((flags, w))
 }
 
 /// The last 16 bytes of `a` followed by `b` (a snapshot's checksum), `None`
