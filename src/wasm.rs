@@ -4,14 +4,16 @@
 //! `JSON.parse`), and the snapshot as one opaque string (or `Uint8Array`) that
 //! hosts store and load as it is: in through one `TextEncoder.encodeInto` into
 //! wasm memory, out as the caller's own string for the unchanged part plus
-//! what changed. Errors are real `Error` objects carrying `code` (and `path`
-//! where one applies).
+//! what changed. A reduce crosses into JavaScript a few times only: once for
+//! the event, once for the snapshot, once for the outcome object (and once for
+//! a changed snapshot). Errors are real `Error` objects carrying `code` (and
+//! `path` where one applies).
 
 use crate::error::{Code, Error};
 use crate::json::object;
 use crate::reduce::Current;
 use crate::snapshot::Loaded;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -42,8 +44,64 @@ fn json_text(v: &JsValue, what: &str) -> Result<String, JsValue> {
 }
 
 #[wasm_bindgen(inline_js = "const encoder = new TextEncoder();\n\
+let decoder = new TextDecoder('utf-8', { ignoreBOM: true });\n\
+let decoded = 0;\n\
+let memory = null;\n\
+let heap = new Uint8Array(0);\n\
+let held = null;\n\
+function bytes(m) { if (m !== memory || heap.byteLength === 0) { memory = m; heap = new Uint8Array(m.buffer); } return heap; }\n\
+function decode(m, ptr, len) {\n\
+  decoded += len;\n\
+  if (decoded >= 2146435072) { decoder = new TextDecoder('utf-8', { ignoreBOM: true }); decoded = len; }\n\
+  return decoder.decode(bytes(m).subarray(ptr, ptr + len));\n\
+}\n\
 export function utf8(s) { return encoder.encode(s); }\n\
-export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }")]
+export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }\n\
+export function event_in(m, e, ptr, cap) {\n\
+  let t = e;\n\
+  if (typeof t !== 'string') {\n\
+    try { t = JSON.stringify(t); } catch (_) { return -1; }\n\
+    if (typeof t !== 'string') return -1;\n\
+  }\n\
+  const r = encoder.encodeInto(t, bytes(m).subarray(ptr, ptr + cap));\n\
+  if (r.read === t.length) return r.written;\n\
+  held = t;\n\
+  return -2 - (r.written + 3 * (t.length - r.read));\n\
+}\n\
+export function held_in(m, ptr, cap) { const t = held; held = null; return encoder.encodeInto(t, bytes(m).subarray(ptr, ptr + cap)).written; }\n\
+export function snapshot_in(m, s, kept, ptr, cap) {\n\
+  if (s === null || s === undefined) return -1;\n\
+  if (s === kept) return -2;\n\
+  if (typeof s === 'string') {\n\
+    const n = s.length;\n\
+    if (n > cap) return 4 * n + 2;\n\
+    const r = encoder.encodeInto(s, bytes(m).subarray(ptr, ptr + cap));\n\
+    if (r.read !== n) return 4 * n + 2;\n\
+    return 4 * r.written + (r.written === n ? 0 : 1);\n\
+  }\n\
+  if (s instanceof Uint8Array) {\n\
+    if (s.length <= cap) bytes(m).set(s, ptr);\n\
+    return 4 * s.length + 3;\n\
+  }\n\
+  return -3;\n\
+}\n\
+export function bytes_out(m, p, pn, t, tn) { const h = bytes(m); const b = new Uint8Array(pn + tn); b.set(h.subarray(p, p + pn)); b.set(h.subarray(t, t + tn), pn); return b; }\n\
+export function outcome_out(m, flags, revision, next, ptr, len, snapshot) {\n\
+  let v;\n\
+  try { v = JSON.parse(decode(m, ptr, len)); } catch (_) { return null; }\n\
+  const changed = (flags & 1) !== 0, duplicate = (flags & 2) !== 0, nextDueAt = next < 0 ? null : next;\n\
+  const o = (flags & 4) === 0\n\
+    ? { changed, duplicate, effects: v[0], nextDueAt, response: v[1], revision, state: v[2], status: v[3] }\n\
+    : { changed, duplicate, effects: v[0], nextDueAt, original: v[4], response: v[1], revision, state: v[2], status: v[3] };\n\
+  o.snapshot = snapshot;\n\
+  return o;\n\
+}\n\
+export function outcome_text(m, ptr, len, snapshot) {\n\
+  let o;\n\
+  try { o = JSON.parse(decode(m, ptr, len)); } catch (_) { return null; }\n\
+  o.snapshot = snapshot;\n\
+  return o;\n\
+}")]
 extern "C" {
     /// `TextEncoder.encode`: one native call, where passing a `String` argument
     /// would copy a large snapshot character by character in JavaScript.
@@ -51,6 +109,37 @@ extern "C" {
     /// `TextEncoder.encodeInto` straight into wasm memory; true when every
     /// character became one byte (the string is ASCII, as snapshots are).
     fn ascii_into(s: &JsValue, view: &js_sys::Uint8Array) -> bool;
+    // Each reduce crosses into JavaScript a few times, each crossing doing
+    // all it can (a crossing has a fixed cost, and wasm-bindgen's own string
+    // arguments are copied character by character). `m` is this module's
+    // `WebAssembly.Memory`; the functions view it afresh after it grows.
+    /// The event's JSON text (the string itself, or `JSON.stringify` of
+    /// anything else) encoded into `cap` bytes at `ptr`: the bytes written;
+    /// -1 when it cannot be converted; `-2 - room` when it needs up to `room`
+    /// bytes (then [`held_in`] writes the same text).
+    fn event_in(m: &JsValue, event: &JsValue, ptr: u32, cap: u32) -> f64;
+    /// The text `event_in` had no room for, written into `cap` bytes at `ptr`.
+    fn held_in(m: &JsValue, ptr: u32, cap: u32) -> f64;
+    /// The snapshot argument: -1 for null/undefined, -2 when it is `kept`
+    /// (`===`), -3 for any other type than string or `Uint8Array`; otherwise
+    /// `4 * n + k`: k = 0, a string of n ASCII characters written at `ptr`;
+    /// 1, a string written as n bytes of UTF-8; 2, a string of n characters
+    /// not written (more than `cap` bytes); 3, n bytes, written when n ≤ `cap`.
+    fn snapshot_in(m: &JsValue, snapshot: &JsValue, kept: &JsValue, ptr: u32, cap: u32) -> f64;
+    /// A new `Uint8Array` holding the two pieces, one after the other.
+    fn bytes_out(m: &JsValue, p: u32, p_len: u32, t: u32, t_len: u32) -> JsValue;
+    /// The outcome object from [`outcome_parts`], with `snapshot` set on it
+    /// last: the keys of `Outcome::to_json_text`, in its (sorted) order. An
+    /// object literal, where `JSON.parse` of the whole outcome costs more
+    /// than the rest of the crossing.
+    fn outcome_out(m: &JsValue, flags: u32, revision: f64, next: f64, ptr: u32, len: u32, snapshot: &JsValue) -> JsValue;
+    /// `JSON.parse` of the outcome's text at `ptr`, with `snapshot` set on it.
+    fn outcome_text(m: &JsValue, ptr: u32, len: u32, snapshot: &JsValue) -> JsValue;
+}
+
+thread_local! {
+    /// This module's memory, looked up once (each lookup is a crossing).
+    static MEMORY: JsValue = wasm_bindgen::memory();
 }
 
 /// The snapshot text from a JavaScript string (or bytes), `None` for null/undefined,
@@ -134,6 +223,36 @@ fn now_ms(now: f64) -> Result<u64, JsValue> {
 pub struct Machine {
     inner: crate::Machine,
     resident: RefCell<Resident>,
+    /// Where an event's text is written, kept between calls (taken out for a
+    /// call, so a `toJSON` that reduces on this machine again gets its own).
+    event_buf: Cell<Vec<u8>>,
+    /// A buffer for a small snapshot's text, kept when a call did not use it.
+    snapshot_buf: Cell<Vec<u8>>,
+}
+
+/// Room an event's text is first given, and the most kept between calls.
+const EVENT_ROOM: usize = 4096;
+const EVENT_ROOM_KEPT: usize = 64 << 10;
+/// A snapshot of up to this many bytes is copied in by the crossing that
+/// looks at it; a longer one (where the copy dominates) by one more.
+const SNAPSHOT_ROOM: usize = 2048;
+
+/// The event's JSON text written into `buf` (grown when it needs more room):
+/// its length in bytes.
+fn event_text(event: &JsValue, buf: &mut Vec<u8>) -> Result<usize, JsValue> {
+    if buf.len() < EVENT_ROOM {
+        buf.resize(EVENT_ROOM, 0);
+    }
+    let n = MEMORY.with(|m| event_in(m, event, buf.as_mut_ptr() as u32, buf.len() as u32));
+    let n = if n >= 0.0 {
+        n
+    } else if n == -1.0 {
+        return Err(js_error(&Error::new(Code::InvalidJson, "event cannot be converted to json")));
+    } else {
+        buf.resize((-2.0 - n) as usize, 0);
+        MEMORY.with(|m| held_in(m, buf.as_mut_ptr() as u32, buf.len() as u32))
+    };
+    Ok((n as usize).min(buf.len()))
 }
 
 /// Decoded snapshots kept between calls (a Durable Object or a warm isolate
@@ -150,10 +269,13 @@ struct Kept {
     process: String,
     /// The snapshot string or bytes as the caller holds it.
     value: JsValue,
+    /// Its length in bytes (for an ASCII string, its characters).
     len: usize,
     /// For bytes, their checksum (last 16 bytes): an array the caller changed
     /// in place is not the kept snapshot any more.
     check: Option<Vec<u8>>,
+    /// `value` is a `Uint8Array`.
+    bytes: bool,
     /// `value` is a string whose characters are its bytes, so byte offsets are
     /// character offsets (see `Machine::reduce_resident`).
     ascii: bool,
@@ -176,14 +298,14 @@ const RESIDENT_ENTRIES: usize = 8;
 const RESIDENT_BYTES: usize = 16 << 20;
 
 impl Resident {
-    /// The entry for exactly this snapshot: the process's entry, when the
-    /// caller hands back the very value the engine gave it (the same string
-    /// object is recognised at once), or an equal copy (compared whole by
-    /// JavaScript's `===`), so a tampered copy never stands in for the kept one.
-    fn take(&mut self, process: &str, snapshot: &JsValue) -> Option<Kept> {
+    /// The process's entry, which JavaScript found to be `snapshot` itself
+    /// (`===`: the same string, or an equal copy compared whole, so a tampered
+    /// copy never stands in for the kept one); an array must still hold the
+    /// same bytes at its end, where its checksum is.
+    fn take_same(&mut self, process: &str, snapshot: &JsValue) -> Option<Kept> {
         let i = self.entries.iter().position(|e| e.process == process)?;
         let e = &self.entries[i];
-        if e.len != js_length(snapshot) || e.check != bytes_check(snapshot) || &e.value != snapshot {
+        if e.bytes && (e.len != js_length(snapshot) || e.check != bytes_check(snapshot)) {
             return None;
         }
         Some(self.entries.remove(i))
@@ -227,7 +349,7 @@ impl Machine {
     pub fn new(definition: JsValue) -> Result<Machine, JsValue> {
         let text = json_text(&definition, "definition")?;
         crate::Machine::from_json(&text)
-            .map(|inner| Machine { inner, resident: RefCell::default() })
+            .map(|inner| Machine { inner, resident: RefCell::default(), event_buf: Cell::default(), snapshot_buf: Cell::default() })
             .map_err(|e| js_error(&e))
     }
 
@@ -260,9 +382,7 @@ impl Machine {
         #[wasm_bindgen(js_name = nowMs)] now: f64,
         #[wasm_bindgen(js_name = processId)] process: Option<String>,
     ) -> Result<JsValue, JsValue> {
-        let now = now_ms(now)?;
-        let text = json_text(&event, "event")?;
-        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, false)
+        self.reduce_js(snapshot, &event, now, process, false)
     }
 
     /// As [`Machine::reduce`], for hosts that store bytes (Durable Object storage,
@@ -283,9 +403,7 @@ impl Machine {
         #[wasm_bindgen(js_name = nowMs)] now: f64,
         #[wasm_bindgen(js_name = processId)] process: Option<String>,
     ) -> Result<JsValue, JsValue> {
-        let now = now_ms(now)?;
-        let text = json_text(&event, "event")?;
-        self.reduce_resident(process.as_deref().unwrap_or(""), snapshot, &text, now, true)
+        self.reduce_js(snapshot, &event, now, process, true)
     }
 
     /// The work due at `nowMs`: effect attempts, verifications, presumed-lost
@@ -325,6 +443,22 @@ impl Machine {
 }
 
 impl Machine {
+    /// `reduce` and `reduceBytes`: the time checked, the event's text read
+    /// into the reusable buffer, then [`Machine::reduce_resident`].
+    fn reduce_js(&self, snapshot: JsValue, event: &JsValue, now: f64, process: Option<String>, bytes: bool) -> Result<JsValue, JsValue> {
+        let now = now_ms(now)?;
+        let mut buf = self.event_buf.take();
+        let out = event_text(event, &mut buf).and_then(|n| {
+            // SAFETY: TextEncoder wrote these n bytes: UTF-8, whole characters.
+            let text = unsafe { std::str::from_utf8_unchecked(&buf[..n]) };
+            self.reduce_resident(process.unwrap_or_default(), snapshot, text, now, bytes)
+        });
+        if buf.len() <= EVENT_ROOM_KEPT {
+            self.event_buf.set(buf);
+        }
+        out
+    }
+
     /// Reduce, starting from the resident decoded snapshot when the caller's
     /// snapshot is the one it was made from; keep what results for next time.
     /// Returns the outcome as a JavaScript object with `snapshot` set: the new
@@ -332,47 +466,142 @@ impl Machine {
     /// value when unchanged. A new string keeps the caller's string for the
     /// bytes the two share (format 3 appends after the old records), so only
     /// what changed crosses the boundary.
-    fn reduce_resident(&self, process: &str, snapshot: JsValue, event: &str, now: u64, bytes: bool) -> Result<JsValue, JsValue> {
-        let cached = self.resident.borrow_mut().take(process, &snapshot);
-        let (current, had, ascii, records) = match cached {
-            Some(kept) => (Current::Loaded(Box::new(kept.loaded)), true, kept.ascii, kept.records),
+    fn reduce_resident(&self, process: String, snapshot: JsValue, event: &str, now: u64, bytes: bool) -> Result<JsValue, JsValue> {
+        // One crossing tells what the snapshot is and, unless it is the kept
+        // one, copies a small one in: into a buffer that becomes the decoded
+        // snapshot's text, with spare room for the record a reduce appends
+        // (kept for the next call when unused).
+        let mut buf = self.snapshot_buf.take();
+        if buf.capacity() < SNAPSHOT_ROOM + 1024 {
+            buf = Vec::with_capacity(SNAPSHOT_ROOM + 1024);
+        }
+        let cap = SNAPSHOT_ROOM;
+        let code = {
+            let r = self.resident.try_borrow();
+            let kept = r.as_ref().ok().and_then(|r| r.entries.iter().find(|e| e.process == process)).map(|e| &e.value);
+            MEMORY.with(|m| snapshot_in(m, &snapshot, kept.unwrap_or(&JsValue::UNDEFINED), buf.as_mut_ptr() as u32, cap as u32))
+        };
+        let n = if code >= 0.0 { (code / 4.0) as usize } else { 0 };
+        let kind = if code >= 0.0 { (code % 4.0) as u8 } else { 4 };
+        let copied = (kind == 0 || kind == 1 || kind == 3) && n <= cap;
+        if !copied {
+            self.snapshot_buf.set(buf);
+            buf = Vec::new();
+        }
+        let same = match self.resident.try_borrow_mut() {
+            Ok(mut r) if code == -2.0 => r.take_same(&process, &snapshot),
+            _ => None,
+        };
+        // (current, had a snapshot, its string is ASCII, kept records, its
+        // length and checksum (if bytes) when known without asking JavaScript)
+        let (current, had, ascii, records, known) = match same {
+            Some(k) => (Current::Loaded(Box::new(k.loaded)), true, k.ascii, k.records, Some((k.len, k.check))),
+            None if code == -1.0 => (Current::None, false, false, None, None),
+            None if code == -3.0 => {
+                return Err(js_error(&Error::new(Code::InvalidSnapshot, "snapshot must be a string, a Uint8Array or null")))
+            }
+            None if copied => {
+                // SAFETY: JavaScript wrote n bytes at the start of the buffer's
+                // spare capacity (n <= cap, the room it was given).
+                unsafe { buf.set_len(n) };
+                let check = (bytes && kind == 3 && n >= 16).then(|| buf[n - 16..].to_vec());
+                let (text, ascii) = match kind {
+                    // SAFETY: n characters became n bytes, so each is ASCII.
+                    0 => (unsafe { String::from_utf8_unchecked(buf) }, true),
+                    // TextEncoder writes UTF-8.
+                    1 => (String::from_utf8(buf).unwrap_or_default(), false),
+                    _ if is_ascii(&buf) => (unsafe { String::from_utf8_unchecked(buf) }, false),
+                    // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
+                    _ => (String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false),
+                };
+                (Current::Owned(text), true, ascii, None, Some((n, check)))
+            }
+            // Larger than the room given, or the kept one no longer: as before.
             None => match snapshot_text(&snapshot)? {
-                Some((t, ascii)) => (Current::Owned(t), true, ascii, None),
-                None => (Current::None, false, false, None),
+                Some((t, ascii)) => (Current::Owned(t), true, ascii, None, None),
+                None => (Current::None, false, false, None, None),
             },
         };
-        let (o, after) = self.inner.reduce_parts(process, current, event, now);
-        let out = js_sys::JSON::parse(&o.to_json_text()).unwrap_or(JsValue::NULL);
-        let (returned, len, ascii, records) = match (&o.snapshot, &after) {
+        let (o, after) = self.inner.reduce_parts(&process, current, event, now);
+        let (returned, len, ascii, records, check) = match (&o.snapshot, &after) {
             (Some(tail), Some(loaded)) => {
                 // The new text is `prefix` (the ledger's own, `at` bytes) + `tail`.
                 let at = o.split.unwrap_or(0);
                 let prefix = loaded.snap.ledger.prefix(at);
                 let len = prefix.len() + tail.len();
                 if bytes {
-                    let b = js_sys::Uint8Array::new_with_length(len as u32);
-                    b.subarray(0, at as u32).copy_from(prefix.as_bytes());
-                    b.subarray(at as u32, len as u32).copy_from(tail.as_bytes());
-                    (b.into(), len, false, None)
+                    let b = MEMORY.with(|m| bytes_out(m, prefix.as_ptr() as u32, prefix.len() as u32, tail.as_ptr() as u32, tail.len() as u32));
+                    (b, len, false, None, last16(prefix.as_bytes(), tail.as_bytes()))
                 } else {
                     let (value, records) = new_string(&snapshot, ascii, records, o.kept_prefix, prefix, tail);
-                    (value, len, true, records)
+                    (value, len, true, records, None)
                 }
             }
             // Unchanged: hand back the caller's own value, no copy.
             (None, _) if had => {
-                let len = js_length(&snapshot);
-                (snapshot, len, ascii, records)
+                let (len, check) = known.unwrap_or_else(|| (js_length(&snapshot), bytes_check(&snapshot)));
+                (snapshot, len, ascii, records, check)
             }
-            _ => (JsValue::NULL, 0, false, None),
+            _ => (JsValue::NULL, 0, false, None, None),
         };
-        let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &returned);
+        let out = MEMORY.with(|m| match outcome_parts(&o) {
+            Some((flags, text)) => {
+                let next = o.next_due_at.map_or(-1.0, |n| n as f64);
+                outcome_out(m, flags, o.revision as f64, next, text.as_ptr() as u32, text.len() as u32, &returned)
+            }
+            None => {
+                let text = o.to_json_text();
+                outcome_text(m, text.as_ptr() as u32, text.len() as u32, &returned)
+            }
+        });
         if let Some(loaded) = after {
-            let check = bytes_check(&returned);
-            self.resident.borrow_mut().put(Kept { process: process.to_string(), value: returned, len, check, ascii, records, loaded });
+            if let Ok(mut r) = self.resident.try_borrow_mut() {
+                r.put(Kept { process, value: returned, len, check, bytes, ascii, records, loaded });
+            }
         }
         Ok(out)
     }
+}
+
+/// The outcome for `outcome_out`, when it has no `error` nor `upgradedFrom`
+/// (those go as the whole text to `outcome_text`): flags (1 changed,
+/// 2 duplicate, 4 original) and the JSON text of an array of the values that
+/// are JSON, `[effects, response, state, status, original?]`, each as
+/// `Outcome::to_json_text` writes it. Numbers go as numbers (`u64 as f64`
+/// rounds as `JSON.parse` does).
+fn outcome_parts(o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
+    if o.error.is_some() || o.upgraded_from.is_some() {
+        return None;
+    }
+    let mut w: Vec<u8> = Vec::with_capacity(128);
+    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1;
+    if o.effects.is_empty() {
+        w.extend_from_slice(b"[[]");
+    } else {
+        w.push(b'[');
+        crate::json::write_json(&Value::Array(o.effects.iter().map(crate::reduce::effect_json).collect()), &mut w);
+    }
+    w.push(b',');
+    crate::json::write_json(&o.response, &mut w);
+    w.push(b',');
+    crate::json::write_json(&o.state, &mut w);
+    w.push(b',');
+    crate::json::write_str(o.status.as_str(), &mut w);
+    if let Some(first) = &o.original {
+        flags |= 4;
+        w.push(b',');
+        crate::json::write_json(&object! { "at": first.at, "revision": first.revision, "status": first.status }, &mut w);
+    }
+    w.push(b']');
+    Some((flags, w))
+}
+
+/// The last 16 bytes of `a` followed by `b` (a snapshot's checksum), `None`
+/// when there are fewer.
+fn last16(a: &[u8], b: &[u8]) -> Option<Vec<u8>> {
+    let from_b = b.len().min(16);
+    let from_a = 16 - from_b;
+    (a.len() >= from_a).then(|| [&a[a.len() - from_a..], &b[b.len() - from_b..]].concat())
 }
 
 /// Shared prefixes shorter than this are not worth splicing: the whole text is
@@ -407,8 +636,9 @@ fn new_string(old: &JsValue, ascii: bool, records: Option<Records>, keep: usize,
             whole.push_str(prefix);
             whole.push_str(tail);
             let value = js_sys::JsString::from(whole.as_str());
-            let text = value.slice(0, at as u32);
-            (value.into(), Some(Records { text, len: at, appends: 0 }))
+            // Records shorter than SPLICE_MIN would never be spliced onto.
+            let records = (at >= SPLICE_MIN).then(|| Records { text: value.slice(0, at as u32), len: at, appends: 0 });
+            (value.into(), records)
         }
     }
 }

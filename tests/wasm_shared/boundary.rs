@@ -241,3 +241,51 @@ fn every_record_is_found_whatever_its_length() {
     let fresh = outcome(order().reduce(JsValue::from(stored.as_str()), pay(&id(91), "p91", 1), 5000.0, Some("o".into())));
     assert_eq!(fresh["status"], "applied", "{:?}", fresh["error"]);
 }
+
+/// The outcome object holds the keys of `Outcome::to_json_text`, in its order
+/// and with its values, then `snapshot`: as a string or as bytes, decoded or
+/// resident, for outcomes with effects, `original`, `error` and `upgradedFrom`.
+#[wasm_bindgen_test]
+fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
+    let v1 = machine_text("order.json");
+    let mut def: Value = serde_json::from_str(v1).unwrap();
+    def["version"] = json!("2");
+    let v2 = def.to_string();
+    let pay = |id: &str, p: &str, amount: u32| json!({ "id": id, "type": "PAYMENT_PARTIAL", "payload": { "paymentId": p, "amount": amount } });
+    // (machine text, event): applied, duplicate, conflict, rejected, applied with
+    // an effect, applied, then a newer version of the machine.
+    let steps = [
+        (v1, pay("e1", "p1", 60)),
+        (v1, pay("e1", "p1", 60)),
+        (v1, pay("e1", "p1", 61)),
+        (v1, json!({ "id": "e9", "type": "NO_SUCH_EVENT" })),
+        (v1, pay("e2", "p2", 40)),
+        (v1, json!({ "id": "e3", "type": "SHIP" })),
+        (v2.as_str(), json!({ "id": "e4", "type": "SHIP" })),
+    ];
+    for bytes in [false, true] {
+        let machines = [v1, v2.as_str()].map(|t| Machine::new(JsValue::from_str(t)).unwrap_or_else(|e| panic!("{e:?}")));
+        let mut stored: Option<String> = None;
+        // The value the engine handed back last, passed back as it is (resident).
+        let mut held = JsValue::NULL;
+        for (i, (text, event)) in steps.iter().enumerate() {
+            let now = 1000 + i as u64;
+            let want = idem::Machine::from_json(text).unwrap_or_else(|e| panic!("{e:?}")).reduce_in("o", stored.as_deref(), event, now);
+            let m = &machines[usize::from(*text != v1)];
+            let ev = js(&event.to_string());
+            let out = if bytes { m.reduce_bytes(held.clone(), ev, now as f64, Some("o".into())) } else { m.reduce(held.clone(), ev, now as f64, Some("o".into())) };
+            let out = out.unwrap_or_else(|e| panic!("step {i} threw {e:?}"));
+            let obj: &Object = out.unchecked_ref();
+            let keys: Vec<String> = Object::keys(obj).iter().filter_map(|k| k.as_string()).collect();
+            assert_eq!(keys.last().map(String::as_str), Some("snapshot"), "step {i}: {keys:?}");
+            let rest = Object::assign(&Object::new(), obj);
+            Reflect::delete_property(&rest, &"snapshot".into()).unwrap();
+            let got = js_sys::JSON::stringify(&rest).ok().and_then(|s| s.as_string());
+            assert_eq!(got.as_deref(), Some(want.to_json_text().as_str()), "step {i} (bytes: {bytes})");
+            held = Reflect::get(&out, &"snapshot".into()).unwrap();
+            let text = if bytes { held.dyn_ref::<js_sys::Uint8Array>().map(|b| String::from_utf8(b.to_vec()).unwrap()) } else { held.as_string() };
+            stored = want.snapshot.or(stored);
+            assert_eq!(text, stored, "step {i} (bytes: {bytes})");
+        }
+    }
+}
