@@ -290,7 +290,11 @@ impl Machine {
             let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
             return (Outcome::rejected(e), None);
         }
-        let result = json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)).and_then(|(e, fp)| {
+        let read = match read_event(event) {
+            Some((id, event_type, payload)) => self.take_fields(id, event_type, payload),
+            None => json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)),
+        };
+        let result = read.and_then(|(e, fp)| {
             let loaded = match current {
                 Current::None => None,
                 Current::Text(text) => Some(snapshot::load(self, text)?),
@@ -343,6 +347,20 @@ impl Machine {
         Ok((Event { id, event_type, payload }, fp))
     }
 
+    /// [`Machine::take_event`] of the members [`read_event`] read.
+    fn take_fields(&self, id: Option<Value>, event_type: Option<Value>, payload: Option<Value>) -> Result<(Event, String)> {
+        self.check_fields(id.as_ref(), event_type.as_ref())?;
+        let (Some(Value::String(id)), Some(Value::String(event_type))) = (id, event_type) else {
+            unreachable!("check_fields accepts strings only")
+        };
+        let payload = match payload {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p) => p,
+        };
+        let fp = self.check_payload(&event_type, &payload)?;
+        Ok((Event { id, event_type, payload }, fp))
+    }
+
     /// Every check of [`Machine::parse_event`] but the payload's: the id, the
     /// type and the payload as they stand in `v`.
     fn check_event<'v>(&self, v: &'v Value) -> Result<(&'v str, &'v str, Option<&'v Value>)> {
@@ -357,6 +375,12 @@ impl Machine {
                 _ => return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\""))),
             }
         }
+        let (id, event_type) = self.check_fields(id, event_type)?;
+        Ok((id, event_type, payload))
+    }
+
+    /// The checks of an event's id and type, present or not.
+    fn check_fields<'v>(&self, id: Option<&'v Value>, event_type: Option<&'v Value>) -> Result<(&'v str, &'v str)> {
         let id = match id {
             None | Some(Value::Null) => return Err(Error::at(Code::MissingEventId, "id", "event id is missing")),
             Some(Value::String(s)) if s.is_empty() => return Err(Error::at(Code::MissingEventId, "id", "event id is empty")),
@@ -397,7 +421,7 @@ impl Machine {
                 format!("event type \"{event_type}\" is not accepted by any state of machine \"{}\"", self.id),
             ));
         }
-        Ok((id, event_type, payload))
+        Ok((id, event_type))
     }
 
     /// The payload's nesting and size (its compact JSON); returns the event's
@@ -635,6 +659,57 @@ impl Machine {
         snap.ledger.prune(now, self.retention.max_entries)?;
         Ok(())
     }
+}
+
+/// The members of an event written as `JSON.stringify` writes one (no
+/// whitespace; `id`, `type` and `payload` at most once each, in any order, no
+/// other member), each parsed where it stands, without building the object
+/// around them. `None` for any other text, which the general path then reads,
+/// errors and all: what this accepts it reads as that would (a payload too
+/// deep for the whole event is left to it as well).
+fn read_event(text: &str) -> Option<(Option<Value>, Option<Value>, Option<Value>)> {
+    let mut members: [Option<Value>; 3] = [None, None, None];
+    let b = text.as_bytes();
+    let mut i = 1;
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    if b.get(1) == Some(&b'}') {
+        i = 2;
+    } else {
+        loop {
+            let rest = &b[i..];
+            let (slot, key_len) = if rest.starts_with(b"\"id\":") {
+                (0, 5)
+            } else if rest.starts_with(b"\"type\":") {
+                (1, 7)
+            } else if rest.starts_with(b"\"payload\":") {
+                (2, 10)
+            } else {
+                return None;
+            };
+            i += key_len;
+            let (value, len, depth) = json::parse_prefix(text.get(i..)?).ok()?;
+            if members[slot].is_some() || depth + 1 > json::MAX_DEPTH {
+                return None;
+            }
+            members[slot] = Some(value);
+            i += len;
+            match b.get(i) {
+                Some(b',') => i += 1,
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    let [id, event_type, payload] = members;
+    Some((id, event_type, payload))
 }
 
 /// Ledger ids of the engine's own events start with this; outside ids may not.
@@ -998,5 +1073,83 @@ mod tests {
         let upgraded_dup = m2.reduce(Some(&s1), &pay("e1", "p-1", 40), now + 4);
         assert_eq!(upgraded_dup.status, Status::Duplicate);
         same_text(&upgraded_dup);
+    }
+
+    /// The members the general path reads from an event text: `json::parse`,
+    /// then id, type and payload (`None` where it refuses the text or a member).
+    fn general_members(text: &str) -> Option<(Option<Value>, Option<Value>, Option<Value>)> {
+        let v = json::parse(text, Code::InvalidEvent, "event").ok()?;
+        let o = v.as_object()?;
+        if o.keys().any(|k| !matches!(k.as_str(), "id" | "type" | "payload")) {
+            return None;
+        }
+        Some((o.get("id").cloned(), o.get("type").cloned(), o.get("payload").cloned()))
+    }
+
+    #[test]
+    fn read_event_reads_what_the_general_path_reads() {
+        // Event texts put together from pieces, some of them not what
+        // JSON.stringify writes (whitespace, a key twice, escaped or unknown
+        // keys, trailing text, payloads as deep as the bound and deeper).
+        let deep = |d: usize| format!("{}0{}", "[".repeat(d - 1), "]".repeat(d - 1));
+        let keys = ["\"id\"", "\"type\"", "\"payload\"", "\"i\\u0064\"", "\"other\"", "\"ID\""];
+        let values = [
+            "\"e-1\"".to_string(), "\"\"".to_string(), "\"PAY\"".to_string(), "\"\\u00e9\\n\"".to_string(), "null".into(), "7".into(),
+            "-0".into(), "1.5e3".into(), "true".into(), "{}".into(), "[]".into(), "{\"a\":{\"b\":[1,2,{\"c\":null}]},\"a\":2}".into(),
+            "{\"amount\":1,\"paymentId\":\"q-1\"}".into(), deep(2), deep(json::MAX_DEPTH - 1), deep(json::MAX_DEPTH), "\"\\ud800\"".into(), "01".into(), "[1,]".into(),
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let (mut fast, mut total) = (0, 0);
+        for _ in 0..20_000 {
+            let mut text = String::from(["{", "{", "{", " {", "["][next(5)]);
+            for m in 0..next(5) {
+                if m > 0 {
+                    text.push_str([",", ",", ",", " ,", ", "][next(5)]);
+                }
+                text.push_str(keys[next(keys.len())]);
+                text.push_str([":", ":", ":", " :", ": "][next(5)]);
+                text.push_str(&values[next(values.len())]);
+            }
+            text.push_str(["}", "}", "}", "} ", "}x", ",}", ""][next(7)]);
+            total += 1;
+            if let Some(members) = read_event(&text) {
+                fast += 1;
+                assert_eq!(Some(members), general_members(&text), "{text}");
+            }
+        }
+        // The shape JSON.stringify writes comes up often enough to test it.
+        assert!(fast > total / 20, "{fast} of {total}");
+        for text in [
+            r#"{"id":"e1","type":"PAY","payload":{"amount":1}}"#,
+            r#"{"payload":{"amount":1},"type":"PAY","id":"e1"}"#,
+            r#"{"id":"e1","type":"PAY"}"#,
+            r#"{"id":"e1"}"#,
+            r#"{}"#,
+            r#"{"id":7,"type":null,"payload":[1]}"#,
+        ] {
+            assert!(read_event(text).is_some(), "{text}");
+            assert_eq!(read_event(text), general_members(text), "{text}");
+        }
+        for text in [
+            r#"{"id":"e1","id":"e2","type":"PAY"}"#,
+            r#"{"id":"e1","type":"PAY","extra":1}"#,
+            r#"{"id":"e1" ,"type":"PAY"}"#,
+            r#"{"i\u0064":"e1","type":"PAY"}"#,
+            r#"{"id":"e1","type":"PAY"} "#,
+            r#"{"id":"e1","type":"PAY",}"#,
+            r#"[{"id":"e1"}]"#,
+            "",
+        ] {
+            assert_eq!(read_event(text), None, "{text}");
+        }
+        let too_deep = format!(r#"{{"id":"e1","type":"PAY","payload":{}}}"#, deep(json::MAX_DEPTH));
+        assert_eq!(read_event(&too_deep), None);
+        assert!(general_members(&too_deep).is_none(), "the general path refuses it");
     }
 }
