@@ -220,10 +220,37 @@ pub const EVAL_BUDGET: usize = 1_000_000;
 
 type Budget = std::cell::Cell<usize>;
 
-fn charge(budget: &Budget, units: usize) -> std::result::Result<(), String> {
+/// Why an evaluation stopped: one of its two bounds. A byte rather than a
+/// message, so that the evaluator passes it up cheaply; the message is written
+/// once, at the boundary.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    TooDeep,
+    OverBudget,
+}
+
+impl Stop {
+    #[cold]
+    #[inline(never)]
+    fn message(self) -> String {
+        match self {
+            Stop::TooDeep => "evaluation nested too deeply".to_string(),
+            Stop::OverBudget => format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"),
+        }
+    }
+}
+
+/// The error of an evaluation that stopped (`what` is "expression" or "guard").
+#[cold]
+#[inline(never)]
+fn failed(path: &str, what: &str, stop: Stop) -> Error {
+    Error::at(Code::ExpressionFailed, path, format!("{what} failed: {}", stop.message()))
+}
+
+fn charge(budget: &Budget, units: usize) -> std::result::Result<(), Stop> {
     let left = budget.get();
     if units > left {
-        return Err(format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"));
+        return Err(Stop::OverBudget);
     }
     budget.set(left - units);
     Ok(())
@@ -264,17 +291,13 @@ impl Exprs {
     /// Evaluate to a JSON value.
     pub fn eval(&self, id: ExprId, data: Data<'_>) -> Result<Value> {
         let (node, path, _) = &self.compiled[id.0 as usize];
-        eval(node, data, 0, &Budget::new(EVAL_BUDGET))
-            .map(Cow::into_owned)
-            .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("expression failed: {m}")))
+        eval(node, data, 0, &Budget::new(EVAL_BUDGET)).map(Cow::into_owned).map_err(|s| failed(path, "expression", s))
     }
 
     /// Evaluate with JSONLogic truthiness.
     pub fn test(&self, id: ExprId, data: Data<'_>) -> Result<bool> {
         let (node, path, _) = &self.compiled[id.0 as usize];
-        eval(node, data, 0, &Budget::new(EVAL_BUDGET))
-            .map(|v| truthy(&v))
-            .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("guard failed: {m}")))
+        eval(node, data, 0, &Budget::new(EVAL_BUDGET)).map(|v| truthy(&v)).map_err(|s| failed(path, "guard", s))
     }
 }
 
@@ -283,7 +306,7 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
     let node = compile(rule, "", 0)?;
     eval(&node, Data::Value(data), 0, &Budget::new(EVAL_BUDGET))
         .map(Cow::into_owned)
-        .map_err(|m| Error::new(Code::ExpressionFailed, format!("expression failed: {m}")))
+        .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
 }
 
 fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
@@ -326,7 +349,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
     }
 }
 
-type Eval<'a> = std::result::Result<Cow<'a, Value>, String>;
+type Eval<'a> = std::result::Result<Cow<'a, Value>, Stop>;
 
 fn num(f: f64) -> Value {
     if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
@@ -501,7 +524,7 @@ fn less(a: &Value, b: &Value, or_equal: bool) -> bool {
 
 fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
     if depth > MAX_EVAL_DEPTH {
-        return Err("evaluation nested too deeply".into());
+        return Err(Stop::TooDeep);
     }
     match node {
         Node::Lit(v) => Ok(Cow::Borrowed(v)),
@@ -527,7 +550,7 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
             // evaluate one level down (where the depth bound applies too).
             let depth = depth + 1;
             if depth > MAX_EVAL_DEPTH {
-                return Err("evaluation nested too deeply".into());
+                return Err(Stop::TooDeep);
             }
             let found = match (data, root) {
                 (Data::Process { context, state, payload, .. }, Root::Context | Root::State | Root::Payload) => {
@@ -559,7 +582,7 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             None => Ok(Cow::Owned(Value::Null)),
         }
     };
-    let all = || -> std::result::Result<Vec<Value>, String> {
+    let all = || -> std::result::Result<Vec<Value>, Stop> {
         args.iter().map(|n| eval(n, data, depth, budget).map(Cow::into_owned)).collect()
     };
     // Each argument as a number, in order, stopping at the first that fails (as `all`).
@@ -664,7 +687,7 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             owned(Value::Bool(first))
         }
         Op::Max | Op::Min => {
-            let nums = numbers().collect::<std::result::Result<Vec<f64>, String>>()?;
+            let nums = numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
             if nums.is_empty() {
                 return owned(Value::Null);
             }
@@ -678,10 +701,10 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             };
             owned(num(r))
         }
-        Op::Add => owned(num(numbers().sum::<std::result::Result<f64, String>>()?)),
-        Op::Mul => owned(num(numbers().product::<std::result::Result<f64, String>>()?)),
+        Op::Add => owned(num(numbers().sum::<std::result::Result<f64, Stop>>()?)),
+        Op::Mul => owned(num(numbers().product::<std::result::Result<f64, Stop>>()?)),
         Op::Sub => {
-            let vals = numbers().collect::<std::result::Result<Vec<f64>, String>>()?;
+            let vals = numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
             match vals.as_slice() {
                 [a] => owned(num(-a)),
                 [a, b, ..] => owned(num(a - b)),
