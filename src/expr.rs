@@ -220,10 +220,37 @@ pub const EVAL_BUDGET: usize = 1_000_000;
 
 type Budget = std::cell::Cell<usize>;
 
-fn charge(budget: &Budget, units: usize) -> std::result::Result<(), String> {
+/// Why an evaluation stopped: one of its two bounds. A byte rather than a
+/// message, so that the evaluator passes it up cheaply; the message is written
+/// once, at the boundary.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    TooDeep,
+    OverBudget,
+}
+
+impl Stop {
+    #[cold]
+    #[inline(never)]
+    fn message(self) -> String {
+        match self {
+            Stop::TooDeep => "evaluation nested too deeply".to_string(),
+            Stop::OverBudget => format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"),
+        }
+    }
+}
+
+/// The error of an evaluation that stopped (`what` is "expression" or "guard").
+#[cold]
+#[inline(never)]
+fn failed(path: &str, what: &str, stop: Stop) -> Error {
+    Error::at(Code::ExpressionFailed, path, format!("{what} failed: {}", stop.message()))
+}
+
+fn charge(budget: &Budget, units: usize) -> std::result::Result<(), Stop> {
     let left = budget.get();
     if units > left {
-        return Err(format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"));
+        return Err(Stop::OverBudget);
     }
     budget.set(left - units);
     Ok(())
@@ -264,17 +291,13 @@ impl Exprs {
     /// Evaluate to a JSON value.
     pub fn eval(&self, id: ExprId, data: Data<'_>) -> Result<Value> {
         let (node, path, _) = &self.compiled[id.0 as usize];
-        eval(node, data, 0, &Budget::new(EVAL_BUDGET))
-            .map(Cow::into_owned)
-            .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("expression failed: {m}")))
+        eval(node, data, 0, &Budget::new(EVAL_BUDGET)).map(Cow::into_owned).map_err(|s| failed(path, "expression", s))
     }
 
     /// Evaluate with JSONLogic truthiness.
     pub fn test(&self, id: ExprId, data: Data<'_>) -> Result<bool> {
         let (node, path, _) = &self.compiled[id.0 as usize];
-        eval(node, data, 0, &Budget::new(EVAL_BUDGET))
-            .map(|v| truthy(&v))
-            .map_err(|m| Error::at(Code::ExpressionFailed, path.as_str(), format!("guard failed: {m}")))
+        eval(node, data, 0, &Budget::new(EVAL_BUDGET)).map(|v| truthy(&v)).map_err(|s| failed(path, "guard", s))
     }
 }
 
@@ -283,7 +306,7 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
     let node = compile(rule, "", 0)?;
     eval(&node, Data::Value(data), 0, &Budget::new(EVAL_BUDGET))
         .map(Cow::into_owned)
-        .map_err(|m| Error::new(Code::ExpressionFailed, format!("expression failed: {m}")))
+        .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
 }
 
 fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
@@ -326,7 +349,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
     }
 }
 
-type Eval<'a> = std::result::Result<Cow<'a, Value>, String>;
+type Eval<'a> = std::result::Result<Cow<'a, Value>, Stop>;
 
 fn num(f: f64) -> Value {
     if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
@@ -374,11 +397,9 @@ fn push_js_string(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => write!(out, "{u}").expect("writing to a String"),
-            (None, Some(i)) => write!(out, "{i}").expect("writing to a String"),
-            _ => push_js_number(n.as_f64().unwrap_or(f64::NAN), out),
-        },
+        // An integer is written as serde_json writes it (its digits, as JavaScript's).
+        Value::Number(n) if !n.is_f64() => write!(out, "{n}").expect("writing to a String"),
+        Value::Number(n) => push_js_number(n.as_f64().unwrap_or(f64::NAN), out),
         Value::String(s) => out.push_str(s),
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
@@ -413,40 +434,60 @@ fn push_js_number(f: f64, out: &mut String) {
     }
     let Some(n) = serde_json::Number::from_f64(f.abs()) else { return out.push_str("NaN") };
     let text = n.to_string();
-    let (mantissa, exp) = match text.find(['e', 'E']) {
-        Some(i) => (&text[..i], text[i + 1..].trim_start_matches('+').parse::<i32>().unwrap_or(0)),
-        None => (text.as_str(), 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let all: Vec<u8> = int.bytes().chain(frac.bytes()).collect();
-    let lead = all.iter().take_while(|&&b| b == b'0').count();
-    let digits = &all[lead..];
-    let digits = &digits[..digits.len() - digits.iter().rev().take_while(|&&b| b == b'0').count()];
+    // serde_json writes `<int>[.<frac>][e<exp>]`: read it byte by byte (ASCII).
+    let bytes = text.as_bytes();
+    let e_at = bytes.iter().position(|&b| b == b'e' || b == b'E').unwrap_or(bytes.len());
+    let mut exp = 0i32;
+    for &b in &bytes[e_at..] {
+        if b.is_ascii_digit() {
+            exp = exp.saturating_mul(10).saturating_add((b - b'0') as i32);
+        }
+    }
+    if bytes[e_at..].contains(&b'-') {
+        exp = -exp;
+    }
+    let mut all = String::with_capacity(e_at);
+    let mut int_len = e_at;
+    for (i, &b) in bytes[..e_at].iter().enumerate() {
+        if b == b'.' {
+            int_len = i;
+        } else {
+            all.push(b as char);
+        }
+    }
+    let lead = all.len() - all.trim_start_matches('0').len();
+    let digits = all.trim_start_matches('0').trim_end_matches('0');
     // The value is 0.<digits> x 10^point.
-    let point = int.len() as i32 - lead as i32 + exp;
+    let point = int_len as i32 - lead as i32 + exp;
     let k = digits.len() as i32;
-    let push = |out: &mut String, d: &[u8]| d.iter().for_each(|&b| out.push(b as char));
     if k <= point && point <= 21 {
-        push(out, digits);
+        out.push_str(digits);
         (0..point - k).for_each(|_| out.push('0'));
     } else if 0 < point && point <= 21 {
-        push(out, &digits[..point as usize]);
+        out.push_str(&digits[..point as usize]);
         out.push('.');
-        push(out, &digits[point as usize..]);
+        out.push_str(&digits[point as usize..]);
     } else if -6 < point && point <= 0 {
         out.push_str("0.");
         (0..-point).for_each(|_| out.push('0'));
-        push(out, digits);
+        out.push_str(digits);
     } else {
-        push(out, &digits[..1]);
+        out.push_str(&digits[..1]);
         if k > 1 {
             out.push('.');
-            push(out, &digits[1..]);
+            out.push_str(&digits[1..]);
         }
         let e = point - 1;
         out.push('e');
         out.push(if e < 0 { '-' } else { '+' });
-        out.push_str(&e.unsigned_abs().to_string());
+        let e = e.unsigned_abs();
+        if e >= 100 {
+            out.push((b'0' + (e / 100) as u8) as char);
+        }
+        if e >= 10 {
+            out.push((b'0' + (e / 10 % 10) as u8) as char);
+        }
+        out.push((b'0' + (e % 10) as u8) as char);
     }
 }
 
@@ -501,7 +542,7 @@ fn less(a: &Value, b: &Value, or_equal: bool) -> bool {
 
 fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
     if depth > MAX_EVAL_DEPTH {
-        return Err("evaluation nested too deeply".into());
+        return Err(Stop::TooDeep);
     }
     match node {
         Node::Lit(v) => Ok(Cow::Borrowed(v)),
@@ -527,7 +568,7 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
             // evaluate one level down (where the depth bound applies too).
             let depth = depth + 1;
             if depth > MAX_EVAL_DEPTH {
-                return Err("evaluation nested too deeply".into());
+                return Err(Stop::TooDeep);
             }
             let found = match (data, root) {
                 (Data::Process { context, state, payload, .. }, Root::Context | Root::State | Root::Payload) => {
@@ -559,7 +600,7 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             None => Ok(Cow::Owned(Value::Null)),
         }
     };
-    let all = || -> std::result::Result<Vec<Value>, String> {
+    let all = || -> std::result::Result<Vec<Value>, Stop> {
         args.iter().map(|n| eval(n, data, depth, budget).map(Cow::into_owned)).collect()
     };
     // Each argument as a number, in order, stopping at the first that fails (as `all`).
@@ -664,7 +705,7 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             owned(Value::Bool(first))
         }
         Op::Max | Op::Min => {
-            let nums = numbers().collect::<std::result::Result<Vec<f64>, String>>()?;
+            let nums = numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
             if nums.is_empty() {
                 return owned(Value::Null);
             }
@@ -678,10 +719,10 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             };
             owned(num(r))
         }
-        Op::Add => owned(num(numbers().sum::<std::result::Result<f64, String>>()?)),
-        Op::Mul => owned(num(numbers().product::<std::result::Result<f64, String>>()?)),
+        Op::Add => owned(num(numbers().sum::<std::result::Result<f64, Stop>>()?)),
+        Op::Mul => owned(num(numbers().product::<std::result::Result<f64, Stop>>()?)),
         Op::Sub => {
-            let vals = numbers().collect::<std::result::Result<Vec<f64>, String>>()?;
+            let vals = numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
             match vals.as_slice() {
                 [a] => owned(num(-a)),
                 [a, b, ..] => owned(num(a - b)),
@@ -806,6 +847,7 @@ mod js_number_tests {
             (-2.5e-10, "-2.5e-10"), (9007199254740992.0, "9007199254740992"), (1e20, "100000000000000000000"),
             (123.456, "123.456"), (-1e21, "-1e+21"), (0.5, "0.5"), (1.0 / 3.0, "0.3333333333333333"), (4.35, "4.35"),
             (0.00001, "0.00001"), (12345678.9, "12345678.9"), (f64::NAN, "NaN"), (f64::INFINITY, "Infinity"),
+            (1e-100, "1e-100"), (-7e99, "-7e+99"), (1.2345e-50, "1.2345e-50"), (2e-7, "2e-7"), (1.5e21, "1.5e+21"),
         ];
         for &(x, js) in cases {
             let mut out = String::new();

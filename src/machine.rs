@@ -5,7 +5,7 @@ use crate::error::{Code, Error, Result};
 use crate::expr::{ExprId, Exprs};
 use crate::json;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Index of a state node; the root is `0`.
 pub type StateIdx = usize;
@@ -147,8 +147,9 @@ pub struct Machine {
     pub outcome_types: BTreeSet<String>,
     pub exprs: Exprs,
     pub definition: Value,
-    by_path: HashMap<String, StateIdx>,
-    by_id: HashMap<String, StateIdx>,
+    /// Declared state ids. The index is stored as a u64 so that the map shares
+    /// its code with [`Retention::per_type`] (no hash map in the module).
+    by_id: BTreeMap<String, u64>,
     /// [`Machine::state_value`] of every state, built once.
     state_values: Vec<Value>,
 }
@@ -222,14 +223,12 @@ impl Machine {
             outcome_types: BTreeSet::new(),
             exprs: b.exprs,
             definition: Value::Null,
-            by_path: HashMap::new(),
-            by_id: HashMap::new(),
+            by_id: BTreeMap::new(),
             state_values: Vec::new(),
         };
         for (i, s) in m.states.iter().enumerate() {
-            m.by_path.insert(s.path.clone(), i);
             if let Some(did) = &s.declared_id {
-                if m.by_id.insert(did.clone(), i).is_some() {
+                if m.by_id.insert(did.clone(), i as u64).is_some() {
                     return Err(Error::at(
                         Code::DuplicateStateId,
                         format!("{}.id", s.json_path).trim_start_matches('.').to_string(),
@@ -239,12 +238,28 @@ impl Machine {
             }
         }
         // Second pass: transitions, now that every state can be resolved.
+        let mut events = Vec::new();
         for (idx, raw) in std::mem::take(&mut b.raw) {
-            m.attach_transitions(idx, raw)?;
+            m.attach_transitions(idx, raw, &mut events)?;
         }
         m.check_always_loops()?;
-        m.outcome_types = m.effect_types().flat_map(|t| [format!("{t}.succeeded"), format!("{t}.failed")]).collect();
-        m.event_types.retain(|t| !m.outcome_types.contains(t));
+        // One at a time rather than collected, and the event types filled only
+        // once the outcome types are known: no sort and no removal in the module.
+        for s in &m.states {
+            let transitions = s.on.iter().flat_map(|(_, ts)| ts).chain(&s.always).chain(s.after.iter().flat_map(|(_, ts)| ts));
+            for a in s.entry.iter().chain(&s.exit).chain(transitions.flat_map(|t| &t.actions)) {
+                if let Action::Effect(e) = a {
+                    for outcome in ["succeeded", "failed"] {
+                        m.outcome_types.insert(format!("{}.{outcome}", e.effect_type));
+                    }
+                }
+            }
+        }
+        for event in events {
+            if !m.outcome_types.contains(&event) {
+                m.event_types.insert(event);
+            }
+        }
         m.definition = def;
         m.state_values = (0..m.states.len()).map(|i| m.build_state_value(i)).collect();
         Ok(m)
@@ -275,7 +290,10 @@ impl Machine {
 
     /// Find a state by its dotted path (`pending.awaiting`).
     pub fn state_by_path(&self, path: &str) -> Option<StateIdx> {
-        self.by_path.get(path).copied()
+        if path.is_empty() {
+            return Some(self.root());
+        }
+        self.descend(self.root(), path)
     }
 
     /// The leaf reached by entering `idx` and following initial states down.
@@ -391,17 +409,17 @@ impl Machine {
         let unknown = || Error::at(Code::UnknownTarget, path, format!("unknown transition target \"{target}\""));
         if let Some(rest) = target.strip_prefix('#') {
             if let Some(&i) = self.by_id.get(rest) {
-                return Ok(i);
+                return Ok(i as StateIdx);
             }
             // `#machineId.path.to.state`
             let machine_prefix = format!("{}.", self.id);
             if let Some(p) = rest.strip_prefix(&machine_prefix) {
-                return self.by_path.get(p).copied().ok_or_else(unknown);
+                return self.state_by_path(p).ok_or_else(unknown);
             }
             // `#declaredId.child.path`
             if let Some((head, tail)) = rest.split_once('.') {
                 if let Some(&base) = self.by_id.get(head) {
-                    return self.descend(base, tail).ok_or_else(unknown);
+                    return self.descend(base as StateIdx, tail).ok_or_else(unknown);
                 }
             }
             return Err(unknown());
@@ -420,7 +438,9 @@ impl Machine {
         Some(from)
     }
 
-    fn attach_transitions(&mut self, idx: StateIdx, raw: RawTransitions) -> Result<()> {
+    /// Attach a state's transitions, adding the external event types it
+    /// accepts to `events`.
+    fn attach_transitions(&mut self, idx: StateIdx, raw: RawTransitions, events: &mut Vec<String>) -> Result<()> {
         let mut on = Vec::new();
         for (event, list) in raw.on {
             let mut ts = Vec::new();
@@ -428,7 +448,7 @@ impl Machine {
                 ts.push(self.transition(idx, &v, &p)?);
             }
             if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
-                self.event_types.insert(event.clone());
+                events.push(event.clone());
             }
             on.push((event, ts));
         }
