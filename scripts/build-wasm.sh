@@ -18,7 +18,7 @@
 #     cargo build --lib --release --target wasm32-unknown-unknown --no-default-features
 #   wasm-bindgen --target web --out-dir target/wasm-size/dist --out-name idem \
 #     target/wasm-size/wasm32-unknown-unknown/release/idem.wasm
-#   node_modules/.bin/wasm-opt -Oz -g --enable-bulk-memory --enable-nontrapping-float-to-int \
+#   node_modules/.bin/wasm-opt -Oz --low-memory-unused -g --enable-bulk-memory --enable-nontrapping-float-to-int \
 #     --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 #     --enable-simd target/wasm-size/dist/idem_bg.wasm -o target/wasm-size/named.wasm
 #   twiggy top -n 40 target/wasm-size/named.wasm
@@ -59,8 +59,10 @@ build() {
   # Name the wasm features rustc enables by default for wasm32-unknown-unknown, so
   # wasm-opt validates and optimizes the module whatever sections reach it (with
   # none, validation fails on memory.copy and i64.trunc_sat); --all-features would
-  # let wasm-opt emit features that rustc did not.
-  node_modules/.bin/wasm-opt -Oz \
+  # let wasm-opt emit features that rustc did not. --low-memory-unused: nothing
+  # lives in the first KiB (data starts at 1 MiB, the stack grows down to it),
+  # so constant offsets fold into loads and stores (1.8 KB smaller, no slower).
+  node_modules/.bin/wasm-opt -Oz --low-memory-unused \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
     --strip-debug --strip-producers \

@@ -135,8 +135,13 @@ impl Error {
     }
 
     pub fn at(code: Code, path: impl Into<String>, message: impl Into<String>) -> Self {
-        let path = path.into();
-        let message = format!("{} at {}", message.into(), if path.is_empty() { "(root)" } else { &path });
+        Self::at_owned(code, path.into(), message.into())
+    }
+
+    // One copy of the formatting, not one per argument type of `at`.
+    fn at_owned(code: Code, path: String, mut message: String) -> Self {
+        message.push_str(" at ");
+        message.push_str(if path.is_empty() { "(root)" } else { &path });
         Error { code, message, path: Some(path) }
     }
 

@@ -460,22 +460,24 @@ fn push_js_number(f: f64, out: &mut String) {
     // The value is 0.<digits> x 10^point.
     let point = int_len as i32 - lead as i32 + exp;
     let k = digits.len() as i32;
+    // `get` where the branches bound the index: a `str` index that could fail
+    // brings in the panic message of a bad slice and core's Unicode tables.
     if k <= point && point <= 21 {
         out.push_str(digits);
         (0..point - k).for_each(|_| out.push('0'));
     } else if 0 < point && point <= 21 {
-        out.push_str(&digits[..point as usize]);
+        out.push_str(digits.get(..point as usize).unwrap_or(""));
         out.push('.');
-        out.push_str(&digits[point as usize..]);
+        out.push_str(digits.get(point as usize..).unwrap_or(""));
     } else if -6 < point && point <= 0 {
         out.push_str("0.");
         (0..-point).for_each(|_| out.push('0'));
         out.push_str(digits);
     } else {
-        out.push_str(&digits[..1]);
+        out.push_str(digits.get(..1).unwrap_or(""));
         if k > 1 {
             out.push('.');
-            out.push_str(&digits[1..]);
+            out.push_str(digits.get(1..).unwrap_or(""));
         }
         let e = point - 1;
         out.push('e');
@@ -489,6 +491,42 @@ fn push_js_number(f: f64, out: &mut String) {
         }
         out.push((b'0' + (e % 10) as u8) as char);
     }
+}
+
+/// `hay` contains `needle`: byte by byte (a UTF-8 needle matches only where a
+/// character starts) and in time linear in both (Knuth–Morris–Pratt), where
+/// `str::contains` would bring in the panic message of a bad `str` slice and
+/// core's Unicode tables.
+fn contains(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    if n.len() <= 1 || n.len() > h.len() {
+        return n.is_empty() || (n.len() == 1 && h.contains(&n[0]));
+    }
+    // border[i]: length of the longest proper prefix of n[..=i] that ends it.
+    let mut border = vec![0usize; n.len()];
+    let mut k = 0;
+    for i in 1..n.len() {
+        while k > 0 && n[i] != n[k] {
+            k = border[k - 1];
+        }
+        if n[i] == n[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    let mut k = 0;
+    for &b in h {
+        while k > 0 && b != n[k] {
+            k = border[k - 1];
+        }
+        if b == n[k] {
+            k += 1;
+            if k == n.len() {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// JSONLogic truthiness: JavaScript's, except that an empty array is false.
@@ -800,7 +838,7 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
             let (needle, hay) = (arg(0)?, arg(1)?);
             owned(Value::Bool(match hay.as_ref() {
                 Value::Array(a) => a.iter().any(|x| strict_eq(x, &needle)),
-                Value::String(s) => s.contains(&to_js_string(&needle)),
+                Value::String(s) => contains(s, &to_js_string(&needle)),
                 _ => false,
             }))
         }
@@ -831,6 +869,19 @@ fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &
                 }
             };
             owned(Value::String(s[start as usize..end.max(start) as usize].iter().collect()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod contains_tests {
+    #[test]
+    fn contains_agrees_with_str_contains() {
+        let words = ["", "a", "b", "ab", "aab", "aaab", "abab", "abaab", "ba", "\u{e9}", "\u{e9}t\u{e9}", "t\u{e9}", "\u{1f600}", "x\u{1f600}y"];
+        for h in words.iter().chain(&["aaaaaaaaab", "abababababc", "\u{e9}t\u{e9} x\u{1f600}y", "zzaabaabaabzz"]) {
+            for n in words.iter().chain(&["aabaab", "abc", "ababc", "aaaaaaaaab"]) {
+                assert_eq!(super::contains(h, n), h.contains(n), "{h:?} contains {n:?}");
+            }
         }
     }
 }

@@ -627,7 +627,9 @@ fn new_string(old: &JsValue, ascii: bool, records: Option<Records>, keep: usize,
     };
     match base {
         Some((base, appends)) => {
-            let text = if keep == at { base } else { base.concat(&JsValue::from_str(&prefix[keep..])) };
+            // `get`, not an index: keep <= at (checked above), and a `str`
+            // index that could fail brings in core's Unicode tables.
+            let text = if keep == at { base } else { base.concat(&JsValue::from_str(prefix.get(keep..).unwrap_or(""))) };
             let value = text.concat(&JsValue::from_str(tail));
             (value.into(), Some(Records { text, len: at, appends: appends + 1 }))
         }
