@@ -54,7 +54,7 @@ sh("cargo", ["rustc", "--lib", "--profile", "release-lean", "--target", "wasm32-
 const dist = path.join(target, "dist");
 mkdirSync(dist, { recursive: true });
 sh("wasm-bindgen", ["--target", "web", "--out-dir", dist, "--out-name", "idem", path.join(target, "wasm32-unknown-unknown/release-lean/idem.wasm")]);
-sh(path.join(ROOT, "node_modules/.bin/wasm-opt"), ["-Oz", "-g",
+sh(path.join(ROOT, "node_modules/.bin/wasm-opt"), ["-Oz", "--low-memory-unused", "-g",
   "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
   "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue",
   path.join(dist, "idem_bg.wasm"), "-o", path.join(dist, "idem_bg.wasm")]);
