@@ -580,7 +580,7 @@ impl Machine {
         let machine = if snap.machine.id == self.id && snap.machine.version == self.version && snap.machine.hash == self.hash {
             snap.machine
         } else {
-            snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() }
+            std::sync::Arc::new(snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() })
         };
         let mut next = Snapshot {
             format: snapshot::FORMAT,

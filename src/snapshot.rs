@@ -30,7 +30,9 @@ use crate::json::{self, object};
 use crate::machine::{Machine, RetryPolicy, StateIdx};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::cell::RefCell;
 use std::fmt;
+use std::sync::Arc;
 use xxhash_rust::xxh3::Xxh3Default;
 
 /// The newest format this engine writes. Every older format stays readable.
@@ -122,7 +124,8 @@ pub struct Timer {
 pub struct Snapshot {
     /// The format it was read from (new snapshots: [`FORMAT`]).
     pub format: u32,
-    pub machine: MachineRef,
+    /// Shared: the snapshots of a process all name the same machine (see `KNOWN`).
+    pub machine: Arc<MachineRef>,
     /// XState-style state value.
     pub value: Value,
     pub context: Value,
@@ -153,7 +156,8 @@ struct HeadRef<'a> {
 /// reading is checked against.
 #[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
 struct Head {
-    machine: MachineRef,
+    #[cfg_attr(test, serde(deserialize_with = "shared_ref_de"))]
+    machine: Arc<MachineRef>,
     value: Value,
     context: Value,
     revision: u64,
@@ -163,6 +167,34 @@ struct Head {
     outbox: Vec<OutboxEntry>,
     #[cfg_attr(test, serde(default))]
     timers: Vec<Timer>,
+}
+
+#[cfg(test)]
+fn shared_ref_de<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Arc<MachineRef>, D::Error> {
+    MachineRef::deserialize(d).map(Arc::new)
+}
+
+/// The machine reference last written in a head, and the head's JSON up to the
+/// end of it. Every snapshot of a process names the same machine, so the next
+/// head read finds these very bytes: the reference is then shared instead of
+/// parsed into three new strings, and written back by copying the bytes.
+struct KnownRef {
+    r: Arc<MachineRef>,
+    json: Vec<u8>,
+}
+
+thread_local! {
+    static KNOWN: RefCell<Option<KnownRef>> = const { RefCell::new(None) };
+}
+
+/// The head's JSON up to the end of the machine reference's hash.
+fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
+    t.extend_from_slice(b"{\"machine\":{\"id\":");
+    json::write_str(&r.id, t);
+    t.extend_from_slice(b",\"version\":");
+    json::write_str(&r.version, t);
+    t.extend_from_slice(b",\"hash\":");
+    json::write_str(&r.hash, t);
 }
 
 /// Format 1: the whole snapshot as JSON, ledger entries as objects.
@@ -355,6 +387,10 @@ fn timers(v: Value) -> Wire<Vec<Timer>> {
     list(v, Timer::from_value)
 }
 
+fn shared_ref(v: Value) -> Wire<Arc<MachineRef>> {
+    MachineRef::from_value(v).map(Arc::new)
+}
+
 impl MachineRef {
     fn from_value(v: Value) -> Wire<MachineRef> {
         let mut m = Members::of(v)?;
@@ -437,7 +473,7 @@ impl Head {
     fn from_value(v: Value) -> Wire<Head> {
         let mut m = Members::of(v)?;
         let head = Head {
-            machine: m.field("machine", MachineRef::from_value)?,
+            machine: m.field("machine", shared_ref)?,
             value: m.field("value", any)?,
             context: m.field("context", any)?,
             revision: m.field("revision", uint)?,
@@ -562,12 +598,17 @@ impl Snapshot {
     /// order, byte for byte (a `Value`'s maps iterate in key order, so its
     /// canonical form is that text), non-ASCII characters included.
     fn write_head(&self, t: &mut Vec<u8>) {
-        t.extend_from_slice(b"{\"machine\":{\"id\":");
-        json::write_str(&self.machine.id, t);
-        t.extend_from_slice(b",\"version\":");
-        json::write_str(&self.machine.version, t);
-        t.extend_from_slice(b",\"hash\":");
-        json::write_str(&self.machine.hash, t);
+        KNOWN.with(|known| {
+            let mut known = known.borrow_mut();
+            match &*known {
+                Some(k) if Arc::ptr_eq(&k.r, &self.machine) => t.extend_from_slice(&k.json),
+                _ => {
+                    let at = t.len();
+                    write_machine(&self.machine, t);
+                    *known = Some(KnownRef { r: self.machine.clone(), json: t[at..].to_vec() });
+                }
+            }
+        });
         t.extend_from_slice(b"},\"value\":");
         json::write_canonical(&self.value, t);
         t.extend_from_slice(b",\"context\":");
@@ -662,7 +703,7 @@ impl Snapshot {
     pub fn initial(machine: &Machine, leaf: StateIdx) -> Snapshot {
         Snapshot {
             format: FORMAT,
-            machine: MachineRef { id: machine.id.clone(), version: machine.version.clone(), hash: machine.hash.clone() },
+            machine: Arc::new(MachineRef { id: machine.id.clone(), version: machine.version.clone(), hash: machine.hash.clone() }),
             value: machine.state_value(leaf),
             context: machine.initial_context.clone(),
             revision: 0,
@@ -694,7 +735,7 @@ impl Snapshot {
             .collect();
         object! {
             "format": self.format,
-            "machine": self.machine,
+            "machine": *self.machine,
             "value": self.value,
             "context": self.context,
             "revision": self.revision,
@@ -762,7 +803,20 @@ fn read_head(text: &str) -> Option<Head> {
     ];
     let mut r = HeadReader { text, i: 0 };
     let mut fields: [Value; FIELDS.len()] = Default::default();
-    for (slot, name) in fields.iter_mut().zip(FIELDS) {
+    // The bytes of the last reference written are read as its value would be.
+    let known = KNOWN.with(|k| {
+        let k = k.borrow();
+        let k = k.as_ref()?;
+        text.as_bytes().starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
+    });
+    let skip = match known {
+        Some((_, len)) => {
+            r.i = len;
+            3
+        }
+        None => 0,
+    };
+    for (slot, name) in fields.iter_mut().zip(FIELDS).skip(skip) {
         r.lit(name)?;
         *slot = r.value()?;
     }
@@ -773,7 +827,7 @@ fn read_head(text: &str) -> Option<Head> {
     // Every check before anything is moved out, so that leaving early drops only `fields`.
     let revision = fields[5].as_u64()?;
     let done = fields[6].as_bool()?;
-    if !fields[..3].iter().all(Value::is_string) {
+    if known.is_none() && !fields[..3].iter().all(Value::is_string) {
         return None;
     }
     let outbox = match fields[7].take() {
@@ -789,7 +843,10 @@ fn read_head(text: &str) -> Option<Head> {
         Value::String(s) => s,
         _ => String::new(),
     };
-    let machine = MachineRef { id: string(0), version: string(1), hash: string(2) };
+    let machine = match known {
+        Some((r, _)) => r,
+        None => Arc::new(MachineRef { id: string(0), version: string(1), hash: string(2) }),
+    };
     Some(Head { machine, value: fields[3].take(), context: fields[4].take(), revision, done, outbox, timers })
 }
 
@@ -950,7 +1007,7 @@ fn decode_v1(text: &str) -> Result<Snapshot> {
     ledger.prune_at = 0;
     Ok(Snapshot {
         format: 1,
-        machine: v1.machine,
+        machine: Arc::new(v1.machine),
         value: v1.value,
         context: v1.context,
         revision: v1.revision,
@@ -1709,7 +1766,7 @@ mod writer_tests {
         ] {
             let snap = Snapshot {
                 format: FORMAT,
-                machine: machine.clone(),
+                machine: Arc::new(machine.clone()),
                 value,
                 context,
                 revision: 12345,
@@ -1762,7 +1819,7 @@ mod read_head_tests {
     fn head_of(value: Value, context: Value, outbox: Vec<OutboxEntry>, timers: Vec<Timer>, done: bool, revision: u64) -> String {
         let snap = Snapshot {
             format: FORMAT,
-            machine: MachineRef { id: "order".into(), version: "1.\u{e9}".into(), hash: "cd9da19fa2174cabd96029ed88a5439f".into() },
+            machine: Arc::new(MachineRef { id: "order".into(), version: "1.\u{e9}".into(), hash: "cd9da19fa2174cabd96029ed88a5439f".into() }),
             value,
             context,
             revision,
