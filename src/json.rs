@@ -303,7 +303,7 @@ impl Parser<'_> {
                 b'"' => {
                     // The text is a `str` and `start` and `i` are at ASCII
                     // bytes, so the run between them is whole characters.
-                    let run = &self.text[start..self.i];
+                    let run = self.text.get(start..self.i).unwrap_or("");
                     self.i += 1;
                     if out.is_empty() {
                         return Ok(run.to_string());
@@ -312,7 +312,7 @@ impl Parser<'_> {
                     return Ok(out);
                 }
                 b'\\' => {
-                    out.push_str(&self.text[start..self.i]);
+                    out.push_str(self.text.get(start..self.i).unwrap_or(""));
                     self.i += 1;
                     self.escape(&mut out)?;
                     start = self.i;
@@ -482,7 +482,7 @@ impl Parser<'_> {
             _ => {}
         }
         // The grammar was checked above, and it is a subset of what `parse` reads.
-        let f: f64 = self.text[start..self.i].parse().map_err(|_| self.error(INVALID_NUMBER))?;
+        let f: f64 = self.text.get(start..self.i).unwrap_or("").parse().map_err(|_| self.error(INVALID_NUMBER))?;
         if f.is_infinite() {
             return Err(self.error(NUMBER_OUT_OF_RANGE));
         }

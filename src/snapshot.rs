@@ -531,6 +531,14 @@ pub struct Loaded {
     pub upgraded_from: Option<String>,
 }
 
+/// `&s[range]` for a range this module's own bookkeeping puts on character
+/// boundaries (record bounds sit after a newline; a split is a record bound):
+/// a trap if that were ever wrong, as the panic of `&s[range]` is, without
+/// bringing that panic's message (and core's Unicode tables) into the module.
+fn cut<R: std::slice::SliceIndex<str, Output = str>>(s: &str, range: R) -> &str {
+    s.get(range).unwrap_or_else(|| std::process::abort())
+}
+
 fn corrupt(why: &str) -> Error {
     Error::new(Code::InvalidSnapshot, format!("snapshot is corrupted: {why}"))
 }
@@ -665,15 +673,15 @@ impl Snapshot {
             let (snap, trailer_start) = decode_v3(body, expected)?;
             // Room for the record this reduce will add, so appending never copies the ledger again.
             let mut records = String::with_capacity(trailer_start + 1024);
-            records.push_str(&body[..trailer_start]);
+            records.push_str(cut(body, ..trailer_start));
             return Ok(snap.with_records(records));
         }
         if json::hash64(body.as_bytes()) != expected {
             return Err(corrupt("checksum mismatch"));
         }
-        let rest = &body["idem".len()..];
+        let rest = body.get("idem".len()..).unwrap_or("");
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let format: u32 = rest[..digits].parse().map_err(|_| corrupt("no format number"))?;
+        let format: u32 = rest.get(..digits).unwrap_or("").parse().map_err(|_| corrupt("no format number"))?;
         if format > FORMAT {
             return Err(Error::new(
                 Code::UnsupportedSnapshotFormat,
@@ -684,15 +692,15 @@ impl Snapshot {
             return Err(corrupt(&format!("unknown format {format}")));
         }
         let (header, after) = body.split_once('\n').ok_or_else(|| corrupt("no header line"))?;
-        let mut fields = header["idem2".len()..].split(' ').skip(1);
+        let mut fields = header.get("idem2".len()..).unwrap_or("").split(' ').skip(1);
         let head_len: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad header"))?;
         let count: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad header"))?;
-        if after.len() < head_len + 1 || !after.is_char_boundary(head_len) || &after[head_len..head_len + 1] != "\n" {
+        if after.len() < head_len + 1 || !after.is_char_boundary(head_len) || after.get(head_len..head_len + 1) != Some("\n") {
             return Err(corrupt("head length does not match"));
         }
-        let head = parse_head(&after[..head_len], 2)?;
+        let head = parse_head(after.get(..head_len).unwrap_or(""), 2)?;
         // Format 2 kept no pruning schedule: look at the expiries on the next append.
-        let records = &after[head_len + 1..];
+        let records = after.get(head_len + 1..).unwrap_or("");
         let mut text = String::with_capacity(V3_MAGIC.len() + records.len() + 1024);
         text.push_str(V3_MAGIC);
         text.push_str(records);
@@ -940,7 +948,7 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     if hasher.digest() != expected {
         return Err(corrupt("checksum mismatch"));
     }
-    let trailer = body[trailer_start..head_start - 1].strip_prefix('#').ok_or_else(|| corrupt("bad trailer"))?;
+    let trailer = body.get(trailer_start..head_start - 1).unwrap_or("").strip_prefix('#').ok_or_else(|| corrupt("bad trailer"))?;
     let mut fields = trailer.split(' ');
     let count: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad trailer"))?;
     let prune_at: u64 = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad trailer"))?;
@@ -948,7 +956,7 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
         return Err(corrupt("bad trailer"));
     }
     let recs = walk.finish(trailer_start, count)?;
-    let head = parse_head(&body[head_start..body.len() - 1], 3)?;
+    let head = parse_head(body.get(head_start..body.len() - 1).unwrap_or(""), 3)?;
     Ok((V3 { head, recs, prune_at, state }, trailer_start))
 }
 
@@ -1307,11 +1315,11 @@ impl Ledger {
 
     /// The first `len` bytes of the encoded text (see [`Snapshot::encode_split`]).
     pub fn prefix(&self, len: usize) -> &str {
-        &self.text[..len.min(self.text.len())]
+        cut(&self.text, ..len.min(self.text.len()))
     }
 
     fn raw(&self, r: &Rec) -> &str {
-        &self.text[r.start as usize..r.end as usize]
+        cut(&self.text, r.start as usize..r.end as usize)
     }
 
     /// Where the fixed fields of `r` begin (the end of its id literal), once
@@ -1337,7 +1345,7 @@ impl Ledger {
         // a forged, non-ASCII record from cutting a character.
         let t = &self.text;
         let fixed = t.get(f..f + FIXED).ok_or_else(bad)?;
-        let fp = &fixed[..FP_LEN];
+        let fp = fixed.get(..FP_LEN).ok_or_else(bad)?;
         if !fp.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
             return Err(bad());
         }
