@@ -245,16 +245,13 @@ impl Machine {
         m.check_always_loops()?;
         // One at a time rather than collected, and the event types filled only
         // once the outcome types are known: no sort and no removal in the module.
-        for s in &m.states {
-            let transitions = s.on.iter().flat_map(|(_, ts)| ts).chain(&s.always).chain(s.after.iter().flat_map(|(_, ts)| ts));
-            for a in s.entry.iter().chain(&s.exit).chain(transitions.flat_map(|t| &t.actions)) {
-                if let Action::Effect(e) = a {
-                    for outcome in ["succeeded", "failed"] {
-                        m.outcome_types.insert(format!("{}.{outcome}", e.effect_type));
-                    }
-                }
+        let mut outcomes = BTreeSet::new();
+        for e in m.effects() {
+            for outcome in ["succeeded", "failed"] {
+                outcomes.insert(format!("{}.{outcome}", e.effect_type));
             }
         }
+        m.outcome_types = outcomes;
         for event in events {
             if !m.outcome_types.contains(&event) {
                 m.event_types.insert(event);
@@ -268,16 +265,21 @@ impl Machine {
     /// Every effect type some action emits.
     pub fn effect_types(&self) -> impl Iterator<Item = &str> {
         let mut types = BTreeSet::new();
-        for s in &self.states {
-            let transitions = s.on.iter().flat_map(|(_, ts)| ts).chain(&s.always).chain(s.after.iter().flat_map(|(_, ts)| ts));
-            let actions = s.entry.iter().chain(&s.exit).chain(transitions.flat_map(|t| &t.actions));
-            for a in actions {
-                if let Action::Effect(e) = a {
-                    types.insert(e.effect_type.as_str());
-                }
-            }
+        for e in self.effects() {
+            types.insert(e.effect_type.as_str());
         }
         types.into_iter()
+    }
+
+    /// Every effect action: entry, exit and transition actions of every state.
+    fn effects(&self) -> impl Iterator<Item = &EffectDef> {
+        self.states.iter().flat_map(|s| {
+            let transitions = s.on.iter().flat_map(|(_, ts)| ts).chain(&s.always).chain(s.after.iter().flat_map(|(_, ts)| ts));
+            s.entry.iter().chain(&s.exit).chain(transitions.flat_map(|t| &t.actions)).filter_map(|a| match a {
+                Action::Effect(e) => Some(e),
+                _ => None,
+            })
+        })
     }
 
     pub fn root(&self) -> StateIdx {

@@ -184,22 +184,8 @@ impl Outcome {
         boolean(&mut w, self.snapshot.is_some());
         w.extend_from_slice(b",\"duplicate\":");
         boolean(&mut w, self.duplicate);
-        w.extend_from_slice(b",\"effects\":[");
-        for (i, e) in self.effects.iter().enumerate() {
-            if i > 0 {
-                w.push(b',');
-            }
-            w.extend_from_slice(b"{\"idempotent\":");
-            boolean(&mut w, e.idempotent);
-            w.extend_from_slice(b",\"key\":");
-            json::write_str(&e.key, &mut w);
-            w.extend_from_slice(b",\"payload\":");
-            value(&mut w, &e.payload);
-            w.extend_from_slice(b",\"type\":");
-            json::write_str(&e.effect_type, &mut w);
-            w.push(b'}');
-        }
-        w.push(b']');
+        w.extend_from_slice(b",\"effects\":");
+        self.write_effects(&mut w);
         if let Some(e) = &self.error {
             w.extend_from_slice(b",\"error\":{\"code\":");
             json::write_str(e.code.as_str(), &mut w);
@@ -217,13 +203,8 @@ impl Outcome {
             None => w.extend_from_slice(b"null"),
         }
         if let Some(first) = &self.original {
-            w.extend_from_slice(b",\"original\":{\"at\":");
-            num(&mut w, first.at);
-            w.extend_from_slice(b",\"revision\":");
-            num(&mut w, first.revision);
-            w.extend_from_slice(b",\"status\":");
-            json::write_str(first.status, &mut w);
-            w.push(b'}');
+            w.extend_from_slice(b",\"original\":");
+            first.write_json(&mut w);
         }
         w.extend_from_slice(b",\"response\":");
         value(&mut w, &self.response);
@@ -239,6 +220,39 @@ impl Outcome {
         }
         w.push(b'}');
         json::utf8(w)
+    }
+}
+
+impl Outcome {
+    /// `effects` as `to_json_text` writes it: an array of `{idempotent, key, payload, type}`.
+    pub(crate) fn write_effects(&self, w: &mut Vec<u8>) {
+        w.push(b'[');
+        for (i, e) in self.effects.iter().enumerate() {
+            if i > 0 {
+                w.push(b',');
+            }
+            w.extend_from_slice(if e.idempotent { b"{\"idempotent\":true,\"key\":" } else { b"{\"idempotent\":false,\"key\":" });
+            json::write_str(&e.key, w);
+            w.extend_from_slice(b",\"payload\":");
+            json::write_json(&e.payload, w);
+            w.extend_from_slice(b",\"type\":");
+            json::write_str(&e.effect_type, w);
+            w.push(b'}');
+        }
+        w.push(b']');
+    }
+}
+
+impl Original {
+    /// `{at, revision, status}`, as `Outcome::to_json_text` writes it.
+    pub(crate) fn write_json(&self, w: &mut Vec<u8>) {
+        w.extend_from_slice(b"{\"at\":");
+        json::push_u64(self.at, w);
+        w.extend_from_slice(b",\"revision\":");
+        json::push_u64(self.revision, w);
+        w.extend_from_slice(b",\"status\":");
+        json::write_str(self.status, w);
+        w.push(b'}');
     }
 }
 
@@ -317,12 +331,7 @@ impl Machine {
     /// [`Machine::parse_event`], with the event's fingerprint.
     fn checked_event(&self, v: &Value) -> Result<(Event, String)> {
         let (id, event_type, payload) = self.check_event(v)?;
-        let payload = match payload {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p) => p.clone(),
-        };
-        let fp = self.check_payload(event_type, &payload)?;
-        Ok((Event { id: id.to_string(), event_type: event_type.to_string(), payload }, fp))
+        self.event_of(id.to_string(), event_type.to_string(), payload.cloned())
     }
 
     /// [`Machine::checked_event`] of a value the caller gives up: its strings and
@@ -331,20 +340,16 @@ impl Machine {
         self.check_event(&v)?;
         let Value::Object(o) = v else { unreachable!("check_event accepts objects only") };
         // check_event accepts no other fields, and only strings as id and type.
-        let (mut id, mut event_type, mut payload) = (String::new(), String::new(), Value::Null);
+        let (mut id, mut event_type, mut payload) = (String::new(), String::new(), None);
         for (k, v) in o {
             match (k.as_str(), v) {
                 ("id", Value::String(s)) => id = s,
                 ("type", Value::String(s)) => event_type = s,
-                ("payload", p) => payload = p,
+                ("payload", p) => payload = Some(p),
                 _ => {}
             }
         }
-        if payload.is_null() {
-            payload = Value::Object(Map::new());
-        }
-        let fp = self.check_payload(&event_type, &payload)?;
-        Ok((Event { id, event_type, payload }, fp))
+        self.event_of(id, event_type, payload)
     }
 
     /// [`Machine::take_event`] of the members [`read_event`] read.
@@ -353,6 +358,12 @@ impl Machine {
         let (Some(Value::String(id)), Some(Value::String(event_type))) = (id, event_type) else {
             unreachable!("check_fields accepts strings only")
         };
+        self.event_of(id, event_type, payload)
+    }
+
+    /// The event of checked fields (an absent or null payload is `{}`), with
+    /// its fingerprint once the payload passes its checks.
+    fn event_of(&self, id: String, event_type: String, payload: Option<Value>) -> Result<(Event, String)> {
         let payload = match payload {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(p) => p,

@@ -575,12 +575,8 @@ fn outcome_parts(o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
     }
     let mut w: Vec<u8> = Vec::with_capacity(128);
     let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1;
-    if o.effects.is_empty() {
-        w.extend_from_slice(b"[[]");
-    } else {
-        w.push(b'[');
-        crate::json::write_json(&Value::Array(o.effects.iter().map(crate::reduce::effect_json).collect()), &mut w);
-    }
+    w.push(b'[');
+    o.write_effects(&mut w);
     w.push(b',');
     crate::json::write_json(&o.response, &mut w);
     w.push(b',');
@@ -590,7 +586,7 @@ fn outcome_parts(o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
     if let Some(first) = &o.original {
         flags |= 4;
         w.push(b',');
-        crate::json::write_json(&object! { "at": first.at, "revision": first.revision, "status": first.status }, &mut w);
+        first.write_json(&mut w);
     }
     w.push(b']');
     Some((flags, w))
