@@ -535,23 +535,50 @@ pub fn canonical(value: &Value, out: &mut String) {
     *out = utf8(bytes);
 }
 
-/// JSON text of `value` as serde_json writes it, appended to `out`.
-///
-/// Writing into a `Vec` cannot fail, and nothing written here has a map with
-/// keys that are not strings (serde_json's only other error). The impossible
-/// error is not formatted into the panic message, as `expect` would: that
-/// would keep serde_json's error `Debug`, and with it core's string escaping,
-/// in the wasm module.
-pub fn write_json<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-    if serde_json::to_writer(out, value).is_err() {
-        unreachable!("writing JSON to a Vec cannot fail");
+/// JSON text of `value` as serde_json's compact writer (`to_writer`) writes it,
+/// byte for byte, appended to `out`: members in the map's order (key order:
+/// serde_json's map is a `BTreeMap` unless its `preserve_order` feature is on),
+/// strings escaped by [`write_str`], integers in decimal, floats by zmij as
+/// serde_json formats them. Our own writer, so serde's serializer and
+/// serde_json's are not in the wasm module.
+pub fn write_json(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            out.push(b'{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(k, out);
+                out.push(b':');
+                write_json(v, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_json(item, out);
+            }
+            out.push(b']');
+        }
+        other => write_scalar(other, out),
     }
 }
 
+/// A finite `f64` as serde_json writes it (the formatter it calls, zmij, called
+/// the same way). A `Value` holds no other: `Number::from_f64` refuses
+/// infinities and NaN.
+pub fn push_f64(f: f64, out: &mut Vec<u8>) {
+    let mut buffer = zmij::Buffer::new();
+    out.extend_from_slice(buffer.format_finite(f).as_bytes());
+}
+
 /// Compact JSON text of `value`, as its `Display` writes it. Not through
-/// `Display`: serde_json's adapter from `fmt` to `io` makes its error a boxed
-/// `String`, whose `Debug` (and with it core's string escaping) would stay in
-/// the wasm module.
+/// `Display`, which is serde_json's serializer (see [`write_json`]).
 pub fn to_text(value: &Value) -> String {
     let mut out = Vec::with_capacity(128);
     write_json(value, &mut out);
@@ -560,9 +587,10 @@ pub fn to_text(value: &Value) -> String {
 
 /// A JSON object from `"key": value` pairs, each value as serde_json
 /// serializes it: serde_json's `json!` for one flat object, through
-/// [`to_value`] rather than `to_value(..).unwrap()`, which is what `json!`
-/// expands to and whose panic message would format serde_json's error (see
-/// [`write_json`]). A nested object is another `object!`.
+/// [`to_value`] (values built directly, see [`ToValue`]) rather than
+/// serde_json's `to_value(..).unwrap()`, which is what `json!` expands to:
+/// that would keep serde's serializer and the formatting of serde_json's error
+/// in the wasm module. A nested object is another `object!`.
 macro_rules! object {
     ($($body:tt)*) => {
         serde_json::Value::Object($crate::json::members! { $($body)* })
@@ -583,19 +611,89 @@ macro_rules! members {
 }
 pub(crate) use members;
 
-/// `value` as a JSON value, as serde_json serializes it. Nothing converted
-/// here can fail (no map has keys that are not strings); a failure panics
-/// without formatting the error (see [`write_json`]).
-pub fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Value {
-    match serde_json::to_value(value) {
-        Ok(v) => v,
-        Err(_) => unreachable!("converting to a JSON value cannot fail"),
+/// `value` as a JSON value, the value serde_json's `to_value` makes of it,
+/// built directly (see [`ToValue`]).
+pub fn to_value<T: ToValue + ?Sized>(value: &T) -> Value {
+    value.to_value()
+}
+
+/// What [`object!`] and [`to_value`] take: a type made into the `Value` that
+/// serde_json's `to_value` makes of it (strings, booleans, integers, `Value`s,
+/// `None` as null, sequences as arrays, maps with string keys as objects), built
+/// directly rather than through serde's serializer, which then stays out of the
+/// wasm module. The snapshot's structs implement it in `snapshot.rs`.
+pub trait ToValue {
+    fn to_value(&self) -> Value;
+}
+
+impl ToValue for Value {
+    fn to_value(&self) -> Value {
+        self.clone()
+    }
+}
+
+impl ToValue for str {
+    fn to_value(&self) -> Value {
+        Value::String(self.to_string())
+    }
+}
+
+impl ToValue for String {
+    fn to_value(&self) -> Value {
+        Value::String(self.clone())
+    }
+}
+
+impl ToValue for bool {
+    fn to_value(&self) -> Value {
+        Value::Bool(*self)
+    }
+}
+
+macro_rules! to_value_int {
+    ($($t:ty),*) => {$(
+        impl ToValue for $t {
+            fn to_value(&self) -> Value {
+                Value::Number(Number::from(*self))
+            }
+        }
+    )*};
+}
+to_value_int!(u32, u64, usize, i64);
+
+impl<T: ToValue + ?Sized> ToValue for &T {
+    fn to_value(&self) -> Value {
+        (**self).to_value()
+    }
+}
+
+impl<T: ToValue> ToValue for Option<T> {
+    fn to_value(&self) -> Value {
+        self.as_ref().map_or(Value::Null, T::to_value)
+    }
+}
+
+impl<T: ToValue> ToValue for [T] {
+    fn to_value(&self) -> Value {
+        Value::Array(self.iter().map(T::to_value).collect())
+    }
+}
+
+impl<T: ToValue> ToValue for Vec<T> {
+    fn to_value(&self) -> Value {
+        self.as_slice().to_value()
+    }
+}
+
+impl<T: ToValue> ToValue for std::collections::BTreeMap<String, T> {
+    fn to_value(&self) -> Value {
+        Value::Object(self.iter().map(|(k, v)| (k.clone(), v.to_value())).collect())
     }
 }
 
 /// Bytes written by the JSON writers here, which write UTF-8 only, as a
-/// `String`. Checked, and a failure panics without formatting the error (see
-/// [`write_json`]).
+/// `String`. Checked, and a failure panics without formatting the error, which
+/// would keep core's string escaping in the wasm module.
 pub fn utf8(bytes: Vec<u8>) -> String {
     match String::from_utf8(bytes) {
         Ok(s) => s,
@@ -672,7 +770,10 @@ fn write_scalar(value: &Value, out: &mut Vec<u8>) {
                 out.push(b'-');
                 push_u64(i.unsigned_abs(), out);
             }
-            _ => write_json(n, out),
+            _ => match n.as_f64() {
+                Some(f) => push_f64(f, out),
+                None => out.extend_from_slice(b"null"),
+            },
         },
         Value::String(s) => write_str(s, out),
         Value::Array(_) | Value::Object(_) => write_json(value, out),

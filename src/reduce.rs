@@ -178,7 +178,7 @@ impl Outcome {
     pub fn to_json_text(&self) -> String {
         let mut w: Vec<u8> = Vec::with_capacity(256);
         let value = |w: &mut Vec<u8>, v: &Value| json::write_json(v, w);
-        let num = |w: &mut Vec<u8>, n: u64| json::write_json(&n, w);
+        let num = |w: &mut Vec<u8>, n: u64| json::push_u64(n, w);
         let boolean = |w: &mut Vec<u8>, b: bool| w.extend_from_slice(if b { b"true" } else { b"false" });
         w.extend_from_slice(b"{\"changed\":");
         boolean(&mut w, self.snapshot.is_some());

@@ -197,6 +197,152 @@ fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
     json::write_str(&r.hash, t);
 }
 
+// ---------------------------------------------------------------------------
+// Writing the outbox and the timers
+//
+// By hand rather than through serde's `Serialize`, which would bring serde's
+// serializer and serde_json's into the wasm module: the text is the derives'
+// through serde_json, byte for byte (members in declaration order, renamed as
+// the attributes say, `None` left out where `skip_serializing_if` says so; the
+// tests compare the two on every variant).
+
+/// An outbox entry's JSON, as its `Serialize` derive writes it.
+fn write_outbox_entry(e: &OutboxEntry, t: &mut Vec<u8>) {
+    t.extend_from_slice(b"{\"key\":");
+    json::write_str(&e.key, t);
+    t.extend_from_slice(b",\"type\":");
+    json::write_str(&e.effect_type, t);
+    t.extend_from_slice(b",\"payload\":");
+    json::write_json(&e.payload, t);
+    t.extend_from_slice(if e.idempotent { b",\"idempotent\":true,\"state\":" } else { b",\"idempotent\":false,\"state\":" });
+    json::write_str(e.state.as_str(), t);
+    t.extend_from_slice(b",\"attempts\":");
+    json::push_u64(e.attempts.into(), t);
+    if let Some(id) = &e.attempt_id {
+        t.extend_from_slice(b",\"attemptId\":");
+        json::write_str(id, t);
+    }
+    if let Some(at) = e.due_at {
+        t.extend_from_slice(b",\"dueAt\":");
+        json::push_u64(at, t);
+    }
+    let r = &e.retry;
+    t.extend_from_slice(b",\"retry\":{\"maxAttempts\":");
+    json::push_u64(r.max_attempts.into(), t);
+    t.extend_from_slice(b",\"baseMs\":");
+    json::push_u64(r.base_ms, t);
+    t.extend_from_slice(b",\"factor\":");
+    json::push_u64(r.factor.into(), t);
+    t.extend_from_slice(b",\"maxDelayMs\":");
+    json::push_u64(r.max_delay_ms, t);
+    t.extend_from_slice(b",\"jitterPct\":");
+    json::push_u64(r.jitter_pct.into(), t);
+    t.extend_from_slice(b"},\"eventId\":");
+    json::write_str(&e.event_id, t);
+    t.extend_from_slice(b",\"createdAt\":");
+    json::push_u64(e.created_at, t);
+    if let Some(at) = e.done_at {
+        t.extend_from_slice(b",\"doneAt\":");
+        json::push_u64(at, t);
+    }
+    if let Some(v) = &e.result {
+        t.extend_from_slice(b",\"result\":");
+        json::write_json(v, t);
+    }
+    if let Some(v) = &e.error {
+        t.extend_from_slice(b",\"error\":");
+        json::write_json(v, t);
+    }
+    t.push(b'}');
+}
+
+/// A timer's JSON, as its `Serialize` derive writes it.
+fn write_timer(timer: &Timer, t: &mut Vec<u8>) {
+    t.extend_from_slice(b"{\"id\":");
+    json::write_str(&timer.id, t);
+    t.extend_from_slice(b",\"state\":");
+    json::write_str(&timer.state, t);
+    t.extend_from_slice(b",\"delay\":");
+    json::push_u64(timer.delay, t);
+    t.extend_from_slice(b",\"dueAt\":");
+    json::push_u64(timer.due_at, t);
+    t.push(b'}');
+}
+
+/// A JSON array of `items`, each written by `write`.
+fn write_array<T>(items: &[T], t: &mut Vec<u8>, write: fn(&T, &mut Vec<u8>)) {
+    t.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            t.push(b',');
+        }
+        write(item, t);
+    }
+    t.push(b']');
+}
+
+// The `Value`s serde_json's `to_value` makes of the same structs (for
+// `Snapshot::to_value` and `object!`), built directly.
+
+impl json::ToValue for MachineRef {
+    fn to_value(&self) -> Value {
+        object! { "id": self.id, "version": self.version, "hash": self.hash }
+    }
+}
+
+impl json::ToValue for EffectState {
+    fn to_value(&self) -> Value {
+        Value::String(self.as_str().to_string())
+    }
+}
+
+impl json::ToValue for RetryPolicy {
+    fn to_value(&self) -> Value {
+        object! {
+            "maxAttempts": self.max_attempts,
+            "baseMs": self.base_ms,
+            "factor": self.factor,
+            "maxDelayMs": self.max_delay_ms,
+            "jitterPct": self.jitter_pct,
+        }
+    }
+}
+
+impl json::ToValue for OutboxEntry {
+    fn to_value(&self) -> Value {
+        let mut m = json::members! {
+            "key": self.key,
+            "type": self.effect_type,
+            "payload": self.payload,
+            "idempotent": self.idempotent,
+            "state": self.state,
+            "attempts": self.attempts,
+            "retry": self.retry,
+            "eventId": self.event_id,
+            "createdAt": self.created_at,
+        };
+        let optional = [
+            ("attemptId", self.attempt_id.as_ref().map(json::to_value)),
+            ("dueAt", self.due_at.map(Value::from)),
+            ("doneAt", self.done_at.map(Value::from)),
+            ("result", self.result.clone()),
+            ("error", self.error.clone()),
+        ];
+        for (key, v) in optional {
+            if let Some(v) = v {
+                m.insert(key.to_string(), v);
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+impl json::ToValue for Timer {
+    fn to_value(&self) -> Value {
+        object! { "id": self.id, "state": self.state, "delay": self.delay, "dueAt": self.due_at }
+    }
+}
+
 /// Format 1: the whole snapshot as JSON, ledger entries as objects.
 #[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
 struct V1 {
@@ -589,9 +735,9 @@ impl Snapshot {
         // The trailer, the head and the checksum, written into one buffer.
         let mut t: Vec<u8> = Vec::with_capacity(256);
         t.push(b'#');
-        push_dec(&mut t, ledger.recs.len() as u64);
+        json::push_u64(ledger.recs.len() as u64, &mut t);
         t.push(b' ');
-        push_dec(&mut t, ledger.prune_at);
+        json::push_u64(ledger.prune_at, &mut t);
         t.push(b'\n');
         let head = t.len();
         self.write_head(&mut t);
@@ -624,17 +770,9 @@ impl Snapshot {
         t.extend_from_slice(b",\"revision\":");
         json::push_u64(self.revision, t);
         t.extend_from_slice(if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
-        if self.outbox.is_empty() {
-            t.extend_from_slice(b"[]");
-        } else {
-            json::write_json(&self.outbox, t);
-        }
+        write_array(&self.outbox, t, write_outbox_entry);
         t.extend_from_slice(b",\"timers\":");
-        if self.timers.is_empty() {
-            t.extend_from_slice(b"[]");
-        } else {
-            json::write_json(&self.timers, t);
-        }
+        write_array(&self.timers, t, write_timer);
         t.push(b'}');
     }
 
@@ -1113,11 +1251,6 @@ fn sized(t: &mut Vec<u8>, width: usize, body: impl FnOnce(&mut Vec<u8>)) {
         push_hex(t, len, width);
         t.extend_from_slice(&text);
     }
-}
-
-/// A number in decimal, as serde_json writes it.
-fn push_dec(t: &mut Vec<u8>, v: u64) {
-    json::write_json(&v, t);
 }
 
 /// Where one ledger record sits in [`Ledger::text`]: from its first byte to
