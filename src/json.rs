@@ -687,7 +687,13 @@ impl<T: ToValue> ToValue for Vec<T> {
 
 impl<T: ToValue> ToValue for std::collections::BTreeMap<String, T> {
     fn to_value(&self) -> Value {
-        Value::Object(self.iter().map(|(k, v)| (k.clone(), v.to_value())).collect())
+        // One insert at a time: collecting into a map sorts its items first,
+        // which would bring a sort into the wasm module.
+        let mut map = Map::new();
+        for (k, v) in self {
+            map.insert(k.clone(), v.to_value());
+        }
+        Value::Object(map)
     }
 }
 
