@@ -6,6 +6,11 @@
 //! in. It reads exactly what `serde_json::from_str::<Value>` reads, into the
 //! same `Value`, and refuses everything else with serde_json's reason and
 //! position (`tests/json_parser.rs` checks both against serde_json).
+//!
+//! The writers are our own too ([`write_json`], [`write_canonical`], [`to_value`]
+//! for building values): they write what serde_json's writer writes, byte for
+//! byte, and build the `Value`s its `to_value` builds, without serde's
+//! serialization machinery in the wasm module (`tests/json_writer.rs`).
 
 use crate::error::{Code, Error, Result};
 use serde_json::{Map, Number, Value};
@@ -617,7 +622,7 @@ pub fn to_value<T: ToValue + ?Sized>(value: &T) -> Value {
     value.to_value()
 }
 
-/// What [`object!`] and [`to_value`] take: a type made into the `Value` that
+/// What `object!` and [`to_value`] take: a type made into the `Value` that
 /// serde_json's `to_value` makes of it (strings, booleans, integers, `Value`s,
 /// `None` as null, sequences as arrays, maps with string keys as objects), built
 /// directly rather than through serde's serializer, which then stays out of the
