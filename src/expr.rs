@@ -106,7 +106,8 @@ enum Node {
     Array(Vec<Node>),
     /// An object literal whose values are expressions (idem's one extension).
     Object(Vec<(String, Node)>),
-    Op(Op, Vec<Node>),
+    /// An operator, with the function that evaluates its family (see [`op_fn`]).
+    Op(Op, OpFn, Vec<Node>),
     /// `var` whose key is a literal string, its path split into parts once at
     /// compile time (no parts: the empty path, the whole scope). `args` are the
     /// operator's arguments as written (the key, then the default).
@@ -333,7 +334,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
                 let root = Root::of(&parts);
                 return Ok(Node::Var(parts, args, root));
             }
-            Ok(Node::Op(op, args))
+            Ok(Node::Op(op, op_fn(op), args))
         }
         Value::Object(m) => {
             let fields = m
@@ -600,9 +601,9 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
             }
             Ok(Cow::Owned(Value::Object(out)))
         }
-        Node::Op(op, args) => eval_op(*op, args, data, depth + 1, budget),
+        Node::Op(op, f, nodes) => f(*op, Args { nodes, data, depth: depth + 1, budget }),
         Node::Var(parts, args, root) => {
-            // As `eval_op(Op::Var, ..)` with its literal key, which it would
+            // As [`op_var`] with its literal key, which it would
             // evaluate one level down (where the depth bound applies too).
             let depth = depth + 1;
             if depth > MAX_EVAL_DEPTH {
@@ -631,246 +632,300 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
     }
 }
 
-fn eval_op<'a>(op: Op, args: &'a [Node], data: Data<'a>, depth: usize, budget: &Budget) -> Eval<'a> {
-    let arg = |i: usize| -> Eval<'a> {
-        match args.get(i) {
-            Some(n) => eval(n, data, depth, budget),
+/// An operator's argument nodes with what evaluating them needs.
+#[derive(Clone, Copy)]
+struct Args<'a, 'b> {
+    nodes: &'a [Node],
+    data: Data<'a>,
+    depth: usize,
+    budget: &'b Budget,
+}
+
+impl<'a> Args<'a, '_> {
+    fn eval(&self, n: &'a Node) -> Eval<'a> {
+        eval(n, self.data, self.depth, self.budget)
+    }
+
+    /// Argument `i`, or null when there are fewer.
+    fn arg(&self, i: usize) -> Eval<'a> {
+        match self.nodes.get(i) {
+            Some(n) => self.eval(n),
             None => Ok(Cow::Owned(Value::Null)),
         }
-    };
-    let all = || -> std::result::Result<Vec<Value>, Stop> {
-        args.iter().map(|n| eval(n, data, depth, budget).map(Cow::into_owned)).collect()
-    };
-    // Each argument as a number, in order, stopping at the first that fails (as `all`).
-    let numbers = || args.iter().map(|n| eval(n, data, depth, budget).map(|v| to_number(&v)));
-    let owned = |v: Value| -> Eval<'a> { Ok(Cow::Owned(v)) };
+    }
+
+    /// Every argument, in order, stopping at the first that fails.
+    fn all(&self) -> std::result::Result<Vec<Value>, Stop> {
+        self.nodes.iter().map(|n| self.eval(n).map(Cow::into_owned)).collect()
+    }
+
+    /// Each argument as a number, in order, stopping at the first that fails (as `all`).
+    fn numbers(&self) -> impl Iterator<Item = std::result::Result<f64, Stop>> + '_ {
+        self.nodes.iter().map(|n| self.eval(n).map(|v| to_number(&v)))
+    }
+}
+
+/// The function that evaluates one family of operators.
+type OpFn = for<'a, 'b> fn(Op, Args<'a, 'b>) -> Eval<'a>;
+
+/// The function of `op`'s family, found once at compile time. Each family is a
+/// function of its own, called through the pointer its node keeps, so that
+/// neither the compiler nor wasm-opt folds them back into [`eval`]: the wasm
+/// engine compiles a function when it is first called, and an expression then
+/// compiles only the operators it uses (a cold start's first event compiled the
+/// whole evaluator, 22 KB of code, before).
+fn op_fn(op: Op) -> OpFn {
     match op {
-        Op::Var => {
-            let key = arg(0)?;
-            let default = || arg(1);
-            let found = match key.as_ref() {
-                Value::Null => Some(data.whole()),
-                Value::String(s) => data.lookup(s),
-                Value::Number(n) => data.lookup(&n.to_string()),
-                Value::Array(a) if a.is_empty() => Some(data.whole()),
-                _ => None,
-            };
-            match found {
-                Some(v) if !v.is_null() => Ok(v),
-                _ => default(),
-            }
+        Op::Var => op_var,
+        Op::Missing | Op::MissingSome => op_missing,
+        Op::If | Op::Or | Op::And => op_logic,
+        Op::Eq | Op::Ne | Op::StrictEq | Op::StrictNe | Op::Not | Op::NotNot | Op::Gt | Op::Ge | Op::Lt | Op::Le => op_test,
+        Op::Max | Op::Min | Op::Add | Op::Mul | Op::Sub | Op::Div | Op::Mod => op_arith,
+        Op::Map | Op::Filter | Op::All | Op::NoneOf | Op::SomeOf => op_each,
+        Op::Reduce => op_reduce,
+        Op::Merge => op_merge,
+        Op::In => op_in,
+        Op::Cat => op_cat,
+        Op::Substr => op_substr,
+    }
+}
+
+#[inline(never)]
+fn op_var<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let key = a.arg(0)?;
+    let found = match key.as_ref() {
+        Value::Null => Some(a.data.whole()),
+        Value::String(s) => a.data.lookup(s),
+        Value::Number(n) => a.data.lookup(&n.to_string()),
+        Value::Array(arr) if arr.is_empty() => Some(a.data.whole()),
+        _ => None,
+    };
+    match found {
+        Some(v) if !v.is_null() => Ok(v),
+        _ => a.arg(1),
+    }
+}
+
+#[inline(never)]
+fn op_missing<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let present = |k: &Value| {
+        let found = a.data.lookup(&to_js_string(k));
+        matches!(found.as_deref(), Some(v) if !v.is_null() && *v != Value::String(String::new()))
+    };
+    if op == Op::Missing {
+        let mut keys = a.all()?;
+        if let Some(Value::Array(inner)) = keys.first() {
+            keys = inner.clone();
         }
-        Op::Missing => {
-            let mut keys = all()?;
-            if let Some(Value::Array(inner)) = keys.first() {
-                keys = inner.clone();
-            }
-            let missing: Vec<Value> = keys
-                .into_iter()
-                .filter(|k| {
-                    let found = data.lookup(&to_js_string(k));
-                    !matches!(found.as_deref(), Some(v) if !v.is_null() && *v != Value::String(String::new()))
-                })
-                .collect();
-            owned(Value::Array(missing))
+        let missing: Vec<Value> = keys.into_iter().filter(|k| !present(k)).collect();
+        return Ok(Cow::Owned(Value::Array(missing)));
+    }
+    let need = to_number(&*a.arg(0)?);
+    let keys = match a.arg(1)?.into_owned() {
+        Value::Array(arr) => arr,
+        other => vec![other],
+    };
+    let mut missing = Vec::new();
+    for k in &keys {
+        if !present(k) {
+            missing.push(k.clone());
         }
-        Op::MissingSome => {
-            let need = to_number(&*arg(0)?);
-            let keys = match arg(1)?.into_owned() {
-                Value::Array(a) => a,
-                other => vec![other],
-            };
-            let mut missing = Vec::new();
-            for k in &keys {
-                let found = data.lookup(&to_js_string(k));
-                if !matches!(found.as_deref(), Some(v) if !v.is_null() && *v != Value::String(String::new())) {
-                    missing.push(k.clone());
-                }
+    }
+    let present = (keys.len() - missing.len()) as f64;
+    Ok(Cow::Owned(Value::Array(if present >= need { Vec::new() } else { missing })))
+}
+
+#[inline(never)]
+fn op_logic<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let args = a.nodes;
+    if op == Op::If {
+        let mut i = 0;
+        while i + 1 < args.len() {
+            if truthy(&*a.eval(&args[i])?) {
+                return a.eval(&args[i + 1]);
             }
-            let present = (keys.len() - missing.len()) as f64;
-            owned(Value::Array(if present >= need { Vec::new() } else { missing }))
+            i += 2;
         }
-        Op::If => {
-            let mut i = 0;
-            while i + 1 < args.len() {
-                if truthy(&*eval(&args[i], data, depth, budget)?) {
-                    return eval(&args[i + 1], data, depth, budget);
-                }
-                i += 2;
-            }
-            if i < args.len() {
-                eval(&args[i], data, depth, budget)
-            } else {
-                owned(Value::Null)
-            }
+        return a.arg(i);
+    }
+    // `or` stops at the first truthy argument, `and` at the first falsy one.
+    let mut last = Cow::Owned(Value::Null);
+    for n in args {
+        last = a.eval(n)?;
+        if truthy(&last) == (op == Op::Or) {
+            break;
         }
-        Op::Eq => owned(Value::Bool(loose_eq(&*arg(0)?, &*arg(1)?))),
-        Op::Ne => owned(Value::Bool(!loose_eq(&*arg(0)?, &*arg(1)?))),
-        Op::StrictEq => owned(Value::Bool(strict_eq(&*arg(0)?, &*arg(1)?))),
-        Op::StrictNe => owned(Value::Bool(!strict_eq(&*arg(0)?, &*arg(1)?))),
-        Op::Not => owned(Value::Bool(!truthy(&*arg(0)?))),
-        Op::NotNot => owned(Value::Bool(truthy(&*arg(0)?))),
-        Op::Or => {
-            let mut last = Cow::Owned(Value::Null);
-            for n in args {
-                last = eval(n, data, depth, budget)?;
-                if truthy(&last) {
-                    break;
-                }
-            }
-            Ok(last)
-        }
-        Op::And => {
-            let mut last = Cow::Owned(Value::Null);
-            for n in args {
-                last = eval(n, data, depth, budget)?;
-                if !truthy(&last) {
-                    break;
-                }
-            }
-            Ok(last)
-        }
-        Op::Gt => owned(Value::Bool(less(&*arg(1)?, &*arg(0)?, false))),
-        Op::Ge => owned(Value::Bool(less(&*arg(1)?, &*arg(0)?, true))),
-        Op::Lt | Op::Le => {
+    }
+    Ok(last)
+}
+
+#[inline(never)]
+fn op_test<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let b = match op {
+        Op::Eq => loose_eq(&*a.arg(0)?, &*a.arg(1)?),
+        Op::Ne => !loose_eq(&*a.arg(0)?, &*a.arg(1)?),
+        Op::StrictEq => strict_eq(&*a.arg(0)?, &*a.arg(1)?),
+        Op::StrictNe => !strict_eq(&*a.arg(0)?, &*a.arg(1)?),
+        Op::Not => !truthy(&*a.arg(0)?),
+        Op::NotNot => truthy(&*a.arg(0)?),
+        Op::Gt => less(&*a.arg(1)?, &*a.arg(0)?, false),
+        Op::Ge => less(&*a.arg(1)?, &*a.arg(0)?, true),
+        _ => {
+            // `<` and `<=`, with a third argument: between.
             let or_equal = op == Op::Le;
-            let (a, b) = (arg(0)?, arg(1)?);
-            let first = less(&a, &b, or_equal);
-            if args.len() >= 3 {
-                let c = arg(2)?;
-                return owned(Value::Bool(first && less(&b, &c, or_equal)));
+            let (x, y) = (a.arg(0)?, a.arg(1)?);
+            let first = less(&x, &y, or_equal);
+            if a.nodes.len() >= 3 {
+                let z = a.arg(2)?;
+                return Ok(Cow::Owned(Value::Bool(first && less(&y, &z, or_equal))));
             }
-            owned(Value::Bool(first))
+            first
         }
+    };
+    Ok(Cow::Owned(Value::Bool(b)))
+}
+
+#[inline(never)]
+fn op_arith<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
+    Ok(Cow::Owned(match op {
         Op::Max | Op::Min => {
-            let nums = numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
-            if nums.is_empty() {
-                return owned(Value::Null);
-            }
-            if nums.iter().any(|n| n.is_nan()) {
-                return owned(Value::Null);
+            let nums = a.numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
+            if nums.is_empty() || nums.iter().any(|n| n.is_nan()) {
+                return Ok(Cow::Owned(Value::Null));
             }
             let r = if op == Op::Max {
                 nums.into_iter().fold(f64::NEG_INFINITY, f64::max)
             } else {
                 nums.into_iter().fold(f64::INFINITY, f64::min)
             };
-            owned(num(r))
+            num(r)
         }
-        Op::Add => owned(num(numbers().sum::<std::result::Result<f64, Stop>>()?)),
-        Op::Mul => owned(num(numbers().product::<std::result::Result<f64, Stop>>()?)),
+        Op::Add => num(a.numbers().sum::<std::result::Result<f64, Stop>>()?),
+        Op::Mul => num(a.numbers().product::<std::result::Result<f64, Stop>>()?),
         Op::Sub => {
-            let vals = numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
+            let vals = a.numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
             match vals.as_slice() {
-                [a] => owned(num(-a)),
-                [a, b, ..] => owned(num(a - b)),
-                [] => owned(Value::Null),
+                [x] => num(-x),
+                [x, y, ..] => num(x - y),
+                [] => Value::Null,
             }
         }
-        Op::Div => owned(num(to_number(&*arg(0)?) / to_number(&*arg(1)?))),
-        Op::Mod => owned(num(to_number(&*arg(0)?) % to_number(&*arg(1)?))),
-        Op::Map | Op::Filter | Op::All | Op::NoneOf | Op::SomeOf => {
-            let items = match arg(0)?.into_owned() {
-                Value::Array(a) => a,
-                _ => Vec::new(),
-            };
-            let Some(body) = args.get(1) else { return owned(Value::Null) };
-            charge(budget, items.len())?;
-            let mut out = Vec::new();
-            for item in &items {
-                let r = eval(body, Data::Value(item), depth, budget)?;
-                match op {
-                    Op::Map => out.push(r.into_owned()),
-                    Op::Filter if truthy(&r) => out.push(item.clone()),
-                    Op::All if !truthy(&r) => return owned(Value::Bool(false)),
-                    Op::NoneOf if truthy(&r) => return owned(Value::Bool(false)),
-                    Op::SomeOf if truthy(&r) => return owned(Value::Bool(true)),
-                    _ => {}
-                }
-            }
-            owned(match op {
-                Op::Map | Op::Filter => Value::Array(out),
-                Op::All => Value::Bool(!items.is_empty()),
-                Op::NoneOf => Value::Bool(true),
-                _ => Value::Bool(false),
-            })
-        }
-        Op::Reduce => {
-            let items = match arg(0)?.into_owned() {
-                Value::Array(a) => a,
-                _ => Vec::new(),
-            };
-            let mut acc = arg(2)?.into_owned();
-            let Some(body) = args.get(1) else { return owned(acc) };
-            charge(budget, items.len())?;
-            for item in items {
-                let mut scope = Map::new();
-                scope.insert("current".into(), item);
-                scope.insert("accumulator".into(), acc);
-                let scope = Value::Object(scope);
-                acc = eval(body, Data::Value(&scope), depth, budget)?.into_owned();
-            }
-            owned(acc)
-        }
-        Op::Merge => {
-            // Every argument is evaluated before the arrays merged are charged
-            // for, as when they were collected first; one charge for them all
-            // fails exactly when one of a charge per array would.
-            let mut out = Vec::new();
-            let mut merged = 0usize;
-            for n in args {
-                match eval(n, data, depth, budget)? {
-                    Cow::Borrowed(Value::Array(a)) => {
-                        merged = merged.saturating_add(a.len());
-                        out.extend(a.iter().cloned())
-                    }
-                    Cow::Owned(Value::Array(a)) => {
-                        merged = merged.saturating_add(a.len());
-                        out.extend(a)
-                    }
-                    other => out.push(other.into_owned()),
-                }
-            }
-            charge(budget, merged)?;
-            owned(Value::Array(out))
-        }
-        Op::In => {
-            let (needle, hay) = (arg(0)?, arg(1)?);
-            owned(Value::Bool(match hay.as_ref() {
-                Value::Array(a) => a.iter().any(|x| strict_eq(x, &needle)),
-                Value::String(s) => contains(s, &to_js_string(&needle)),
-                _ => false,
-            }))
-        }
-        Op::Cat => {
-            let mut s = String::with_capacity(32);
-            for n in args {
-                push_js_string(&*eval(n, data, depth, budget)?, &mut s);
-            }
-            charge(budget, s.len() / 16)?;
-            owned(Value::String(s))
-        }
-        Op::Substr => {
-            let s: Vec<char> = to_js_string(&*arg(0)?).chars().collect();
-            let len = s.len() as i64;
-            let start = to_number(&*arg(1)?);
-            let start = if start.is_nan() { 0 } else { start as i64 };
-            let start = if start < 0 { len.saturating_add(start).max(0) } else { start.min(len) };
-            let end = match args.get(2) {
-                None => len,
-                Some(_) => {
-                    let l = to_number(&*arg(2)?);
-                    let l = if l.is_nan() { 0 } else { l as i64 };
-                    if l < 0 {
-                        len.saturating_add(l).max(start)
-                    } else {
-                        start.saturating_add(l).min(len)
-                    }
-                }
-            };
-            owned(Value::String(s[start as usize..end.max(start) as usize].iter().collect()))
+        Op::Div => num(to_number(&*a.arg(0)?) / to_number(&*a.arg(1)?)),
+        _ => num(to_number(&*a.arg(0)?) % to_number(&*a.arg(1)?)),
+    }))
+}
+
+#[inline(never)]
+fn op_each<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let items = match a.arg(0)?.into_owned() {
+        Value::Array(arr) => arr,
+        _ => Vec::new(),
+    };
+    let Some(body) = a.nodes.get(1) else { return Ok(Cow::Owned(Value::Null)) };
+    charge(a.budget, items.len())?;
+    let mut out = Vec::new();
+    for item in &items {
+        let r = eval(body, Data::Value(item), a.depth, a.budget)?;
+        match op {
+            Op::Map => out.push(r.into_owned()),
+            Op::Filter if truthy(&r) => out.push(item.clone()),
+            Op::All if !truthy(&r) => return Ok(Cow::Owned(Value::Bool(false))),
+            Op::NoneOf if truthy(&r) => return Ok(Cow::Owned(Value::Bool(false))),
+            Op::SomeOf if truthy(&r) => return Ok(Cow::Owned(Value::Bool(true))),
+            _ => {}
         }
     }
+    Ok(Cow::Owned(match op {
+        Op::Map | Op::Filter => Value::Array(out),
+        Op::All => Value::Bool(!items.is_empty()),
+        Op::NoneOf => Value::Bool(true),
+        _ => Value::Bool(false),
+    }))
+}
+
+#[inline(never)]
+fn op_reduce<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let items = match a.arg(0)?.into_owned() {
+        Value::Array(arr) => arr,
+        _ => Vec::new(),
+    };
+    let mut acc = a.arg(2)?.into_owned();
+    let Some(body) = a.nodes.get(1) else { return Ok(Cow::Owned(acc)) };
+    charge(a.budget, items.len())?;
+    for item in items {
+        let mut scope = Map::new();
+        scope.insert("current".into(), item);
+        scope.insert("accumulator".into(), acc);
+        let scope = Value::Object(scope);
+        acc = eval(body, Data::Value(&scope), a.depth, a.budget)?.into_owned();
+    }
+    Ok(Cow::Owned(acc))
+}
+
+#[inline(never)]
+fn op_merge<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
+    // Every argument is evaluated before the arrays merged are charged
+    // for, as when they were collected first; one charge for them all
+    // fails exactly when one of a charge per array would.
+    let mut out = Vec::new();
+    let mut merged = 0usize;
+    for n in a.nodes {
+        match a.eval(n)? {
+            Cow::Borrowed(Value::Array(arr)) => {
+                merged = merged.saturating_add(arr.len());
+                out.extend(arr.iter().cloned())
+            }
+            Cow::Owned(Value::Array(arr)) => {
+                merged = merged.saturating_add(arr.len());
+                out.extend(arr)
+            }
+            other => out.push(other.into_owned()),
+        }
+    }
+    charge(a.budget, merged)?;
+    Ok(Cow::Owned(Value::Array(out)))
+}
+
+#[inline(never)]
+fn op_in<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let (needle, hay) = (a.arg(0)?, a.arg(1)?);
+    Ok(Cow::Owned(Value::Bool(match hay.as_ref() {
+        Value::Array(arr) => arr.iter().any(|x| strict_eq(x, &needle)),
+        Value::String(s) => contains(s, &to_js_string(&needle)),
+        _ => false,
+    })))
+}
+
+#[inline(never)]
+fn op_cat<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let mut s = String::with_capacity(32);
+    for n in a.nodes {
+        push_js_string(&*a.eval(n)?, &mut s);
+    }
+    charge(a.budget, s.len() / 16)?;
+    Ok(Cow::Owned(Value::String(s)))
+}
+
+#[inline(never)]
+fn op_substr<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
+    let s: Vec<char> = to_js_string(&*a.arg(0)?).chars().collect();
+    let len = s.len() as i64;
+    let start = to_number(&*a.arg(1)?);
+    let start = if start.is_nan() { 0 } else { start as i64 };
+    let start = if start < 0 { len.saturating_add(start).max(0) } else { start.min(len) };
+    let end = match a.nodes.get(2) {
+        None => len,
+        Some(_) => {
+            let l = to_number(&*a.arg(2)?);
+            let l = if l.is_nan() { 0 } else { l as i64 };
+            if l < 0 {
+                len.saturating_add(l).max(start)
+            } else {
+                start.saturating_add(l).min(len)
+            }
+        }
+    };
+    Ok(Cow::Owned(Value::String(s[start as usize..end.max(start) as usize].iter().collect())))
 }
 
 #[cfg(test)]
