@@ -47,6 +47,8 @@ const target = path.join(ROOT, "target/wasm-prof");
 // The same rustc arguments as scripts/build-wasm.sh gives the lean module (LEAN_RUSTC_ARGS).
 const leanRustcArgs = /^LEAN_RUSTC_ARGS="([^"]*)"$/m.exec(readFileSync(path.join(ROOT, "scripts/build-wasm.sh"), "utf8"))?.[1];
 if (leanRustcArgs === undefined) throw new Error("scripts/build-wasm.sh sets no LEAN_RUSTC_ARGS");
+const leanWasmOptArgs = /^LEAN_WASM_OPT_ARGS="([^"]*)"$/m.exec(readFileSync(path.join(ROOT, "scripts/build-wasm.sh"), "utf8"))?.[1];
+if (leanWasmOptArgs === undefined) throw new Error("scripts/build-wasm.sh sets no LEAN_WASM_OPT_ARGS");
 sh("cargo", ["rustc", "--lib", "--profile", "release-lean", "--target", "wasm32-unknown-unknown", "--no-default-features", "--", ...leanRustcArgs.split(" ").filter(Boolean)], {
   CARGO_TARGET_DIR: target,
   CARGO_PROFILE_RELEASE_LEAN_STRIP: "none",
@@ -54,7 +56,7 @@ sh("cargo", ["rustc", "--lib", "--profile", "release-lean", "--target", "wasm32-
 const dist = path.join(target, "dist");
 mkdirSync(dist, { recursive: true });
 sh("wasm-bindgen", ["--target", "web", "--out-dir", dist, "--out-name", "idem", path.join(target, "wasm32-unknown-unknown/release-lean/idem.wasm")]);
-sh(path.join(ROOT, "node_modules/.bin/wasm-opt"), ["-Oz", "--low-memory-unused", "-g",
+sh(path.join(ROOT, "node_modules/.bin/wasm-opt"), ["-Oz", "--low-memory-unused", ...leanWasmOptArgs.split(" ").filter(Boolean), "-g",
   "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
   "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue",
   path.join(dist, "idem_bg.wasm"), "-o", path.join(dist, "idem_bg.wasm")]);
