@@ -661,8 +661,16 @@ impl Members {
 /// The items of an array, each read by `read`.
 fn items<T>(v: Value, read: fn(Value) -> T) -> Vec<T> {
     match v {
-        Value::Array(items) => items.into_iter().map(read).collect(),
+        Value::Array(items) if !items.is_empty() => items.into_iter().map(read).collect(),
         _ => Vec::new(),
+    }
+}
+
+/// A string checked to be one.
+fn string(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        _ => String::new(),
     }
 }
 
@@ -670,14 +678,6 @@ fn items<T>(v: Value, read: fn(Value) -> T) -> Vec<T> {
 fn wire<T>(v: Value, kind: Kind, read: fn(Value) -> T) -> Wire<T> {
     check_kind(&v, kind)?;
     Ok(read(v))
-}
-
-fn outbox(v: Value) -> Wire<Vec<OutboxEntry>> {
-    wire(v, Kind::List(OUTBOX_ENTRY), |v| items(v, OutboxEntry::read))
-}
-
-fn timers(v: Value) -> Wire<Vec<Timer>> {
-    wire(v, Kind::List(TIMER), |v| items(v, Timer::read))
 }
 
 impl MachineRef {
@@ -1098,53 +1098,46 @@ fn read_head(text: &str) -> Option<Head> {
         ",\"outbox\":",
         ",\"timers\":",
     ];
-    let mut r = HeadReader { text, i: 0 };
-    let mut fields: [Value; FIELDS.len()] = Default::default();
     // The bytes of the last reference written are read as its value would be.
     let known = KNOWN.with(|k| {
         let k = k.borrow();
         let k = k.as_ref()?;
         text.as_bytes().starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
     });
-    let skip = match known {
-        Some((_, len)) => {
-            r.i = len;
-            3
+    let mut fields: [Value; FIELDS.len()] = Default::default();
+    // Every check before anything is moved out, and one way out when one fails.
+    let mut read = || {
+        let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
+        let mut r = HeadReader { text, i: at };
+        for (slot, name) in fields.iter_mut().zip(FIELDS).skip(skip) {
+            r.lit(name)?;
+            *slot = r.value()?;
         }
-        None => 0,
+        r.lit("}")?;
+        let whole = r.i == text.len()
+            && fields[5].is_u64()
+            && fields[6].is_boolean()
+            && (known.is_some() || fields[..3].iter().all(Value::is_string))
+            && check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok()
+            && check_kind(&fields[8], Kind::List(TIMER)).is_ok();
+        whole.then_some(())
     };
-    for (slot, name) in fields.iter_mut().zip(FIELDS).skip(skip) {
-        r.lit(name)?;
-        *slot = r.value()?;
-    }
-    r.lit("}")?;
-    if r.i != text.len() {
-        return None;
-    }
-    // Every check before anything is moved out, so that leaving early drops only `fields`.
-    let revision = fields[5].as_u64()?;
-    let done = fields[6].as_bool()?;
-    if known.is_none() && !fields[..3].iter().all(Value::is_string) {
-        return None;
-    }
-    let outbox = match fields[7].take() {
-        Value::Array(a) if a.is_empty() => Vec::new(),
-        v => outbox(v).ok()?,
-    };
-    let timers = match fields[8].take() {
-        Value::Array(a) if a.is_empty() => Vec::new(),
-        v => timers(v).ok()?,
-    };
-    let mut take = |i: usize| fields[i].take();
-    let mut string = |i: usize| match take(i) {
-        Value::String(s) => s,
-        _ => String::new(),
-    };
+    read()?;
+    let (revision, done) = (fields[5].as_u64().unwrap_or(0), fields[6].as_bool().unwrap_or(false));
+    let mut take = |i: usize| std::mem::take(&mut fields[i]);
     let machine = match known {
         Some((r, _)) => r,
-        None => Arc::new(MachineRef { id: string(0), version: string(1), hash: string(2) }),
+        None => Arc::new(MachineRef { id: string(take(0)), version: string(take(1)), hash: string(take(2)) }),
     };
-    Some(Head { machine, value: fields[3].take(), context: fields[4].take(), revision, done, outbox, timers })
+    Some(Head {
+        machine,
+        value: take(3),
+        context: take(4),
+        revision,
+        done,
+        outbox: items(take(7), OutboxEntry::read),
+        timers: items(take(8), Timer::read),
+    })
 }
 
 struct HeadReader<'a> {
