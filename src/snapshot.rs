@@ -1118,12 +1118,13 @@ fn read_head(text: &str) -> Option<Head> {
             && fields[5].is_u64()
             && fields[6].is_boolean()
             && (known.is_some() || fields[..3].iter().all(Value::is_string))
-            && check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok()
-            && check_kind(&fields[8], Kind::List(TIMER)).is_ok();
+            && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
+            && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok());
         whole.then_some(())
     };
     read()?;
     let (revision, done) = (fields[5].as_u64().unwrap_or(0), fields[6].as_bool().unwrap_or(false));
+    let (no_outbox, no_timers) = (none(&fields[7]), none(&fields[8]));
     let mut take = |i: usize| std::mem::take(&mut fields[i]);
     let machine = match known {
         Some((r, _)) => r,
@@ -1135,9 +1136,14 @@ fn read_head(text: &str) -> Option<Head> {
         context: take(4),
         revision,
         done,
-        outbox: items(take(7), OutboxEntry::read),
-        timers: items(take(8), Timer::read),
+        outbox: if no_outbox { Vec::new() } else { items(take(7), OutboxEntry::read) },
+        timers: if no_timers { Vec::new() } else { items(take(8), Timer::read) },
     })
+}
+
+/// An empty array: most heads have no outbox entry and no timer, read without a call.
+fn none(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if a.is_empty())
 }
 
 struct HeadReader<'a> {
@@ -1230,7 +1236,8 @@ struct V3 {
     head: Head,
     recs: Vec<Rec>,
     prune_at: u64,
-    state: Xxh3Default,
+    /// The checksum stream after the records, when they are long enough to keep it (see [`Synced::keep`]).
+    state: Option<Box<Xxh3Default>>,
 }
 
 impl V3 {
@@ -1238,8 +1245,7 @@ impl V3 {
     /// (the text the records were found in, or a copy of it).
     fn with_records(self, text: String) -> Snapshot {
         let mut ledger = Ledger::indexed(text, self.recs, self.prune_at);
-        let len = ledger.text.len();
-        ledger.synced = Some(Synced { len, state: (len > Synced::KEEP_FROM).then(|| Box::new(self.state)) });
+        ledger.synced = Some(Synced { len: ledger.text.len(), state: self.state });
         self.head.into_snapshot(3, ledger)
     }
 }
@@ -1269,7 +1275,8 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
         walk.advance(b, end);
         at = end;
     }
-    let state = hasher.clone();
+    // Boxed here, not moved out with the rest: the state is a large value.
+    let state = (trailer_start > Synced::KEEP_FROM).then(|| Box::new(hasher.clone()));
     hasher.update(&b[trailer_start..]);
     if hasher.digest() != expected {
         return Err(corrupt("checksum mismatch"));
