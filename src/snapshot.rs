@@ -343,21 +343,23 @@ impl json::ToValue for Timer {
     }
 }
 
-/// Format 1: the whole snapshot as JSON, ledger entries as objects.
-#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
+/// Format 1: the whole snapshot as JSON, ledger entries as objects (read by
+/// [`v1_parts`]; the struct and its serde derive are what tests check that against).
+#[cfg(test)]
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct V1 {
-    #[allow(dead_code)]
     format: u32,
     machine: MachineRef,
     value: Value,
     context: Value,
     revision: u64,
-    #[cfg_attr(test, serde(default))]
+    #[serde(default)]
     done: bool,
     ledger: Vec<V1Entry>,
-    #[cfg_attr(test, serde(default))]
+    #[serde(default)]
     outbox: Vec<OutboxEntry>,
-    #[cfg_attr(test, serde(default))]
+    #[serde(default)]
     timers: Vec<Timer>,
 }
 
@@ -745,36 +747,51 @@ impl Timer {
 
 impl Head {
     fn from_value(v: Value) -> Wire<Head> {
-        wire(v, Kind::Struct(HEAD), |v| {
-            let mut m = Members::of(v);
-            Head {
-                machine: Arc::new(MachineRef::read(m.take("machine"))),
-                value: m.take("value"),
-                context: m.take("context"),
-                revision: m.uint("revision"),
-                done: m.boolean("done"),
-                outbox: m.list("outbox", OutboxEntry::read),
-                timers: m.list("timers", Timer::read),
-            }
-        })
+        wire(v, Kind::Struct(HEAD), Head::read)
+    }
+
+    /// The head's fields of an object checked to have them (other members are not read).
+    fn read(v: Value) -> Head {
+        let mut m = Members::of(v);
+        Head {
+            machine: Arc::new(MachineRef::read(m.take("machine"))),
+            value: m.take("value"),
+            context: m.take("context"),
+            revision: m.uint("revision"),
+            done: m.boolean("done"),
+            outbox: m.list("outbox", OutboxEntry::read),
+            timers: m.list("timers", Timer::read),
+        }
     }
 }
 
+/// A format 1 body, checked: the fields it shares with the head of the later
+/// formats, read as those are, and its ledger entries, read one by one by the caller.
+fn v1_parts(v: Value) -> Wire<(Head, Vec<Value>)> {
+    check_kind(&v, Kind::Struct(V1_BODY))?;
+    let mut m = Members::of(v);
+    let entries = match m.take("ledger") {
+        Value::Array(entries) => entries,
+        _ => Vec::new(),
+    };
+    Ok((Head::read(Value::Object(m.0)), entries))
+}
+
+#[cfg(test)]
 impl V1 {
     fn from_value(v: Value) -> Wire<V1> {
-        wire(v, Kind::Struct(V1_BODY), |v| {
-            let mut m = Members::of(v);
-            V1 {
-                format: m.uint32("format"),
-                machine: MachineRef::read(m.take("machine")),
-                value: m.take("value"),
-                context: m.take("context"),
-                revision: m.uint("revision"),
-                done: m.boolean("done"),
-                ledger: m.list("ledger", V1Entry::read),
-                outbox: m.list("outbox", OutboxEntry::read),
-                timers: m.list("timers", Timer::read),
-            }
+        let format = v.get("format").and_then(Value::as_u64).unwrap_or(0) as u32;
+        let (head, entries) = v1_parts(v)?;
+        Ok(V1 {
+            format,
+            machine: (*head.machine).clone(),
+            value: head.value,
+            context: head.context,
+            revision: head.revision,
+            done: head.done,
+            ledger: entries.into_iter().map(V1Entry::read).collect(),
+            outbox: head.outbox,
+            timers: head.timers,
         })
     }
 }
@@ -1304,6 +1321,8 @@ pub struct Encoded {
 
 const V1_CHECK_PREFIX: &str = ",\"check\":\"";
 
+/// Format 1 (out of line, as format 2's: `decode` is on every event's path, these are not).
+#[inline(never)]
 fn decode_v1(text: &str) -> Result<Snapshot> {
     // `...,"check":"0123456789abcdef"}`
     let tail_len = V1_CHECK_PREFIX.len() + 16 + 2;
@@ -1328,9 +1347,10 @@ fn decode_v1(text: &str) -> Result<Snapshot> {
         Some(f) if f > FORMAT as u64 => return Err(unreadable_format(f)),
         _ => return Err(fail(Code::InvalidSnapshot, "json snapshot is not format 1")),
     }
-    let v1 = V1::from_value(value).map_err(|e| mismatch("snapshot", 1, e))?;
+    let (head, entries) = v1_parts(value).map_err(|e| mismatch("snapshot", 1, e))?;
     let mut ledger = Ledger::default();
-    for e in v1.ledger {
+    for e in entries {
+        let e = V1Entry::read(e);
         if e.fp.len() != 32 || !e.fp.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(corrupt("ledger fingerprint is not 32 hex digits"));
         }
@@ -1338,17 +1358,7 @@ fn decode_v1(text: &str) -> Result<Snapshot> {
     }
     // Like format 2, format 1 kept no pruning schedule: look on the next append.
     ledger.prune_at = 0;
-    Ok(Snapshot {
-        format: 1,
-        machine: Arc::new(v1.machine),
-        value: v1.value,
-        context: v1.context,
-        revision: v1.revision,
-        done: v1.done,
-        ledger,
-        outbox: v1.outbox,
-        timers: v1.timers,
-    })
+    Ok(head.into_snapshot(1, ledger))
 }
 
 /// JSON text with every non-ASCII character escaped as `\uXXXX`, so snapshots
