@@ -343,21 +343,23 @@ impl json::ToValue for Timer {
     }
 }
 
-/// Format 1: the whole snapshot as JSON, ledger entries as objects.
-#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
+/// Format 1: the whole snapshot as JSON, ledger entries as objects (read by
+/// [`v1_parts`]; the struct and its serde derive are what tests check that against).
+#[cfg(test)]
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct V1 {
-    #[allow(dead_code)]
     format: u32,
     machine: MachineRef,
     value: Value,
     context: Value,
     revision: u64,
-    #[cfg_attr(test, serde(default))]
+    #[serde(default)]
     done: bool,
     ledger: Vec<V1Entry>,
-    #[cfg_attr(test, serde(default))]
+    #[serde(default)]
     outbox: Vec<OutboxEntry>,
-    #[cfg_attr(test, serde(default))]
+    #[serde(default)]
     timers: Vec<Timer>,
 }
 
@@ -396,16 +398,22 @@ struct Mismatch {
 type Wire<T> = std::result::Result<T, Mismatch>;
 
 impl Mismatch {
+    #[cold]
+    #[inline(never)]
     fn new(reason: &'static str) -> Mismatch {
         Mismatch { reason, path: String::new() }
     }
 
     /// The same mismatch, found inside member `name` of the value around it.
+    #[cold]
+    #[inline(never)]
     fn at(self, name: &str) -> Mismatch {
         self.within(name)
     }
 
     /// The same mismatch, found inside item `i` of an array.
+    #[cold]
+    #[inline(never)]
     fn at_index(self, i: usize) -> Mismatch {
         self.within(&format!("[{i}]"))
     }
@@ -428,243 +436,378 @@ impl fmt::Display for Mismatch {
     }
 }
 
-/// The members of a JSON object being read into a struct: each field is taken
-/// out once, and a member not taken by [`Members::finish`] is unknown. Taken
-/// by `get_mut`, not `remove`: nothing else on the lean path removes from a
-/// map, so the B-tree's removal code stays out of the module.
-struct Members {
-    map: Map<String, Value>,
-    /// The names taken so far (`OutboxEntry`'s fourteen at most; a name past
-    /// the sixteenth would read as unknown, which `readers_agree_with_the_derives` catches).
-    taken: [&'static str; 16],
-    n: usize,
+/// What a member of a wire struct holds. A value is checked against its kind
+/// first (by [`check_kind`], which says what is wrong and where), and only then
+/// read (by the struct's `read`), which then cannot fail: one checker for
+/// every struct, and readers without an error path of their own.
+#[derive(Clone, Copy)]
+enum Kind {
+    Any,
+    Str,
+    Bool,
+    /// A `u64`: a JSON integer from 0 (no fraction or exponent: serde_json reads
+    /// those as floats, which a `u64` field refuses).
+    U64,
+    U32,
+    /// An [`EffectState`] by its wire name.
+    State,
+    Struct(&'static [Field]),
+    /// An array of structs.
+    List(&'static [Field]),
 }
 
-impl Members {
-    fn of(v: Value) -> Wire<Members> {
-        match v {
-            Value::Object(map) => Ok(Members { map, taken: [""; 16], n: 0 }),
-            _ => Err(Mismatch::new("expected an object")),
-        }
-    }
+/// Whether a member must be there: an `Optional` one may be absent or null
+/// (`None`), a `Default` one absent (false or empty) but not null.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Need {
+    Required,
+    Optional,
+    Default,
+}
 
-    fn take(&mut self, name: &'static str) -> Option<Value> {
-        let v = self.map.get_mut(name)?;
-        if let Some(slot) = self.taken.get_mut(self.n) {
-            *slot = name;
-            self.n += 1;
-        }
-        Some(std::mem::take(v))
-    }
+/// One field of a wire struct: its member name, what it holds, whether it must be there.
+struct Field {
+    name: &'static str,
+    kind: Kind,
+    need: Need,
+}
 
-    fn required(&mut self, name: &'static str) -> Wire<Value> {
-        self.take(name).ok_or_else(|| Mismatch::new("missing field").at(name))
-    }
+const fn req(name: &'static str, kind: Kind) -> Field {
+    Field { name, kind, need: Need::Required }
+}
 
-    /// A required field, read by `read`.
-    fn field<T>(&mut self, name: &'static str, read: fn(Value) -> Wire<T>) -> Wire<T> {
-        read(self.required(name)?).map_err(|e| e.at(name))
-    }
+const fn opt(name: &'static str, kind: Kind) -> Field {
+    Field { name, kind, need: Need::Optional }
+}
 
-    /// An optional field: absent or null is `None`.
-    fn optional<T>(&mut self, name: &'static str, read: fn(Value) -> Wire<T>) -> Wire<Option<T>> {
-        match self.take(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => read(v).map(Some).map_err(|e| e.at(name)),
-        }
-    }
+const fn or_default(name: &'static str, kind: Kind) -> Field {
+    Field { name, kind, need: Need::Default }
+}
 
-    /// A field that may be absent, meaning `T::default()` (but not null).
-    fn or_default<T: Default>(&mut self, name: &'static str, read: fn(Value) -> Wire<T>) -> Wire<T> {
-        match self.take(name) {
-            None => Ok(T::default()),
-            Some(v) => read(v).map_err(|e| e.at(name)),
-        }
-    }
+// The fields of each struct, in declaration order (the order the derives read
+// them in, so the first mismatch found is theirs), named as on the wire.
+const MACHINE_REF: &[Field] = &[req("id", Kind::Str), req("version", Kind::Str), req("hash", Kind::Str)];
+const RETRY: &[Field] = &[
+    req("maxAttempts", Kind::U32),
+    req("baseMs", Kind::U64),
+    req("factor", Kind::U32),
+    req("maxDelayMs", Kind::U64),
+    req("jitterPct", Kind::U32),
+];
+const OUTBOX_ENTRY: &[Field] = &[
+    req("key", Kind::Str),
+    req("type", Kind::Str),
+    req("payload", Kind::Any),
+    req("idempotent", Kind::Bool),
+    req("state", Kind::State),
+    req("attempts", Kind::U32),
+    opt("attemptId", Kind::Str),
+    opt("dueAt", Kind::U64),
+    req("retry", Kind::Struct(RETRY)),
+    req("eventId", Kind::Str),
+    req("createdAt", Kind::U64),
+    opt("doneAt", Kind::U64),
+    opt("result", Kind::Any),
+    opt("error", Kind::Any),
+];
+const TIMER: &[Field] = &[req("id", Kind::Str), req("state", Kind::Str), req("delay", Kind::U64), req("dueAt", Kind::U64)];
+const HEAD: &[Field] = &[
+    req("machine", Kind::Struct(MACHINE_REF)),
+    req("value", Kind::Any),
+    req("context", Kind::Any),
+    req("revision", Kind::U64),
+    or_default("done", Kind::Bool),
+    or_default("outbox", Kind::List(OUTBOX_ENTRY)),
+    or_default("timers", Kind::List(TIMER)),
+];
+const V1_ENTRY: &[Field] = &[
+    req("id", Kind::Str),
+    req("fp", Kind::Str),
+    req("at", Kind::U64),
+    req("exp", Kind::U64),
+    req("rev", Kind::U64),
+    req("status", Kind::Str),
+    req("response", Kind::Any),
+];
+const V1_BODY: &[Field] = &[
+    req("format", Kind::U32),
+    req("machine", Kind::Struct(MACHINE_REF)),
+    req("value", Kind::Any),
+    req("context", Kind::Any),
+    req("revision", Kind::U64),
+    or_default("done", Kind::Bool),
+    req("ledger", Kind::List(V1_ENTRY)),
+    or_default("outbox", Kind::List(OUTBOX_ENTRY)),
+    or_default("timers", Kind::List(TIMER)),
+];
 
-    /// Done reading: the first member (in key order) not taken is an unknown field.
-    fn finish(self) -> Wire<()> {
-        if self.n == self.map.len() {
+/// Whether `v` is a `kind`; the first mismatch (in field order, depth first) otherwise.
+fn check_kind(v: &Value, kind: Kind) -> Wire<()> {
+    let expected = match kind {
+        Kind::Any => return Ok(()),
+        Kind::Str if v.is_string() => return Ok(()),
+        Kind::Str => "expected a string",
+        Kind::Bool if v.is_boolean() => return Ok(()),
+        Kind::Bool => "expected a boolean",
+        Kind::U64 if v.is_u64() => return Ok(()),
+        Kind::U64 => "expected a non-negative integer",
+        Kind::U32 if v.as_u64().is_some_and(|n| n <= u32::MAX.into()) => return Ok(()),
+        Kind::U32 => "expected an integer from 0 to 4294967295",
+        Kind::State if v.as_str().and_then(EffectState::named).is_some() => return Ok(()),
+        Kind::State => "expected an effect state",
+        Kind::Struct(fields) => return check_struct(v, fields),
+        Kind::List(fields) => {
+            let Value::Array(items) = v else { return Err(Mismatch::new("expected an array")) };
+            for (i, item) in items.iter().enumerate() {
+                check_struct(item, fields).map_err(|e| e.at_index(i))?;
+            }
             return Ok(());
         }
-        match self.map.keys().find(|k| !self.taken[..self.n].contains(&k.as_str())) {
-            Some(name) => Err(Mismatch::new("unknown field").at(name)),
-            None => Ok(()),
+    };
+    Err(Mismatch::new(expected))
+}
+
+/// Whether `v` is an object with `fields`: each required one present, each
+/// present one of its kind (an optional one may be null), and no other member
+/// (the first in key order is the unknown field).
+fn check_struct(v: &Value, fields: &[Field]) -> Wire<()> {
+    let Value::Object(map) = v else { return Err(Mismatch::new("expected an object")) };
+    let mut present = 0;
+    for f in fields {
+        match map.get(f.name) {
+            None if f.need == Need::Required => return Err(Mismatch::new("missing field").at(f.name)),
+            None => {}
+            Some(v) => {
+                present += 1;
+                if !(f.need == Need::Optional && v.is_null()) {
+                    check_kind(v, f.kind).map_err(|e| e.at(f.name))?;
+                }
+            }
         }
     }
-}
-
-fn any(v: Value) -> Wire<Value> {
-    Ok(v)
-}
-
-fn string(v: Value) -> Wire<String> {
-    match v {
-        Value::String(s) => Ok(s),
-        _ => Err(Mismatch::new("expected a string")),
+    if present == map.len() {
+        return Ok(());
+    }
+    match map.keys().find(|k| !fields.iter().any(|f| f.name == k.as_str())) {
+        Some(name) => Err(Mismatch::new("unknown field").at(name)),
+        None => Ok(()),
     }
 }
 
-fn boolean(v: Value) -> Wire<bool> {
-    v.as_bool().ok_or_else(|| Mismatch::new("expected a boolean"))
+/// The members of an object that [`check_kind`] accepted, taken out by name: what
+/// the check accepted reads without an error (an absent member reads as
+/// null). Taken by `get_mut`, not `remove`: nothing else on the lean path
+/// removes from a map, so the B-tree's removal code stays out of the module.
+struct Members(Map<String, Value>);
+
+impl Members {
+    fn of(v: Value) -> Members {
+        match v {
+            Value::Object(map) => Members(map),
+            _ => Members(Map::new()),
+        }
+    }
+
+    // `take` and `get` are the only lookups, out of line: the readers are then
+    // a call per field.
+    #[inline(never)]
+    fn take(&mut self, name: &str) -> Value {
+        self.0.get_mut(name).map(std::mem::take).unwrap_or_default()
+    }
+
+    #[inline(never)]
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    /// Absent or null: `None`.
+    fn opt(&mut self, name: &str) -> Option<Value> {
+        Some(self.take(name)).filter(|v| !v.is_null())
+    }
+
+    fn string(&mut self, name: &str) -> String {
+        self.opt_string(name).unwrap_or_default()
+    }
+
+    #[inline(never)]
+    fn opt_string(&mut self, name: &str) -> Option<String> {
+        match self.take(name) {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn opt_uint(&self, name: &str) -> Option<u64> {
+        self.get(name).and_then(Value::as_u64)
+    }
+
+    fn uint(&self, name: &str) -> u64 {
+        self.opt_uint(name).unwrap_or(0)
+    }
+
+    /// Checked to be at most `u32::MAX`.
+    fn uint32(&self, name: &str) -> u32 {
+        self.uint(name) as u32
+    }
+
+    fn boolean(&self, name: &str) -> bool {
+        self.get(name).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// An array of structs, each read by `read`; absent: empty.
+    fn list<T>(&mut self, name: &str, read: fn(Value) -> T) -> Vec<T> {
+        items(self.take(name), read)
+    }
 }
 
-/// A `u64`: a JSON integer from 0 (no fraction or exponent: serde_json reads
-/// those as floats, which a `u64` field refuses).
-fn uint(v: Value) -> Wire<u64> {
-    v.as_u64().ok_or_else(|| Mismatch::new("expected a non-negative integer"))
+/// The items of an array, each read by `read`.
+fn items<T>(v: Value, read: fn(Value) -> T) -> Vec<T> {
+    match v {
+        Value::Array(items) if !items.is_empty() => items.into_iter().map(read).collect(),
+        _ => Vec::new(),
+    }
 }
 
-fn uint32(v: Value) -> Wire<u32> {
-    v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| Mismatch::new("expected an integer from 0 to 4294967295"))
+/// A string checked to be one.
+fn string(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        _ => String::new(),
+    }
 }
 
-/// An array, each item read by `item`.
-fn list<T>(v: Value, item: fn(Value) -> Wire<T>) -> Wire<Vec<T>> {
-    let Value::Array(items) = v else { return Err(Mismatch::new("expected an array")) };
-    items.into_iter().enumerate().map(|(i, v)| item(v).map_err(|e| e.at_index(i))).collect()
-}
-
-fn outbox(v: Value) -> Wire<Vec<OutboxEntry>> {
-    list(v, OutboxEntry::from_value)
-}
-
-fn timers(v: Value) -> Wire<Vec<Timer>> {
-    list(v, Timer::from_value)
-}
-
-fn shared_ref(v: Value) -> Wire<Arc<MachineRef>> {
-    MachineRef::from_value(v).map(Arc::new)
+/// `v` read by `read` once it is checked to be a `kind`.
+fn wire<T>(v: Value, kind: Kind, read: fn(Value) -> T) -> Wire<T> {
+    check_kind(&v, kind)?;
+    Ok(read(v))
 }
 
 impl MachineRef {
-    fn from_value(v: Value) -> Wire<MachineRef> {
-        let mut m = Members::of(v)?;
-        let r = MachineRef { id: m.field("id", string)?, version: m.field("version", string)?, hash: m.field("hash", string)? };
-        m.finish()?;
-        Ok(r)
+    fn read(v: Value) -> MachineRef {
+        let mut m = Members::of(v);
+        MachineRef { id: m.string("id"), version: m.string("version"), hash: m.string("hash") }
     }
 }
 
 impl EffectState {
-    const ALL: [EffectState; 6] = [
-        EffectState::Pending,
-        EffectState::InFlight,
-        EffectState::Unknown,
-        EffectState::Verifying,
-        EffectState::Succeeded,
-        EffectState::Failed,
-    ];
-
-    /// The state whose wire name ([`EffectState::as_str`]) the value is.
-    fn from_value(v: Value) -> Wire<EffectState> {
-        let name = v.as_str();
-        EffectState::ALL.into_iter().find(|s| Some(s.as_str()) == name).ok_or_else(|| Mismatch::new("expected an effect state"))
+    /// The state whose wire name ([`EffectState::as_str`]) is `name`.
+    fn named(name: &str) -> Option<EffectState> {
+        Some(match name {
+            "pending" => EffectState::Pending,
+            "in_flight" => EffectState::InFlight,
+            "unknown" => EffectState::Unknown,
+            "verifying" => EffectState::Verifying,
+            "succeeded" => EffectState::Succeeded,
+            "failed" => EffectState::Failed,
+            _ => return None,
+        })
     }
 }
 
 /// A retry policy as the outbox keeps it (camelCase, every field required).
-fn retry_policy(v: Value) -> Wire<RetryPolicy> {
-    let mut m = Members::of(v)?;
-    let r = RetryPolicy {
-        max_attempts: m.field("maxAttempts", uint32)?,
-        base_ms: m.field("baseMs", uint)?,
-        factor: m.field("factor", uint32)?,
-        max_delay_ms: m.field("maxDelayMs", uint)?,
-        jitter_pct: m.field("jitterPct", uint32)?,
-    };
-    m.finish()?;
-    Ok(r)
+fn retry_policy(v: Value) -> RetryPolicy {
+    let m = Members::of(v);
+    RetryPolicy {
+        max_attempts: m.uint32("maxAttempts"),
+        base_ms: m.uint("baseMs"),
+        factor: m.uint32("factor"),
+        max_delay_ms: m.uint("maxDelayMs"),
+        jitter_pct: m.uint32("jitterPct"),
+    }
 }
 
 impl OutboxEntry {
-    fn from_value(v: Value) -> Wire<OutboxEntry> {
-        let mut m = Members::of(v)?;
-        let e = OutboxEntry {
-            key: m.field("key", string)?,
-            effect_type: m.field("type", string)?,
-            payload: m.field("payload", any)?,
-            idempotent: m.field("idempotent", boolean)?,
-            state: m.field("state", EffectState::from_value)?,
-            attempts: m.field("attempts", uint32)?,
-            attempt_id: m.optional("attemptId", string)?,
-            due_at: m.optional("dueAt", uint)?,
-            retry: m.field("retry", retry_policy)?,
-            event_id: m.field("eventId", string)?,
-            created_at: m.field("createdAt", uint)?,
-            done_at: m.optional("doneAt", uint)?,
-            result: m.optional("result", any)?,
-            error: m.optional("error", any)?,
-        };
-        m.finish()?;
-        Ok(e)
+    fn read(v: Value) -> OutboxEntry {
+        let mut m = Members::of(v);
+        OutboxEntry {
+            key: m.string("key"),
+            effect_type: m.string("type"),
+            payload: m.take("payload"),
+            idempotent: m.boolean("idempotent"),
+            state: m.get("state").and_then(Value::as_str).and_then(EffectState::named).unwrap_or(EffectState::Pending),
+            attempts: m.uint32("attempts"),
+            attempt_id: m.opt_string("attemptId"),
+            due_at: m.opt_uint("dueAt"),
+            retry: retry_policy(m.take("retry")),
+            event_id: m.string("eventId"),
+            created_at: m.uint("createdAt"),
+            done_at: m.opt_uint("doneAt"),
+            result: m.opt("result"),
+            error: m.opt("error"),
+        }
     }
 }
 
 impl Timer {
-    fn from_value(v: Value) -> Wire<Timer> {
-        let mut m = Members::of(v)?;
-        let t = Timer {
-            id: m.field("id", string)?,
-            state: m.field("state", string)?,
-            delay: m.field("delay", uint)?,
-            due_at: m.field("dueAt", uint)?,
-        };
-        m.finish()?;
-        Ok(t)
+    fn read(v: Value) -> Timer {
+        let mut m = Members::of(v);
+        Timer { id: m.string("id"), state: m.string("state"), delay: m.uint("delay"), due_at: m.uint("dueAt") }
     }
 }
 
 impl Head {
     fn from_value(v: Value) -> Wire<Head> {
-        let mut m = Members::of(v)?;
-        let head = Head {
-            machine: m.field("machine", shared_ref)?,
-            value: m.field("value", any)?,
-            context: m.field("context", any)?,
-            revision: m.field("revision", uint)?,
-            done: m.or_default("done", boolean)?,
-            outbox: m.or_default("outbox", outbox)?,
-            timers: m.or_default("timers", timers)?,
-        };
-        m.finish()?;
-        Ok(head)
+        wire(v, Kind::Struct(HEAD), Head::read)
+    }
+
+    /// The head's fields of an object checked to have them (other members are not read).
+    fn read(v: Value) -> Head {
+        let mut m = Members::of(v);
+        Head {
+            machine: Arc::new(MachineRef::read(m.take("machine"))),
+            value: m.take("value"),
+            context: m.take("context"),
+            revision: m.uint("revision"),
+            done: m.boolean("done"),
+            outbox: m.list("outbox", OutboxEntry::read),
+            timers: m.list("timers", Timer::read),
+        }
     }
 }
 
+/// A format 1 body, checked: the fields it shares with the head of the later
+/// formats, read as those are, and its ledger entries, read one by one by the caller.
+fn v1_parts(v: Value) -> Wire<(Head, Vec<Value>)> {
+    check_kind(&v, Kind::Struct(V1_BODY))?;
+    let mut m = Members::of(v);
+    let entries = match m.take("ledger") {
+        Value::Array(entries) => entries,
+        _ => Vec::new(),
+    };
+    Ok((Head::read(Value::Object(m.0)), entries))
+}
+
+#[cfg(test)]
 impl V1 {
     fn from_value(v: Value) -> Wire<V1> {
-        let mut m = Members::of(v)?;
-        let v1 = V1 {
-            format: m.field("format", uint32)?,
-            machine: m.field("machine", MachineRef::from_value)?,
-            value: m.field("value", any)?,
-            context: m.field("context", any)?,
-            revision: m.field("revision", uint)?,
-            done: m.or_default("done", boolean)?,
-            ledger: m.field("ledger", |v| list(v, V1Entry::from_value))?,
-            outbox: m.or_default("outbox", outbox)?,
-            timers: m.or_default("timers", timers)?,
-        };
-        m.finish()?;
-        Ok(v1)
+        let format = v.get("format").and_then(Value::as_u64).unwrap_or(0) as u32;
+        let (head, entries) = v1_parts(v)?;
+        Ok(V1 {
+            format,
+            machine: (*head.machine).clone(),
+            value: head.value,
+            context: head.context,
+            revision: head.revision,
+            done: head.done,
+            ledger: entries.into_iter().map(V1Entry::read).collect(),
+            outbox: head.outbox,
+            timers: head.timers,
+        })
     }
 }
 
 impl V1Entry {
-    fn from_value(v: Value) -> Wire<V1Entry> {
-        let mut m = Members::of(v)?;
-        let e = V1Entry {
-            id: m.field("id", string)?,
-            fp: m.field("fp", string)?,
-            at: m.field("at", uint)?,
-            exp: m.field("exp", uint)?,
-            rev: m.field("rev", uint)?,
-            status: m.field("status", string)?,
-            response: m.field("response", any)?,
-        };
-        m.finish()?;
-        Ok(e)
+    fn read(v: Value) -> V1Entry {
+        let mut m = Members::of(v);
+        V1Entry {
+            id: m.string("id"),
+            fp: m.string("fp"),
+            at: m.uint("at"),
+            exp: m.uint("exp"),
+            rev: m.uint("rev"),
+            status: m.string("status"),
+            response: m.take("response"),
+        }
     }
 }
 
@@ -685,8 +828,66 @@ fn cut<R: std::slice::SliceIndex<str, Output = str>>(s: &str, range: R) -> &str 
     s.get(range).unwrap_or_else(|| std::process::abort())
 }
 
+// The errors of decoding, each built out of line in one place: the paths that
+// find them are rare, and each `format!` or message copy left inline would be
+// repeated in every function that returns it.
+
+/// `invalid_snapshot`: `snapshot is corrupted: <why>`.
+#[cold]
+#[inline(never)]
 fn corrupt(why: &str) -> Error {
-    Error::new(Code::InvalidSnapshot, format!("snapshot is corrupted: {why}"))
+    Error::new(Code::InvalidSnapshot, ["snapshot is corrupted: ", why].concat())
+}
+
+/// An error whose message is fixed.
+#[cold]
+#[inline(never)]
+fn fail(code: Code, message: &'static str) -> Error {
+    Error::new(code, message)
+}
+
+#[cold]
+#[inline(never)]
+fn too_large(len: usize, max_bytes: usize) -> Error {
+    Error::new(Code::SnapshotTooLarge, format!("snapshot is {len} bytes, more than the {max_bytes} allowed"))
+}
+
+/// A format number this engine does not read: newer than [`FORMAT`], or unknown.
+#[cold]
+#[inline(never)]
+fn unreadable_format(format: u64) -> Error {
+    if format > FORMAT.into() {
+        Error::new(Code::UnsupportedSnapshotFormat, format!("snapshot format {format} is newer than this engine (it reads 1 to {FORMAT})"))
+    } else {
+        corrupt(&format!("unknown format {format}"))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_machine(got: &str, want: &str) -> Error {
+    Error::new(Code::WrongMachine, ["snapshot belongs to machine \"", got, "\", not \"", want, "\""].concat())
+}
+
+/// The state of a snapshot written by another version of `machine`, which this one does not have.
+#[cold]
+#[inline(never)]
+fn missing_state(snap: &Snapshot, machine: &Machine) -> Error {
+    let (old, path, new) = (snap.machine.version.as_str(), Machine::value_path(&snap.value), machine.version.as_str());
+    Error::new(Code::MissingState, ["snapshot written by version ", old, " is in state \"", &path, "\", which version ", new, " no longer has"].concat())
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_attempts(e: &OutboxEntry) -> Error {
+    corrupt(&format!("effect \"{}\" has {} attempts, beyond its retry policy", e.key, e.attempts))
+}
+
+/// A head or format 1 body (`what`) that is JSON but not of its format.
+#[cold]
+#[inline(never)]
+fn mismatch(what: &str, format: u32, e: Mismatch) -> Error {
+    Error::new(Code::InvalidSnapshot, format!("{what} does not match format {format}: {e}"))
 }
 
 impl Snapshot {
@@ -793,16 +994,13 @@ impl Snapshot {
     /// Decode any format this engine has written, verifying its checksum.
     pub fn decode(text: &str, max_bytes: usize) -> Result<Snapshot> {
         if text.len() > max_bytes {
-            return Err(Error::new(
-                Code::SnapshotTooLarge,
-                format!("snapshot is {} bytes, more than the {} allowed", text.len(), max_bytes),
-            ));
+            return Err(too_large(text.len(), max_bytes));
         }
         if text.starts_with('{') {
             return decode_v1(text);
         }
         if !text.starts_with("idem") {
-            return Err(Error::new(Code::InvalidSnapshot, "not an idem snapshot"));
+            return Err(fail(Code::InvalidSnapshot, "not an idem snapshot"));
         }
         // Every text format from 2 on ends with the checksum of all that precedes it,
         // so integrity is checked before anything else is believed, even the format.
@@ -814,37 +1012,9 @@ impl Snapshot {
             records.push_str(cut(body, ..trailer_start));
             return Ok(snap.with_records(records));
         }
-        if json::hash64(body.as_bytes()) != expected {
-            return Err(corrupt("checksum mismatch"));
-        }
-        let rest = body.get("idem".len()..).unwrap_or("");
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let format: u32 = rest.get(..digits).unwrap_or("").parse().map_err(|_| corrupt("no format number"))?;
-        if format > FORMAT {
-            return Err(Error::new(
-                Code::UnsupportedSnapshotFormat,
-                format!("snapshot format {format} is newer than this engine (it reads 1 to {FORMAT})"),
-            ));
-        }
-        if format != 2 {
-            return Err(corrupt(&format!("unknown format {format}")));
-        }
-        let (header, after) = body.split_once('\n').ok_or_else(|| corrupt("no header line"))?;
-        let mut fields = header.get("idem2".len()..).unwrap_or("").split(' ').skip(1);
-        let head_len: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad header"))?;
-        let count: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad header"))?;
-        if after.len() < head_len + 1 || !after.is_char_boundary(head_len) || after.get(head_len..head_len + 1) != Some("\n") {
-            return Err(corrupt("head length does not match"));
-        }
-        let head = parse_head(after.get(..head_len).unwrap_or(""), 2)?;
-        // Format 2 kept no pruning schedule: look at the expiries on the next append.
-        let records = after.get(head_len + 1..).unwrap_or("");
-        let mut text = String::with_capacity(V3_MAGIC.len() + records.len() + 1024);
-        text.push_str(V3_MAGIC);
-        text.push_str(records);
-        let ledger = Ledger::index(text, count, 0)?;
-        Ok(head.into_snapshot(2, ledger))
+        decode_v2(body, expected)
     }
+
     /// A fresh snapshot in `leaf` with the machine's initial context.
     pub fn initial(machine: &Machine, leaf: StateIdx) -> Snapshot {
         Snapshot {
@@ -917,9 +1087,7 @@ fn parse_head(text: &str, format: u32) -> Result<Head> {
         return Ok(head);
     }
     let v = json::parse(text, Code::InvalidSnapshot, "snapshot head")?;
-    let head = Head::from_value(v).map_err(|e| {
-        Error::new(Code::InvalidSnapshot, format!("snapshot head does not match format {format}: {e}"))
-    })?;
+    let head = Head::from_value(v).map_err(|e| mismatch("snapshot head", format, e))?;
     json::check_depth(&head.context, "snapshot context")?;
     json::check_depth(&head.value, "snapshot state value")?;
     for e in &head.outbox {
@@ -947,53 +1115,52 @@ fn read_head(text: &str) -> Option<Head> {
         ",\"outbox\":",
         ",\"timers\":",
     ];
-    let mut r = HeadReader { text, i: 0 };
-    let mut fields: [Value; FIELDS.len()] = Default::default();
     // The bytes of the last reference written are read as its value would be.
     let known = KNOWN.with(|k| {
         let k = k.borrow();
         let k = k.as_ref()?;
         text.as_bytes().starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
     });
-    let skip = match known {
-        Some((_, len)) => {
-            r.i = len;
-            3
+    let mut fields: [Value; FIELDS.len()] = Default::default();
+    // Every check before anything is moved out, and one way out when one fails.
+    let mut read = || {
+        let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
+        let mut r = HeadReader { text, i: at };
+        for (slot, name) in fields.iter_mut().zip(FIELDS).skip(skip) {
+            r.lit(name)?;
+            *slot = r.value()?;
         }
-        None => 0,
+        r.lit("}")?;
+        let whole = r.i == text.len()
+            && fields[5].is_u64()
+            && fields[6].is_boolean()
+            && (known.is_some() || fields[..3].iter().all(Value::is_string))
+            && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
+            && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok());
+        whole.then_some(())
     };
-    for (slot, name) in fields.iter_mut().zip(FIELDS).skip(skip) {
-        r.lit(name)?;
-        *slot = r.value()?;
-    }
-    r.lit("}")?;
-    if r.i != text.len() {
-        return None;
-    }
-    // Every check before anything is moved out, so that leaving early drops only `fields`.
-    let revision = fields[5].as_u64()?;
-    let done = fields[6].as_bool()?;
-    if known.is_none() && !fields[..3].iter().all(Value::is_string) {
-        return None;
-    }
-    let outbox = match fields[7].take() {
-        Value::Array(a) if a.is_empty() => Vec::new(),
-        v => outbox(v).ok()?,
-    };
-    let timers = match fields[8].take() {
-        Value::Array(a) if a.is_empty() => Vec::new(),
-        v => timers(v).ok()?,
-    };
-    let mut take = |i: usize| fields[i].take();
-    let mut string = |i: usize| match take(i) {
-        Value::String(s) => s,
-        _ => String::new(),
-    };
+    read()?;
+    let (revision, done) = (fields[5].as_u64().unwrap_or(0), fields[6].as_bool().unwrap_or(false));
+    let (no_outbox, no_timers) = (none(&fields[7]), none(&fields[8]));
+    let mut take = |i: usize| std::mem::take(&mut fields[i]);
     let machine = match known {
         Some((r, _)) => r,
-        None => Arc::new(MachineRef { id: string(0), version: string(1), hash: string(2) }),
+        None => Arc::new(MachineRef { id: string(take(0)), version: string(take(1)), hash: string(take(2)) }),
     };
-    Some(Head { machine, value: fields[3].take(), context: fields[4].take(), revision, done, outbox, timers })
+    Some(Head {
+        machine,
+        value: take(3),
+        context: take(4),
+        revision,
+        done,
+        outbox: if no_outbox { Vec::new() } else { items(take(7), OutboxEntry::read) },
+        timers: if no_timers { Vec::new() } else { items(take(8), Timer::read) },
+    })
+}
+
+/// An empty array: most heads have no outbox entry and no timer, read without a call.
+fn none(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if a.is_empty())
 }
 
 struct HeadReader<'a> {
@@ -1023,17 +1190,61 @@ impl HeadReader<'_> {
     }
 }
 
+/// Format 2: `body` is everything before the checksum, which is `expected`.
+#[inline(never)]
+fn decode_v2(body: &str, expected: u64) -> Result<Snapshot> {
+    if checksum(body) != expected {
+        return Err(corrupt("checksum mismatch"));
+    }
+    let rest = body.get("idem".len()..).unwrap_or("");
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let format = rest.get(..digits).and_then(number).and_then(|n| u32::try_from(n).ok()).ok_or_else(|| corrupt("no format number"))?;
+    if format != 2 {
+        return Err(unreadable_format(format.into()));
+    }
+    let (header, after) = body.split_once('\n').ok_or_else(|| corrupt("no header line"))?;
+    let mut fields = header.get("idem2".len()..).unwrap_or("").split(' ').skip(1);
+    let mut size = || fields.next().and_then(number).and_then(|n| usize::try_from(n).ok()).ok_or_else(|| corrupt("bad header"));
+    let (head_len, count) = (size()?, size()?);
+    if after.len() < head_len + 1 || !after.is_char_boundary(head_len) || after.get(head_len..head_len + 1) != Some("\n") {
+        return Err(corrupt("head length does not match"));
+    }
+    let head = parse_head(after.get(..head_len).unwrap_or(""), 2)?;
+    // Format 2 kept no pruning schedule: look at the expiries on the next append.
+    let records = after.get(head_len + 1..).unwrap_or("");
+    let mut text = String::with_capacity(V3_MAGIC.len() + records.len() + 1024);
+    text.push_str(V3_MAGIC);
+    text.push_str(records);
+    let ledger = Ledger::index(text, count, 0)?;
+    Ok(head.into_snapshot(2, ledger))
+}
+
+/// A decimal number as `str::parse` reads it (an optional `+`, then digits),
+/// one copy of that code for every number of the formats' header lines.
+#[inline(never)]
+fn number(s: &str) -> Option<u64> {
+    s.parse().ok()
+}
+
+/// The checksum of formats 1 and 2, which are hashed in one piece (out of line:
+/// the hasher's setup is large).
+#[inline(never)]
+fn checksum(body: &str) -> u64 {
+    json::hash64(body.as_bytes())
+}
+
 /// The body of a format 2 or later text and the checksum that ends it.
 fn checked_tail(text: &str) -> Result<Option<(&str, u64)>> {
-    if text.len() < 24 || !text.is_char_boundary(text.len() - 16) {
+    let split = text.len().wrapping_sub(16);
+    let (Some(body), Some(check)) = (text.get(..split), text.get(split..)) else { return Ok(None) };
+    if body.len() < 8 {
         return Ok(None);
     }
-    let (body, check) = text.split_at(text.len() - 16);
-    if !check.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return Err(corrupt("checksum is not lowercase hex"));
+    // Sixteen lowercase hex digits always fit a `u64`.
+    match hex(check) {
+        Some(expected) => Ok(Some((body, expected))),
+        None => Err(corrupt("checksum is not lowercase hex")),
     }
-    let expected = u64::from_str_radix(check, 16).map_err(|_| corrupt("checksum is not hex"))?;
-    Ok(Some((body, expected)))
 }
 
 /// A format 3 snapshot whose records are still to be indexed (see
@@ -1042,7 +1253,8 @@ struct V3 {
     head: Head,
     recs: Vec<Rec>,
     prune_at: u64,
-    state: Xxh3Default,
+    /// The checksum stream after the records, when they are long enough to keep it (see [`Synced::keep`]).
+    state: Option<Box<Xxh3Default>>,
 }
 
 impl V3 {
@@ -1050,8 +1262,7 @@ impl V3 {
     /// (the text the records were found in, or a copy of it).
     fn with_records(self, text: String) -> Snapshot {
         let mut ledger = Ledger::indexed(text, self.recs, self.prune_at);
-        let len = ledger.text.len();
-        ledger.synced = Some(Synced { len, state: (len > Synced::KEEP_FROM).then(|| Box::new(self.state)) });
+        ledger.synced = Some(Synced { len: ledger.text.len(), state: self.state });
         self.head.into_snapshot(3, ledger)
     }
 }
@@ -1062,11 +1273,11 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     // The head is the last line, the trailer (`#<count> <prune at>`) the one before.
     let layout = body.strip_suffix('\n').and_then(|b| {
         let head_start = b.rfind('\n')? + 1;
-        let trailer_start = b[..head_start - 1].rfind('\n')? + 1;
+        let trailer_start = b.get(..head_start - 1)?.rfind('\n')? + 1;
         (trailer_start >= V3_MAGIC.len()).then_some((trailer_start, head_start))
     });
     let Some((trailer_start, head_start)) = layout else {
-        return Err(if json::hash64(body.as_bytes()) != expected { corrupt("checksum mismatch") } else { corrupt("no trailer") });
+        return Err(corrupt(if checksum(body) != expected { "checksum mismatch" } else { "no trailer" }));
     };
     // Hash and find the records block by block (what the walk finds is believed
     // only once the checksum matches).
@@ -1081,18 +1292,17 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
         walk.advance(b, end);
         at = end;
     }
-    let state = hasher.clone();
+    // Boxed here, not moved out with the rest: the state is a large value.
+    let state = (trailer_start > Synced::KEEP_FROM).then(|| Box::new(hasher.clone()));
     hasher.update(&b[trailer_start..]);
     if hasher.digest() != expected {
         return Err(corrupt("checksum mismatch"));
     }
-    let trailer = body.get(trailer_start..head_start - 1).unwrap_or("").strip_prefix('#').ok_or_else(|| corrupt("bad trailer"))?;
-    let mut fields = trailer.split(' ');
-    let count: usize = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad trailer"))?;
-    let prune_at: u64 = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| corrupt("bad trailer"))?;
-    if fields.next().is_some() {
+    // `#<count> <prune at>`: a second space is left in the second number, which then does not parse.
+    let trailer = body.get(trailer_start..head_start - 1).and_then(|t| t.strip_prefix('#')?.split_once(' '));
+    let Some((count, prune_at)) = trailer.and_then(|(c, p)| Some((usize::try_from(number(c)?).ok()?, number(p)?))) else {
         return Err(corrupt("bad trailer"));
-    }
+    };
     let recs = walk.finish(trailer_start, count)?;
     let head = parse_head(body.get(head_start..body.len() - 1).unwrap_or(""), 3)?;
     Ok((V3 { head, recs, prune_at, state }, trailer_start))
@@ -1111,6 +1321,8 @@ pub struct Encoded {
 
 const V1_CHECK_PREFIX: &str = ",\"check\":\"";
 
+/// Format 1 (out of line, as format 2's: `decode` is on every event's path, these are not).
+#[inline(never)]
 fn decode_v1(text: &str) -> Result<Snapshot> {
     // `...,"check":"0123456789abcdef"}`
     let tail_len = V1_CHECK_PREFIX.len() + 16 + 2;
@@ -1126,24 +1338,19 @@ fn decode_v1(text: &str) -> Result<Snapshot> {
     let mut body = String::with_capacity(head.len() + 1);
     body.push_str(head);
     body.push('}');
-    if json::hash64(body.as_bytes()) != expected {
+    if checksum(&body) != expected {
         return Err(corrupt("checksum mismatch"));
     }
     let value = json::parse(&body, Code::InvalidSnapshot, "snapshot")?;
     match value.get("format").and_then(Value::as_u64) {
         Some(1) => {}
-        Some(f) if f > FORMAT as u64 => {
-            return Err(Error::new(
-                Code::UnsupportedSnapshotFormat,
-                format!("snapshot format {f} is newer than this engine (it reads 1 to {FORMAT})"),
-            ))
-        }
-        _ => return Err(Error::new(Code::InvalidSnapshot, "json snapshot is not format 1")),
+        Some(f) if f > FORMAT as u64 => return Err(unreadable_format(f)),
+        _ => return Err(fail(Code::InvalidSnapshot, "json snapshot is not format 1")),
     }
-    let v1 = V1::from_value(value)
-        .map_err(|e| Error::new(Code::InvalidSnapshot, format!("snapshot does not match format 1: {e}")))?;
+    let (head, entries) = v1_parts(value).map_err(|e| mismatch("snapshot", 1, e))?;
     let mut ledger = Ledger::default();
-    for e in v1.ledger {
+    for e in entries {
+        let e = V1Entry::read(e);
         if e.fp.len() != 32 || !e.fp.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(corrupt("ledger fingerprint is not 32 hex digits"));
         }
@@ -1151,17 +1358,7 @@ fn decode_v1(text: &str) -> Result<Snapshot> {
     }
     // Like format 2, format 1 kept no pruning schedule: look on the next append.
     ledger.prune_at = 0;
-    Ok(Snapshot {
-        format: 1,
-        machine: Arc::new(v1.machine),
-        value: v1.value,
-        context: v1.context,
-        revision: v1.revision,
-        done: v1.done,
-        ledger,
-        outbox: v1.outbox,
-        timers: v1.timers,
-    })
+    Ok(head.into_snapshot(1, ledger))
 }
 
 /// JSON text with every non-ASCII character escaped as `\uXXXX`, so snapshots
@@ -1472,28 +1669,32 @@ impl Ledger {
     }
 
     fn entry(&self, r: &Rec) -> Result<Entry<'_>> {
-        let bad = || corrupt("malformed ledger record");
-        let f = self.id_end(r).ok_or_else(bad)?;
+        self.read_entry(r).ok_or_else(|| corrupt("malformed ledger record"))
+    }
+
+    fn read_entry(&self, r: &Rec) -> Option<Entry<'_>> {
+        let f = self.id_end(r)?;
         // `id_end` checked every length against the record's bytes; `get` keeps
         // a forged, non-ASCII record from cutting a character.
         let t = &self.text;
-        let fixed = t.get(f..f + FIXED).ok_or_else(bad)?;
-        let fp = fixed.get(..FP_LEN).ok_or_else(bad)?;
-        if !fp.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(bad());
-        }
-        Ok(Entry {
-            id_literal: t.get(r.start as usize + 4..f).ok_or_else(bad)?,
+        let fixed = t.get(f..f + FIXED)?;
+        let fp = fixed.get(..FP_LEN)?;
+        // One record is read per duplicate: the table's digits, not the wider ones of `hex16`.
+        let fx = |range: std::ops::Range<usize>| fixed.get(range).and_then(hex);
+        hex(fp.get(..16)?)?;
+        hex(fp.get(16..)?)?;
+        Some(Entry {
+            id_literal: t.get(r.start as usize + 4..f)?,
             fp,
-            at: hex16(&fixed.as_bytes()[32..48]).ok_or_else(bad)?,
-            exp: hex16(&fixed.as_bytes()[48..64]).ok_or_else(bad)?,
-            rev: hex(fixed.get(64..76).ok_or_else(bad)?).ok_or_else(bad)?,
+            at: fx(32..48)?,
+            exp: fx(48..64)?,
+            rev: fx(64..76)?,
             ignored: match fixed.as_bytes()[76] {
                 b'a' => false,
                 b'i' => true,
-                _ => return Err(bad()),
+                _ => return None,
             },
-            response_json: t.get(f + FIXED..r.end as usize - 1).ok_or_else(bad)?,
+            response_json: t.get(f + FIXED..r.end as usize - 1)?,
         })
     }
 
@@ -1755,34 +1956,19 @@ pub fn load_owned(machine: &Machine, text: String) -> Result<Loaded> {
 
 fn check(machine: &Machine, snap: Snapshot) -> Result<Loaded> {
     if snap.machine.id != machine.id {
-        return Err(Error::new(
-            Code::WrongMachine,
-            format!("snapshot belongs to machine \"{}\", not \"{}\"", snap.machine.id, machine.id),
-        ));
+        return Err(wrong_machine(&snap.machine.id, &machine.id));
     }
     let same = snap.machine.hash == machine.hash;
     let leaf = match machine.leaf_of_value(&snap.value) {
         Some(l) => l,
-        None if same => return Err(Error::new(Code::InvalidSnapshot, "snapshot state value does not name a state of its machine")),
-        None => {
-            return Err(Error::new(
-                Code::MissingState,
-                format!(
-                    "snapshot written by version {} is in state \"{}\", which version {} no longer has",
-                    snap.machine.version,
-                    Machine::value_path(&snap.value),
-                    machine.version
-                ),
-            ))
-        }
+        None if same => return Err(fail(Code::InvalidSnapshot, "snapshot state value does not name a state of its machine")),
+        None => return Err(missing_state(&snap, machine)),
     };
     if !snap.context.is_object() {
-        return Err(Error::new(Code::InvalidSnapshot, "snapshot context is not an object"));
+        return Err(fail(Code::InvalidSnapshot, "snapshot context is not an object"));
     }
-    for e in &snap.outbox {
-        if e.retry.max_attempts > crate::machine::MAX_ATTEMPTS || e.attempts > e.retry.max_attempts {
-            return Err(corrupt(&format!("effect \"{}\" has {} attempts, beyond its retry policy", e.key, e.attempts)));
-        }
+    if let Some(e) = snap.outbox.iter().find(|e| e.retry.max_attempts > crate::machine::MAX_ATTEMPTS || e.attempts > e.retry.max_attempts) {
+        return Err(too_many_attempts(e));
     }
     let upgraded_from = (!same).then(|| snap.machine.version.clone());
     Ok(Loaded { snap, leaf, upgraded_from })
@@ -2220,6 +2406,30 @@ mod wire_tests {
         v
     }
 
+    fn entry_of(v: Value) -> Wire<OutboxEntry> {
+        wire(v, Kind::Struct(OUTBOX_ENTRY), OutboxEntry::read)
+    }
+
+    fn retry_of(v: Value) -> Wire<RetryPolicy> {
+        wire(v, Kind::Struct(RETRY), retry_policy)
+    }
+
+    fn state_of(v: Value) -> Wire<EffectState> {
+        wire(v, Kind::State, |v| v.as_str().and_then(EffectState::named).unwrap_or(EffectState::Pending))
+    }
+
+    fn timer_of(v: Value) -> Wire<Timer> {
+        wire(v, Kind::Struct(TIMER), Timer::read)
+    }
+
+    fn machine_of(v: Value) -> Wire<MachineRef> {
+        wire(v, Kind::Struct(MACHINE_REF), MachineRef::read)
+    }
+
+    fn v1_entry_of(v: Value) -> Wire<V1Entry> {
+        wire(v, Kind::Struct(V1_ENTRY), V1Entry::read)
+    }
+
     /// Both readers agree on `v`; true when they accept it.
     fn agree<T: DeserializeOwned + PartialEq + std::fmt::Debug>(v: &Value, ours: fn(Value) -> Wire<T>) -> bool {
         match (ours(v.clone()), serde_json::from_value::<T>(v.clone())) {
@@ -2290,18 +2500,18 @@ mod wire_tests {
             count(agree(&v, V1::from_value));
         }
         for v in variants(&entry()) {
-            count(agree(&v, OutboxEntry::from_value));
-            count(agree(&v["retry"], retry_policy));
-            count(agree(&v["state"], EffectState::from_value));
+            count(agree(&v, entry_of));
+            count(agree(&v["retry"], retry_of));
+            count(agree(&v["state"], state_of));
         }
         for v in variants(&head()["timers"][0]) {
-            count(agree(&v, Timer::from_value));
+            count(agree(&v, timer_of));
         }
         for v in variants(&head()["machine"]) {
-            count(agree(&v, MachineRef::from_value));
+            count(agree(&v, machine_of));
         }
         for v in variants(&v1()["ledger"][0]) {
-            count(agree(&v, V1Entry::from_value));
+            count(agree(&v, v1_entry_of));
         }
         assert!(accepted > 100 && refused > 1000, "{accepted} accepted, {refused} refused");
     }
@@ -2317,9 +2527,18 @@ mod wire_tests {
         for k in ["attemptId", "dueAt", "doneAt", "result", "error"] {
             let mut n = e.clone();
             n[k] = Value::Null;
-            assert!(agree(&n, OutboxEntry::from_value), "{k}: null");
+            assert!(agree(&n, entry_of), "{k}: null");
             e.as_object_mut().unwrap().remove(k);
-            assert!(agree(&e, OutboxEntry::from_value), "{k}: absent");
+            assert!(agree(&e, entry_of), "{k}: absent");
+        }
+    }
+
+    #[test]
+    fn every_effect_state_is_read_by_its_wire_name() {
+        use EffectState::*;
+        for s in [Pending, InFlight, Unknown, Verifying, Succeeded, Failed] {
+            assert!(agree(&json!(s.as_str()), state_of));
+            assert_eq!(EffectState::named(s.as_str()), Some(s));
         }
     }
 
@@ -2328,10 +2547,10 @@ mod wire_tests {
     fn forms_never_written_are_refused() {
         let timer = json!(["after:a:1:2", "a", 1, 2]);
         assert!(serde_json::from_value::<Timer>(timer.clone()).is_ok());
-        assert!(Timer::from_value(timer).is_err());
+        assert!(timer_of(timer).is_err());
         let state = json!({"pending": null});
         assert!(serde_json::from_value::<EffectState>(state.clone()).is_ok());
-        assert!(EffectState::from_value(state).is_err());
+        assert!(state_of(state).is_err());
     }
 
     #[test]
