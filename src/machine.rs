@@ -231,11 +231,9 @@ impl Machine {
         };
         let retention = parse_retention(f[K_RETENTION])?;
         let limits = parse_limits(f[K_LIMITS])?;
-        let mut canon = String::new();
-        json::canonical(&def, &mut canon);
-        let hash = json::hex128(xxhash_rust::xxh3::xxh3_128(canon.as_bytes()));
+        let hash = machine_hash(&def);
 
-        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), raw: Vec::new() };
+        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), outcomes: BTreeSet::new(), raw: Vec::new() };
         b.add_state(&id, None, &f, "")?;
         let raw = b.raw;
         let mut m = Machine {
@@ -248,7 +246,7 @@ impl Machine {
             record_ignored,
             limits,
             event_types: BTreeSet::new(),
-            outcome_types: BTreeSet::new(),
+            outcome_types: b.outcomes,
             exprs: b.exprs,
             definition: Value::Null,
             by_id: BTreeMap::new(),
@@ -263,19 +261,13 @@ impl Machine {
         }
         // Second pass: transitions, now that every state can be resolved.
         let mut events = Vec::new();
-        for (idx, raw) in raw {
-            m.attach_transitions(idx, raw, &mut events)?;
+        for r in raw {
+            m.attach_transitions(r, &mut events)?;
         }
         m.check_always_loops()?;
-        // One at a time rather than collected, and the event types filled only
-        // once the outcome types are known: no sort and no removal in the module.
-        let mut outcomes = BTreeSet::new();
-        m.each_effect(&mut |e| {
-            for outcome in [".succeeded", ".failed"] {
-                outcomes.insert([e.effect_type.as_str(), outcome].concat());
-            }
-        });
-        m.outcome_types = outcomes;
+        // The outcome types were added one at a time as effects were parsed,
+        // and the event types are filled only once they are all known: no sort
+        // and no removal in the module.
         for event in events {
             if !m.outcome_types.contains(&event) {
                 m.event_types.insert(event);
@@ -481,26 +473,21 @@ impl Machine {
         Some(from)
     }
 
-    /// Attach a state's transitions, adding the external event types it
-    /// accepts to `events`.
-    fn attach_transitions(&mut self, idx: StateIdx, raw: RawTransitions<'_>, events: &mut Vec<String>) -> Result<()> {
-        let mut on = Vec::with_capacity(raw.on.len());
-        for (event, list) in raw.on {
-            let ts = self.transitions(idx, list)?;
-            if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
-                events.push(event.to_string());
+    /// Attach transitions to their state, adding the external event types
+    /// it accepts to `events`.
+    fn attach_transitions(&mut self, raw: Raw<'_>, events: &mut Vec<String>) -> Result<()> {
+        let ts = self.transitions(raw.source, raw.candidates)?;
+        let node = &mut self.states[raw.source];
+        match raw.slot {
+            Slot::On(event) => {
+                if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
+                    events.push(event.to_string());
+                }
+                node.on.push((event.to_string(), ts));
             }
-            on.push((event.to_string(), ts));
+            Slot::Always => node.always = ts,
+            Slot::After(delay) => node.after.push((delay, ts)),
         }
-        let always = self.transitions(idx, raw.always)?;
-        let mut after = Vec::with_capacity(raw.after.len());
-        for (delay, list) in raw.after {
-            after.push((delay, self.transitions(idx, list)?));
-        }
-        let node = &mut self.states[idx];
-        node.on = on;
-        node.always = always;
-        node.after = after;
         Ok(())
     }
 
@@ -537,7 +524,7 @@ impl Machine {
                     t.guard = Some(self.exprs.compile_guard(g, &join(&path, "guard"))?);
                 }
                 if let Some(a) = f[2] {
-                    t.actions = parse_actions(&mut self.exprs, a, &join(&path, "actions"))?;
+                    t.actions = parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?;
                 }
                 match f[3] {
                     None => {}
@@ -597,6 +584,13 @@ impl Machine {
         }
         None
     }
+}
+
+/// The machine's hash: xxh3-128 of the canonical definition, hex.
+fn machine_hash(def: &Value) -> String {
+    let mut canon = String::new();
+    json::canonical(def, &mut canon);
+    json::hex128(xxhash_rust::xxh3::xxh3_128(canon.as_bytes()))
 }
 
 /// A definition error at `path`. Every error of the builder is made by this
@@ -662,18 +656,28 @@ fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result
     Ok(f)
 }
 
-/// A state's transitions as written, with their JSON paths, kept until every
-/// state exists and targets can be resolved.
-struct RawTransitions<'a> {
-    on: Vec<(&'a str, Vec<(&'a Value, String)>)>,
-    always: Vec<(&'a Value, String)>,
-    after: Vec<(u64, Vec<(&'a Value, String)>)>,
+/// Transitions as written (the candidates of one event, delay or `always` of
+/// a state, each with its JSON path), kept until every state exists and
+/// targets can be resolved.
+struct Raw<'a> {
+    source: StateIdx,
+    slot: Slot<'a>,
+    candidates: Vec<(&'a Value, String)>,
+}
+
+enum Slot<'a> {
+    On(&'a str),
+    Always,
+    After(u64),
 }
 
 struct Builder<'a> {
     states: Vec<StateNode>,
     exprs: Exprs,
-    raw: Vec<(StateIdx, RawTransitions<'a>)>,
+    /// `<effect>.succeeded` and `<effect>.failed` of every effect parsed.
+    outcomes: BTreeSet<String>,
+    /// In document order within a state: `on`, `always`, `after`.
+    raw: Vec<Raw<'a>>,
 }
 
 impl<'a> Builder<'a> {
@@ -722,10 +726,10 @@ impl<'a> Builder<'a> {
             self.states[p].children.push(idx);
         }
         if let Some(a) = f[K_ENTRY] {
-            self.states[idx].entry = parse_actions(&mut self.exprs, a, &join(json_path, "entry"))?;
+            self.states[idx].entry = parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(json_path, "entry"))?;
         }
         if let Some(a) = f[K_EXIT] {
-            self.states[idx].exit = parse_actions(&mut self.exprs, a, &join(json_path, "exit"))?;
+            self.states[idx].exit = parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(json_path, "exit"))?;
         }
 
         match f[K_STATES] {
@@ -773,7 +777,6 @@ impl<'a> Builder<'a> {
             Err(message) => return Err(fail_in(Code::InvalidInitial, json_path, "initial", &[message])),
         }
 
-        let mut raw = RawTransitions { on: Vec::new(), always: Vec::new(), after: Vec::new() };
         match f[K_ON] {
             None => {}
             Some(Value::Object(on)) => {
@@ -782,13 +785,13 @@ impl<'a> Builder<'a> {
                     if event.is_empty() {
                         return Err(fail(Code::InvalidDefinition, &base, &["event names must not be empty"]));
                     }
-                    raw.on.push((event.as_str(), candidates(cands, join(&base, event))));
+                    self.raw.push(Raw { source: idx, slot: Slot::On(event), candidates: candidates(cands, join(&base, event)) });
                 }
             }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "on", &["on must be an object"])),
         }
         if let Some(a) = f[K_ALWAYS] {
-            raw.always = candidates(a, join(json_path, "always"));
+            self.raw.push(Raw { source: idx, slot: Slot::Always, candidates: candidates(a, join(json_path, "always")) });
         }
         match f[K_AFTER] {
             None => {}
@@ -799,12 +802,11 @@ impl<'a> Builder<'a> {
                     let Ok(ms) = delay.parse::<u64>() else {
                         return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
                     };
-                    raw.after.push((ms, candidates(cands, p)));
+                    self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: candidates(cands, p) });
                 }
             }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"])),
         }
-        self.raw.push((idx, raw));
         Ok(idx)
     }
 }
@@ -817,20 +819,21 @@ fn candidates(v: &Value, path: String) -> Vec<(&Value, String)> {
     }
 }
 
-fn parse_actions(exprs: &mut Exprs, v: &Value, path: &str) -> Result<Vec<Action>> {
+/// The actions at `path`, adding the outcome types of their effects to `outcomes`.
+fn parse_actions(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, v: &Value, path: &str) -> Result<Vec<Action>> {
     match v {
         Value::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, a) in items.iter().enumerate() {
-                out.push(parse_action(exprs, a, &indexed(path, i))?);
+                out.push(parse_action(exprs, outcomes, a, &indexed(path, i))?);
             }
             Ok(out)
         }
-        other => Ok(vec![parse_action(exprs, other, path)?]),
+        other => Ok(vec![parse_action(exprs, outcomes, other, path)?]),
     }
 }
 
-fn parse_action(exprs: &mut Exprs, a: &Value, p: &str) -> Result<Action> {
+fn parse_action(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, a: &Value, p: &str) -> Result<Action> {
     let member = match a {
         Value::Object(o) if o.len() == 1 => o.iter().next(),
         Value::String(name) => {
@@ -855,7 +858,13 @@ fn parse_action(exprs: &mut Exprs, a: &Value, p: &str) -> Result<Action> {
             Action::Assign(assigns)
         }
         "respond" => Action::Respond(exprs.compile(body, &join(p, "respond"))?),
-        "effect" => Action::Effect(parse_effect(exprs, body, join(p, "effect"))?),
+        "effect" => {
+            let effect = parse_effect(exprs, body, join(p, "effect"))?;
+            for outcome in [".succeeded", ".failed"] {
+                outcomes.insert([effect.effect_type.as_str(), outcome].concat());
+            }
+            Action::Effect(effect)
+        }
         other => return Err(fail(Code::UnknownAction, p, &["unknown action \"", other, "\""])),
     })
 }
