@@ -200,9 +200,7 @@ impl Machine {
         Machine::from_value(value)
     }
 
-    /// Validate a definition already parsed. Never inlined: the wasm
-    /// constructor stays a small shim around it.
-    #[inline(never)]
+    /// Validate a definition already parsed.
     pub fn from_value(def: Value) -> Result<Machine> {
         json::check_depth(&def, "definition")?;
         let Some(obj) = def.as_object() else {
