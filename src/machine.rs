@@ -619,6 +619,12 @@ fn join(path: &str, key: &str) -> String {
     out
 }
 
+/// The expression `e`, compiled with `path.key` as its path.
+#[inline(never)]
+fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Result<ExprId> {
+    exprs.compile(e, &join(path, key))
+}
+
 /// `path[i]`.
 #[inline(never)]
 fn indexed(path: &str, i: usize) -> String {
@@ -851,11 +857,11 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, a: &Value, p
             let base = join(p, "assign");
             let mut assigns = Vec::with_capacity(fields.len());
             for (field, e) in fields {
-                assigns.push((field.clone(), exprs.compile(e, &join(&base, field))?));
+                assigns.push((field.clone(), compile_at(exprs, e, &base, field)?));
             }
             Action::Assign(assigns)
         }
-        "respond" => Action::Respond(exprs.compile(body, &join(p, "respond"))?),
+        "respond" => Action::Respond(compile_at(exprs, body, p, "respond")?),
         "effect" => {
             let effect = parse_effect(exprs, body, join(p, "effect"))?;
             for outcome in [".succeeded", ".failed"] {
@@ -875,11 +881,11 @@ fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef>
         _ => return Err(fail_in(Code::InvalidDefinition, &path, "type", &["effect type must be a non-empty string"])),
     };
     let payload = match f[1] {
-        Some(e) => Some(exprs.compile(e, &join(&path, "payload"))?),
+        Some(e) => Some(compile_at(exprs, e, &path, "payload")?),
         None => None,
     };
     let key = match f[2] {
-        Some(e) => Some(exprs.compile(e, &join(&path, "key"))?),
+        Some(e) => Some(compile_at(exprs, e, &path, "key")?),
         None => None,
     };
     let idempotent = match f[3] {
