@@ -474,7 +474,7 @@ impl Machine {
     /// Attach transitions to their state, adding the external event types
     /// it accepts to `events`.
     fn attach_transitions(&mut self, raw: Raw<'_>, events: &mut Vec<String>) -> Result<()> {
-        let ts = self.transitions(raw.source, raw.candidates)?;
+        let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
         let node = &mut self.states[raw.source];
         match raw.slot {
             Slot::On(event) => {
@@ -489,12 +489,18 @@ impl Machine {
         Ok(())
     }
 
-    fn transitions(&mut self, source: StateIdx, list: Vec<(&Value, String)>) -> Result<Vec<Transition>> {
-        let mut ts = Vec::with_capacity(list.len());
-        for (v, path) in list {
-            ts.push(self.transition(source, v, path)?);
+    /// The transitions of one candidate or an array of them, at `path`.
+    fn transitions(&mut self, source: StateIdx, candidates: &Value, path: String) -> Result<Vec<Transition>> {
+        match candidates {
+            Value::Array(items) => {
+                let mut ts = Vec::with_capacity(items.len());
+                for (i, v) in items.iter().enumerate() {
+                    ts.push(self.transition(source, v, indexed(&path, i))?);
+                }
+                Ok(ts)
+            }
+            other => Ok(vec![self.transition(source, other, path)?]),
         }
-        Ok(ts)
     }
 
     fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
@@ -661,12 +667,13 @@ fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result
 }
 
 /// Transitions as written (the candidates of one event, delay or `always` of
-/// a state, each with its JSON path), kept until every state exists and
-/// targets can be resolved.
+/// a state, and their JSON path), kept until every state exists and targets
+/// can be resolved.
 struct Raw<'a> {
     source: StateIdx,
     slot: Slot<'a>,
-    candidates: Vec<(&'a Value, String)>,
+    candidates: &'a Value,
+    path: String,
 }
 
 enum Slot<'a> {
@@ -685,6 +692,14 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
+    /// The actions of a state's `entry` or `exit` (`key`), if it has them.
+    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Result<Vec<Action>> {
+        match v {
+            None => Ok(Vec::new()),
+            Some(a) => parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(path, key)),
+        }
+    }
+
     /// Add a state whose members are `f` (checked against [`STATE_KEYS`], or
     /// for the root against [`MACHINE_KEYS`]), then its child states.
     fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Result<StateIdx> {
@@ -709,6 +724,8 @@ impl<'a> Builder<'a> {
             }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "type", &["unknown state type"])),
         };
+        let entry = self.actions_at(f[K_ENTRY], json_path, "entry")?;
+        let exit = self.actions_at(f[K_EXIT], json_path, "exit")?;
         let idx = self.states.len();
         self.states.push(StateNode {
             key: key.to_string(),
@@ -719,8 +736,8 @@ impl<'a> Builder<'a> {
             children: Vec::new(),
             initial: None,
             kind: Kind::Atomic,
-            entry: Vec::new(),
-            exit: Vec::new(),
+            entry,
+            exit,
             on: Vec::new(),
             always: Vec::new(),
             after: Vec::new(),
@@ -728,12 +745,6 @@ impl<'a> Builder<'a> {
         });
         if let Some(p) = parent {
             self.states[p].children.push(idx);
-        }
-        if let Some(a) = f[K_ENTRY] {
-            self.states[idx].entry = parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(json_path, "entry"))?;
-        }
-        if let Some(a) = f[K_EXIT] {
-            self.states[idx].exit = parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(json_path, "exit"))?;
         }
 
         match f[K_STATES] {
@@ -789,13 +800,13 @@ impl<'a> Builder<'a> {
                     if event.is_empty() {
                         return Err(fail(Code::InvalidDefinition, &base, &["event names must not be empty"]));
                     }
-                    self.raw.push(Raw { source: idx, slot: Slot::On(event), candidates: candidates(cands, join(&base, event)) });
+                    self.raw.push(Raw { source: idx, slot: Slot::On(event), candidates: cands, path: join(&base, event) });
                 }
             }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "on", &["on must be an object"])),
         }
         if let Some(a) = f[K_ALWAYS] {
-            self.raw.push(Raw { source: idx, slot: Slot::Always, candidates: candidates(a, join(json_path, "always")) });
+            self.raw.push(Raw { source: idx, slot: Slot::Always, candidates: a, path: join(json_path, "always") });
         }
         match f[K_AFTER] {
             None => {}
@@ -806,20 +817,12 @@ impl<'a> Builder<'a> {
                     let Ok(ms) = delay.parse::<u64>() else {
                         return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
                     };
-                    self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: candidates(cands, p) });
+                    self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: cands, path: p });
                 }
             }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"])),
         }
         Ok(idx)
-    }
-}
-
-/// The candidates of a transition (one, or an array of them), each with its JSON path.
-fn candidates(v: &Value, path: String) -> Vec<(&Value, String)> {
-    match v {
-        Value::Array(items) => items.iter().enumerate().map(|(i, c)| (c, indexed(&path, i))).collect(),
-        other => vec![(other, path)],
     }
 }
 
