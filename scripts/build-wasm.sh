@@ -35,7 +35,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # (full) to the changes of log entry 16: no hash maps or sort in the definition
 # builder, no bad-slice panic message, zmij's tables computed. The lean one lost
 # 2.7 KiB more when JSON came to be written by idem's own writers, not serde's,
-# and 2.4 KiB more when the definition builder's errors, key checks and paths
+# and 2.7 KiB more when the definition builder's errors, key checks and paths
 # came to be made by a few shared functions.
 LEAN_BUDGET_KIB=132
 FULL_BUDGET_KIB=191
