@@ -186,6 +186,9 @@ const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes"];
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
 const MAX_KEYS: usize = 17;
+const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
+const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
+const _: () = assert!(RETENTION_KEYS.len() < MAX_KEYS && LIMITS_KEYS.len() < MAX_KEYS);
 
 impl Machine {
     /// Parse and validate a definition from JSON text.
@@ -439,7 +442,10 @@ impl Machine {
             Some(i) => Ok(i),
             None => {
                 let message = ["unknown transition target \"", target, "\""];
-                Err(if field.is_empty() { fail(Code::UnknownTarget, path, &message) } else { fail_in(Code::UnknownTarget, path, field, &message) })
+                Err(match field {
+                    "" => fail(Code::UnknownTarget, path, &message),
+                    _ => fail_in(Code::UnknownTarget, path, field, &message),
+                })
             }
         }
     }
@@ -781,7 +787,10 @@ impl<'a> Builder<'a> {
                 let c = self.states[idx].children.iter().copied().find(|&c| self.states[c].key == *s);
                 match c {
                     Some(c) => Ok(Some(c)),
-                    None => return Err(fail_in(Code::InvalidInitial, json_path, "initial", &["initial state \"", s, "\" is not a child state"])),
+                    None => {
+                        let message = ["initial state \"", s, "\" is not a child state"];
+                        return Err(fail_in(Code::InvalidInitial, json_path, "initial", &message));
+                    }
                 }
             }
             (Some(_), true) => Err("initial must be a child state name"),
@@ -982,4 +991,34 @@ fn parse_limits(v: Option<&Value>) -> Result<Limits> {
         l.max_snapshot_bytes = n as usize;
     }
     Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_keys_start_with_the_state_keys() {
+        assert_eq!(&MACHINE_KEYS[..STATE_KEYS.len()], STATE_KEYS);
+        let at = |k: &str| MACHINE_KEYS.iter().position(|m| *m == k);
+        let named = [
+            (K_ID, "id"),
+            (K_INITIAL, "initial"),
+            (K_STATES, "states"),
+            (K_TYPE, "type"),
+            (K_ON, "on"),
+            (K_ALWAYS, "always"),
+            (K_AFTER, "after"),
+            (K_ENTRY, "entry"),
+            (K_EXIT, "exit"),
+            (K_VERSION, "version"),
+            (K_CONTEXT, "context"),
+            (K_RETENTION, "retention"),
+            (K_RECORD_IGNORED, "recordIgnored"),
+            (K_LIMITS, "limits"),
+        ];
+        for (i, k) in named {
+            assert_eq!(at(k), Some(i), "{k}");
+        }
+    }
 }
