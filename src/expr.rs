@@ -310,37 +310,47 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
         .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
 }
 
+/// Each of `items`, compiled one level below `depth`.
+fn compile_all(items: &[Value], path: &str, depth: usize) -> Result<Vec<Node>> {
+    let mut nodes = Vec::with_capacity(items.len());
+    for item in items {
+        nodes.push(compile(item, path, depth + 1)?);
+    }
+    Ok(nodes)
+}
+
 fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
     if depth > crate::json::MAX_DEPTH {
         return Err(Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"));
     }
     match rule {
         Value::Array(items) => {
-            let nodes = items.iter().map(|i| compile(i, path, depth + 1)).collect::<Result<Vec<_>>>()?;
+            let nodes = compile_all(items, path, depth)?;
             if nodes.iter().all(|n| matches!(n, Node::Lit(_))) {
                 return Ok(Node::Lit(rule.clone()));
             }
             Ok(Node::Array(nodes))
         }
-        Value::Object(m) if m.len() == 1 && op_of(m.keys().next().expect("len checked")).is_some() => {
-            let (name, args) = m.iter().next().expect("len checked");
-            let op = op_of(name).expect("checked");
-            let args = match args {
-                Value::Array(a) => a.iter().map(|i| compile(i, path, depth + 1)).collect::<Result<Vec<_>>>()?,
-                other => vec![compile(other, path, depth + 1)?],
-            };
-            if let (Op::Var, Some(Node::Lit(Value::String(key)))) = (op, args.first()) {
-                let parts = if key.is_empty() { Vec::new() } else { key.split('.').map(str::to_string).collect() };
-                let root = Root::of(&parts);
-                return Ok(Node::Var(parts, args, root));
-            }
-            Ok(Node::Op(op, op_fn(op), args))
-        }
         Value::Object(m) => {
-            let fields = m
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), compile(v, path, depth + 1)?)))
-                .collect::<Result<Vec<_>>>()?;
+            let mut members = m.iter();
+            if let (Some((name, args)), None) = (members.next(), members.next()) {
+                if let Some(op) = op_of(name) {
+                    let args = match args {
+                        Value::Array(a) => compile_all(a, path, depth)?,
+                        other => vec![compile(other, path, depth + 1)?],
+                    };
+                    if let (Op::Var, Some(Node::Lit(Value::String(key)))) = (op, args.first()) {
+                        let parts = if key.is_empty() { Vec::new() } else { key.split('.').map(str::to_string).collect() };
+                        let root = Root::of(&parts);
+                        return Ok(Node::Var(parts, args, root));
+                    }
+                    return Ok(Node::Op(op, op_fn(op), args));
+                }
+            }
+            let mut fields = Vec::with_capacity(m.len());
+            for (k, v) in m {
+                fields.push((k.clone(), compile(v, path, depth + 1)?));
+            }
             if fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
                 return Ok(Node::Lit(rule.clone()));
             }

@@ -154,14 +154,41 @@ pub struct Machine {
     state_values: Vec<Value>,
 }
 
+/// The keys a state may have. A state's members are found by their index here
+/// (`K_ID`...), and the machine's keys start with the same ones.
 const STATE_KEYS: &[&str] = &[
     "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags",
 ];
 const MACHINE_KEYS: &[&str] = &[
-    "id", "version", "initial", "context", "states", "retention", "recordIgnored", "limits", "description",
-    "meta", "on", "entry", "exit", "always", "after", "type", "tags",
+    "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "version",
+    "context", "retention", "recordIgnored", "limits",
 ];
+const K_ID: usize = 0;
+const K_INITIAL: usize = 1;
+const K_STATES: usize = 2;
+const K_TYPE: usize = 3;
+const K_ON: usize = 4;
+const K_ALWAYS: usize = 5;
+const K_AFTER: usize = 6;
+const K_ENTRY: usize = 7;
+const K_EXIT: usize = 8;
+const K_VERSION: usize = 12;
+const K_CONTEXT: usize = 13;
+const K_RETENTION: usize = 14;
+const K_RECORD_IGNORED: usize = 15;
+const K_LIMITS: usize = 16;
 const TRANSITION_KEYS: &[&str] = &["target", "guard", "actions", "reenter", "description", "meta"];
+const EFFECT_KEYS: &[&str] = &["type", "payload", "key", "idempotent", "retry"];
+const RETRY_KEYS: &[&str] = &["maxAttempts", "baseMs", "factor", "maxDelayMs", "jitter"];
+const RETENTION_KEYS: &[&str] = &["defaultMs", "perType", "maxEntries"];
+const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes"];
+
+/// The members of a definition object by their index in its list of keys.
+type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
+const MAX_KEYS: usize = 17;
+const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
+const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
+const _: () = assert!(RETENTION_KEYS.len() < MAX_KEYS && LIMITS_KEYS.len() < MAX_KEYS);
 
 impl Machine {
     /// Parse and validate a definition from JSON text.
@@ -179,37 +206,37 @@ impl Machine {
     /// Validate a definition already parsed.
     pub fn from_value(def: Value) -> Result<Machine> {
         json::check_depth(&def, "definition")?;
-        let obj = def
-            .as_object()
-            .ok_or_else(|| Error::at(Code::InvalidDefinition, "", "definition must be an object"))?;
-        check_keys(obj, MACHINE_KEYS, "")?;
-        let id = match obj.get("id") {
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            _ => return Err(Error::at(Code::InvalidDefinition, "id", "machine id must be a non-empty string")),
+        let Some(obj) = def.as_object() else {
+            return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
         };
-        let version = match obj.get("version") {
+        let f = fields(obj, MACHINE_KEYS, "")?;
+        let id = match f[K_ID] {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err(fail(Code::InvalidDefinition, "id", &["machine id must be a non-empty string"])),
+        };
+        let version = match f[K_VERSION] {
             None => "1".to_string(),
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
-            Some(_) => return Err(Error::at(Code::InvalidDefinition, "version", "version must be a string or number")),
+            Some(_) => return Err(fail(Code::InvalidDefinition, "version", &["version must be a string or number"])),
         };
-        let initial_context = obj.get("context").cloned().unwrap_or_else(|| Value::Object(Map::new()));
-        if !initial_context.is_object() {
-            return Err(Error::at(Code::InvalidDefinition, "context", "context must be an object"));
-        }
-        let record_ignored = match obj.get("recordIgnored") {
+        let initial_context = match f[K_CONTEXT] {
+            None => Value::Object(Map::new()),
+            Some(c @ Value::Object(_)) => c.clone(),
+            Some(_) => return Err(fail(Code::InvalidDefinition, "context", &["context must be an object"])),
+        };
+        let record_ignored = match f[K_RECORD_IGNORED] {
             None => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(Error::at(Code::InvalidDefinition, "recordIgnored", "recordIgnored must be a boolean")),
+            Some(_) => return Err(fail(Code::InvalidDefinition, "recordIgnored", &["recordIgnored must be a boolean"])),
         };
-        let retention = parse_retention(obj.get("retention"))?;
-        let limits = parse_limits(obj.get("limits"))?;
-        let mut canon = String::new();
-        json::canonical(&def, &mut canon);
-        let hash = json::hex128(xxhash_rust::xxh3::xxh3_128(canon.as_bytes()));
+        let retention = parse_retention(f[K_RETENTION])?;
+        let limits = parse_limits(f[K_LIMITS])?;
+        let hash = machine_hash(&def);
 
-        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), raw: Vec::new() };
-        b.add_state(&id, None, &def, "")?;
+        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), outcomes: BTreeSet::new(), raw: Vec::new() };
+        b.add_state(&id, None, &f, "")?;
+        let raw = b.raw;
         let mut m = Machine {
             id,
             version,
@@ -220,7 +247,7 @@ impl Machine {
             record_ignored,
             limits,
             event_types: BTreeSet::new(),
-            outcome_types: BTreeSet::new(),
+            outcome_types: b.outcomes,
             exprs: b.exprs,
             definition: Value::Null,
             by_id: BTreeMap::new(),
@@ -229,29 +256,19 @@ impl Machine {
         for (i, s) in m.states.iter().enumerate() {
             if let Some(did) = &s.declared_id {
                 if m.by_id.insert(did.clone(), i as u64).is_some() {
-                    return Err(Error::at(
-                        Code::DuplicateStateId,
-                        format!("{}.id", s.json_path).trim_start_matches('.').to_string(),
-                        format!("duplicate state id \"{did}\""),
-                    ));
+                    return Err(fail_in(Code::DuplicateStateId, &s.json_path, "id", &["duplicate state id \"", did, "\""]));
                 }
             }
         }
         // Second pass: transitions, now that every state can be resolved.
         let mut events = Vec::new();
-        for (idx, raw) in std::mem::take(&mut b.raw) {
-            m.attach_transitions(idx, raw, &mut events)?;
+        for r in raw {
+            m.attach_transitions(r, &mut events)?;
         }
         m.check_always_loops()?;
-        // One at a time rather than collected, and the event types filled only
-        // once the outcome types are known: no sort and no removal in the module.
-        let mut outcomes = BTreeSet::new();
-        for e in m.effects() {
-            for outcome in ["succeeded", "failed"] {
-                outcomes.insert(format!("{}.{outcome}", e.effect_type));
-            }
-        }
-        m.outcome_types = outcomes;
+        // The outcome types were added one at a time as effects were parsed,
+        // and the event types are filled only once they are all known: no sort
+        // and no removal in the module.
         for event in events {
             if !m.outcome_types.contains(&event) {
                 m.event_types.insert(event);
@@ -265,21 +282,32 @@ impl Machine {
     /// Every effect type some action emits.
     pub fn effect_types(&self) -> impl Iterator<Item = &str> {
         let mut types = BTreeSet::new();
-        for e in self.effects() {
+        self.each_effect(&mut |e| {
             types.insert(e.effect_type.as_str());
-        }
+        });
         types.into_iter()
     }
 
     /// Every effect action: entry, exit and transition actions of every state.
-    fn effects(&self) -> impl Iterator<Item = &EffectDef> {
-        self.states.iter().flat_map(|s| {
-            let transitions = s.on.iter().flat_map(|(_, ts)| ts).chain(&s.always).chain(s.after.iter().flat_map(|(_, ts)| ts));
-            s.entry.iter().chain(&s.exit).chain(transitions.flat_map(|t| &t.actions)).filter_map(|a| match a {
-                Action::Effect(e) => Some(e),
-                _ => None,
-            })
-        })
+    fn each_effect<'s>(&'s self, f: &mut dyn FnMut(&'s EffectDef)) {
+        let mut visit = |actions: &'s [Action]| {
+            for a in actions {
+                if let Action::Effect(e) = a {
+                    f(e);
+                }
+            }
+        };
+        for s in &self.states {
+            visit(&s.entry);
+            visit(&s.exit);
+            for (_, ts) in &s.on {
+                ts.iter().for_each(|t| visit(&t.actions));
+            }
+            s.always.iter().for_each(|t| visit(&t.actions));
+            for (_, ts) in &s.after {
+                ts.iter().for_each(|t| visit(&t.actions));
+            }
+        }
     }
 
     pub fn root(&self) -> StateIdx {
@@ -342,10 +370,11 @@ impl Machine {
     }
 
     fn build_state_value(&self, leaf: StateIdx) -> Value {
-        let chain: Vec<StateIdx> = self.ancestors_inclusive(leaf).into_iter().rev().skip(1).collect();
+        // From the leaf out to a child of the root.
         let mut value = Value::Null;
-        for &i in chain.iter().rev() {
-            let key = self.states[i].key.clone();
+        let mut cur = leaf;
+        while let Some(parent) = self.states[cur].parent {
+            let key = self.states[cur].key.clone();
             value = if value.is_null() {
                 Value::String(key)
             } else {
@@ -353,6 +382,7 @@ impl Machine {
                 m.insert(key, value);
                 Value::Object(m)
             };
+            cur = parent;
         }
         value
     }
@@ -407,30 +437,37 @@ impl Machine {
         self.retention.window_for(event_type)
     }
 
-    fn resolve_target(&self, source: StateIdx, target: &str, path: &str) -> Result<StateIdx> {
-        let unknown = || Error::at(Code::UnknownTarget, path, format!("unknown transition target \"{target}\""));
+    fn resolve_target(&self, source: StateIdx, target: &str, path: &str, field: &str) -> Result<StateIdx> {
+        match self.find_target(source, target) {
+            Some(i) => Ok(i),
+            None => {
+                let message = ["unknown transition target \"", target, "\""];
+                Err(match field {
+                    "" => fail(Code::UnknownTarget, path, &message),
+                    _ => fail_in(Code::UnknownTarget, path, field, &message),
+                })
+            }
+        }
+    }
+
+    fn find_target(&self, source: StateIdx, target: &str) -> Option<StateIdx> {
         if let Some(rest) = target.strip_prefix('#') {
             if let Some(&i) = self.by_id.get(rest) {
-                return Ok(i as StateIdx);
+                return Some(i as StateIdx);
             }
             // `#machineId.path.to.state`
-            let machine_prefix = format!("{}.", self.id);
-            if let Some(p) = rest.strip_prefix(&machine_prefix) {
-                return self.state_by_path(p).ok_or_else(unknown);
+            if let Some(p) = rest.strip_prefix(self.id.as_str()).and_then(|r| r.strip_prefix('.')) {
+                return self.state_by_path(p);
             }
             // `#declaredId.child.path`
-            if let Some((head, tail)) = rest.split_once('.') {
-                if let Some(&base) = self.by_id.get(head) {
-                    return self.descend(base as StateIdx, tail).ok_or_else(unknown);
-                }
-            }
-            return Err(unknown());
+            let (head, tail) = rest.split_once('.')?;
+            let &base = self.by_id.get(head)?;
+            return self.descend(base as StateIdx, tail);
         }
         if let Some(rest) = target.strip_prefix('.') {
-            return self.descend(source, rest).ok_or_else(unknown);
+            return self.descend(source, rest);
         }
-        let parent = self.states[source].parent.ok_or_else(unknown)?;
-        self.descend(parent, target).ok_or_else(unknown)
+        self.descend(self.states[source].parent?, target)
     }
 
     fn descend(&self, mut from: StateIdx, dotted: &str) -> Option<StateIdx> {
@@ -440,91 +477,74 @@ impl Machine {
         Some(from)
     }
 
-    /// Attach a state's transitions, adding the external event types it
-    /// accepts to `events`.
-    fn attach_transitions(&mut self, idx: StateIdx, raw: RawTransitions, events: &mut Vec<String>) -> Result<()> {
-        let mut on = Vec::new();
-        for (event, list) in raw.on {
-            let mut ts = Vec::new();
-            for (v, p) in list {
-                ts.push(self.transition(idx, &v, &p)?);
+    /// Attach transitions to their state, adding the external event types
+    /// it accepts to `events`.
+    fn attach_transitions(&mut self, raw: Raw<'_>, events: &mut Vec<String>) -> Result<()> {
+        let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
+        let node = &mut self.states[raw.source];
+        match raw.slot {
+            Slot::On(event) => {
+                if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
+                    events.push(event.to_string());
+                }
+                node.on.push((event.to_string(), ts));
             }
-            if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
-                events.push(event.clone());
-            }
-            on.push((event, ts));
+            Slot::Always => node.always = ts,
+            Slot::After(delay) => node.after.push((delay, ts)),
         }
-        let mut always = Vec::new();
-        for (v, p) in raw.always {
-            always.push(self.transition(idx, &v, &p)?);
-        }
-        let mut after = Vec::new();
-        for (delay, list) in raw.after {
-            let mut ts = Vec::new();
-            for (v, p) in list {
-                ts.push(self.transition(idx, &v, &p)?);
-            }
-            after.push((delay, ts));
-        }
-        let node = &mut self.states[idx];
-        node.on = on;
-        node.always = always;
-        node.after = after;
         Ok(())
     }
 
-    fn transition(&mut self, source: StateIdx, v: &Value, path: &str) -> Result<Transition> {
-        let mut t = Transition {
-            source,
-            target: None,
-            guard: None,
-            actions: Vec::new(),
-            reenter: false,
-            json_path: path.to_string(),
-        };
+    /// The transitions of one candidate or an array of them, at `path`.
+    fn transitions(&mut self, source: StateIdx, candidates: &Value, path: String) -> Result<Vec<Transition>> {
+        match candidates {
+            Value::Array(items) => {
+                let mut ts = Vec::with_capacity(items.len());
+                for (i, v) in items.iter().enumerate() {
+                    ts.push(self.transition(source, v, indexed(&path, i))?);
+                }
+                Ok(ts)
+            }
+            other => Ok(vec![self.transition(source, other, path)?]),
+        }
+    }
+
+    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
+        let mut t = Transition { source, target: None, guard: None, actions: Vec::new(), reenter: false, json_path: String::new() };
         match v {
-            Value::String(s) => t.target = Some(self.resolve_target(source, s, path)?),
+            Value::String(s) => t.target = Some(self.resolve_target(source, s, &path, "")?),
             Value::Object(o) => {
-                check_keys(o, TRANSITION_KEYS, path)?;
-                match o.get("target") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::String(s)) => {
-                        t.target = Some(self.resolve_target(source, s, &format!("{path}.target"))?)
+                let f = fields(o, TRANSITION_KEYS, &path)?;
+                let one = match f[0] {
+                    Some(Value::Array(a)) => a.as_slice(),
+                    _ => &[],
+                };
+                let target = match (f[0], one) {
+                    (None | Some(Value::Null), _) => None,
+                    (Some(Value::String(s)), _) | (_, [Value::String(s)]) => Some(s),
+                    _ => {
+                        let message = "target must be a state name (parallel targets are not supported)";
+                        return Err(fail_in(Code::InvalidDefinition, &path, "target", &[message]));
                     }
-                    Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
-                        let s = a[0].as_str().expect("checked");
-                        t.target = Some(self.resolve_target(source, s, &format!("{path}.target"))?)
-                    }
-                    Some(_) => {
-                        return Err(Error::at(
-                            Code::InvalidDefinition,
-                            format!("{path}.target"),
-                            "target must be a state name (parallel targets are not supported)",
-                        ))
-                    }
+                };
+                if let Some(s) = target {
+                    t.target = Some(self.resolve_target(source, s, &path, "target")?);
                 }
-                if let Some(g) = o.get("guard") {
-                    t.guard = Some(self.exprs.compile_guard(g, &format!("{path}.guard"))?);
+                if let Some(g) = f[1] {
+                    t.guard = Some(self.exprs.compile_guard(g, &join(&path, "guard"))?);
                 }
-                if let Some(a) = o.get("actions") {
-                    t.actions = parse_actions(&mut self.exprs, a, &format!("{path}.actions"))?;
+                if let Some(a) = f[2] {
+                    t.actions = parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?;
                 }
-                match o.get("reenter") {
+                match f[3] {
                     None => {}
                     Some(Value::Bool(b)) => t.reenter = *b,
-                    Some(_) => {
-                        return Err(Error::at(Code::InvalidDefinition, format!("{path}.reenter"), "reenter must be a boolean"))
-                    }
+                    Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
                 }
             }
-            _ => {
-                return Err(Error::at(
-                    Code::InvalidDefinition,
-                    path,
-                    "a transition must be a target string or an object",
-                ))
-            }
+            _ => return Err(fail(Code::InvalidDefinition, &path, &["a transition must be a target string or an object"])),
         }
+        t.json_path = path;
         Ok(t)
     }
 
@@ -539,23 +559,12 @@ impl Machine {
             let mut seen = vec![start];
             let mut leaf = start;
             while let Some(t) = self.certain_always(leaf) {
-                let next = match t.target {
-                    None => {
-                        return Err(Error::at(
-                            Code::AlwaysLoop,
-                            t.json_path.clone(),
-                            "unguarded targetless always transition never settles",
-                        ))
-                    }
-                    Some(tg) => self.initial_leaf(tg),
+                let Some(target) = t.target else {
+                    return Err(fail(Code::AlwaysLoop, &t.json_path, &["unguarded targetless always transition never settles"]));
                 };
+                let next = self.initial_leaf(target);
                 if seen.contains(&next) {
-                    let cycle: Vec<&str> = seen.iter().map(|&i| self.states[i].path.as_str()).collect();
-                    return Err(Error::at(
-                        Code::AlwaysLoop,
-                        t.json_path.clone(),
-                        format!("always transitions loop without a guard ({} -> {})", cycle.join(" -> "), self.states[next].path),
-                    ));
+                    return Err(self.always_loop(&seen, next, &t.json_path));
                 }
                 seen.push(next);
                 leaf = next;
@@ -564,8 +573,21 @@ impl Machine {
         Ok(())
     }
 
+    #[cold]
+    #[inline(never)]
+    fn always_loop(&self, seen: &[StateIdx], next: StateIdx, path: &str) -> Error {
+        let mut message = String::from("always transitions loop without a guard (");
+        for &i in seen {
+            message.push_str(&self.states[i].path);
+            message.push_str(" -> ");
+        }
+        message.push_str(&self.states[next].path);
+        message.push(')');
+        Error::at(Code::AlwaysLoop, path.to_string(), message)
+    }
+
     fn certain_always(&self, leaf: StateIdx) -> Option<&Transition> {
-        for s in self.ancestors_inclusive(leaf) {
+        for s in self.ancestors(leaf) {
             if let Some(first) = self.states[s].always.first() {
                 return first.guard.is_none().then_some(first);
             }
@@ -574,49 +596,142 @@ impl Machine {
     }
 }
 
-struct RawTransitions {
-    on: Vec<(String, Vec<(Value, String)>)>,
-    always: Vec<(Value, String)>,
-    after: Vec<(u64, Vec<(Value, String)>)>,
+/// The machine's hash: xxh3-128 of the canonical definition, hex.
+fn machine_hash(def: &Value) -> String {
+    let mut canon = String::new();
+    json::canonical(def, &mut canon);
+    json::hex128(xxhash_rust::xxh3::xxh3_128(canon.as_bytes()))
 }
 
-struct Builder {
+/// A definition error at `path`. Every error of the builder is made by this
+/// function or [`fail_in`], out of line, its message joined from static pieces
+/// and names: one copy of that work in the module, not one per site.
+#[cold]
+#[inline(never)]
+fn fail(code: Code, path: &str, message: &[&str]) -> Error {
+    Error::at(code, path.to_string(), message.concat())
+}
+
+/// A definition error at `path.field` (at `field` when `path` is empty).
+#[cold]
+#[inline(never)]
+fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Error {
+    Error::at(code, join(path, field), message.concat())
+}
+
+/// `path.key`, or `key` when `path` is empty (the root).
+#[inline(never)]
+fn join(path: &str, key: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 1 + key.len());
+    if !path.is_empty() {
+        out.push_str(path);
+        out.push('.');
+    }
+    out.push_str(key);
+    out
+}
+
+/// The expression `e`, compiled with `path.key` as its path.
+#[inline(never)]
+fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Result<ExprId> {
+    exprs.compile(e, &join(path, key))
+}
+
+/// `path[i]`.
+#[inline(never)]
+fn indexed(path: &str, i: usize) -> String {
+    fn push_decimal(out: &mut String, n: usize) {
+        if n >= 10 {
+            push_decimal(out, n / 10);
+        }
+        out.push(char::from(b'0' + (n % 10) as u8));
+    }
+    let mut out = String::with_capacity(path.len() + 8);
+    out.push_str(path);
+    out.push('[');
+    push_decimal(&mut out, i);
+    out.push(']');
+    out
+}
+
+/// The members of `o` by their index in `allowed`, in one pass over it; the
+/// first key (in the map's order) that is not allowed is an error at `path.key`.
+#[inline(never)]
+fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result<Fields<'a>> {
+    let mut f: Fields<'a> = [None; MAX_KEYS];
+    for (k, v) in o {
+        match allowed.iter().position(|a| *a == k) {
+            Some(i) => {
+                if let Some(slot) = f.get_mut(i) {
+                    *slot = Some(v);
+                }
+            }
+            None => return Err(fail_in(Code::InvalidDefinition, path, k, &["unknown key \"", k, "\""])),
+        }
+    }
+    Ok(f)
+}
+
+/// Transitions as written (the candidates of one event, delay or `always` of
+/// a state, and their JSON path), kept until every state exists and targets
+/// can be resolved.
+struct Raw<'a> {
+    source: StateIdx,
+    slot: Slot<'a>,
+    candidates: &'a Value,
+    path: String,
+}
+
+enum Slot<'a> {
+    On(&'a str),
+    Always,
+    After(u64),
+}
+
+struct Builder<'a> {
     states: Vec<StateNode>,
     exprs: Exprs,
-    raw: Vec<(StateIdx, RawTransitions)>,
+    /// `<effect>.succeeded` and `<effect>.failed` of every effect parsed.
+    outcomes: BTreeSet<String>,
+    /// In document order within a state: `on`, `always`, `after`.
+    raw: Vec<Raw<'a>>,
 }
 
-impl Builder {
-    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, v: &Value, json_path: &str) -> Result<StateIdx> {
-        let o = v
-            .as_object()
-            .ok_or_else(|| Error::at(Code::InvalidDefinition, json_path, "a state must be an object"))?;
-        if parent.is_some() {
-            check_keys(o, STATE_KEYS, json_path)?;
+impl<'a> Builder<'a> {
+    /// The actions of a state's `entry` or `exit` (`key`), if it has them.
+    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Result<Vec<Action>> {
+        match v {
+            None => Ok(Vec::new()),
+            Some(a) => parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(path, key)),
         }
-        let jp = |k: &str| if json_path.is_empty() { k.to_string() } else { format!("{json_path}.{k}") };
+    }
+
+    /// Add a state whose members are `f` (checked against [`STATE_KEYS`], or
+    /// for the root against [`MACHINE_KEYS`]), then its child states.
+    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Result<StateIdx> {
         let (path, depth) = match parent {
             None => (String::new(), 0),
-            Some(p) if self.states[p].path.is_empty() => (key.to_string(), 1),
-            Some(p) => (format!("{}.{}", self.states[p].path, key), self.states[p].depth + 1),
+            Some(p) => (join(&self.states[p].path, key), self.states[p].depth + 1),
         };
         if parent.is_some() && (key.is_empty() || key.contains('.') || key.starts_with('#')) {
-            return Err(Error::at(Code::InvalidDefinition, json_path, format!("invalid state name \"{key}\"")));
+            return Err(fail(Code::InvalidDefinition, json_path, &["invalid state name \"", key, "\""]));
         }
-        let declared_id = match (parent, o.get("id")) {
+        let declared_id = match (parent, f[K_ID]) {
             (None, _) | (_, None) => None,
             (Some(_), Some(Value::String(s))) if !s.is_empty() => Some(s.clone()),
-            (Some(_), Some(_)) => return Err(Error::at(Code::InvalidDefinition, jp("id"), "state id must be a non-empty string")),
+            (Some(_), Some(_)) => return Err(fail_in(Code::InvalidDefinition, json_path, "id", &["state id must be a non-empty string"])),
         };
-        let kind = match o.get("type") {
+        let kind = match f[K_TYPE] {
             None => None,
             Some(Value::String(t)) if t == "final" => Some(Kind::Final),
             Some(Value::String(t)) if t == "atomic" || t == "compound" => None,
             Some(Value::String(t)) if t == "parallel" || t == "history" => {
-                return Err(Error::at(Code::InvalidDefinition, jp("type"), format!("{t} states are not supported yet")))
+                return Err(fail_in(Code::InvalidDefinition, json_path, "type", &[t, " states are not supported yet"]))
             }
-            Some(_) => return Err(Error::at(Code::InvalidDefinition, jp("type"), "unknown state type")),
+            Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "type", &["unknown state type"])),
         };
+        let entry = self.actions_at(f[K_ENTRY], json_path, "entry")?;
+        let exit = self.actions_at(f[K_EXIT], json_path, "exit")?;
         let idx = self.states.len();
         self.states.push(StateNode {
             key: key.to_string(),
@@ -627,8 +742,8 @@ impl Builder {
             children: Vec::new(),
             initial: None,
             kind: Kind::Atomic,
-            entry: Vec::new(),
-            exit: Vec::new(),
+            entry,
+            exit,
             on: Vec::new(),
             always: Vec::new(),
             after: Vec::new(),
@@ -637,29 +752,24 @@ impl Builder {
         if let Some(p) = parent {
             self.states[p].children.push(idx);
         }
-        let entry = match o.get("entry") {
-            Some(a) => parse_actions(&mut self.exprs, a, &jp("entry"))?,
-            None => Vec::new(),
-        };
-        let exit = match o.get("exit") {
-            Some(a) => parse_actions(&mut self.exprs, a, &jp("exit"))?,
-            None => Vec::new(),
-        };
-        self.states[idx].entry = entry;
-        self.states[idx].exit = exit;
 
-        match o.get("states") {
+        match f[K_STATES] {
             None => {}
             Some(Value::Object(children)) => {
                 if kind == Some(Kind::Final) && !children.is_empty() {
-                    return Err(Error::at(Code::InvalidDefinition, jp("states"), "a final state cannot have child states"));
+                    return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["a final state cannot have child states"]));
                 }
+                let base = join(json_path, "states");
                 for (k, child) in children {
-                    let cp = format!("{}.{}", jp("states"), k);
-                    self.add_state(k, Some(idx), child, &cp)?;
+                    let cp = join(&base, k);
+                    let Some(o) = child.as_object() else {
+                        return Err(fail(Code::InvalidDefinition, &cp, &["a state must be an object"]));
+                    };
+                    let cf = fields(o, STATE_KEYS, &cp)?;
+                    self.add_state(k, Some(idx), &cf, &cp)?;
                 }
             }
-            Some(_) => return Err(Error::at(Code::InvalidDefinition, jp("states"), "states must be an object")),
+            Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["states must be an object"])),
         }
         let has_children = !self.states[idx].children.is_empty();
         self.states[idx].kind = match (kind, has_children) {
@@ -668,166 +778,173 @@ impl Builder {
             (_, false) => Kind::Atomic,
         };
         if parent.is_none() && !has_children {
-            return Err(Error::at(Code::InvalidDefinition, "states", "a machine needs at least one state"));
+            return Err(fail(Code::InvalidDefinition, "states", &["a machine needs at least one state"]));
         }
-        match (o.get("initial"), has_children) {
-            (None, true) => {
-                return Err(Error::at(Code::InvalidInitial, jp("initial"), "a state with child states needs an initial state"))
-            }
-            (None, false) => {}
+        let initial = match (f[K_INITIAL], has_children) {
+            (None, true) => Err("a state with child states needs an initial state"),
+            (None, false) => Ok(None),
             (Some(Value::String(s)), true) => {
                 let c = self.states[idx].children.iter().copied().find(|&c| self.states[c].key == *s);
                 match c {
-                    Some(c) => self.states[idx].initial = Some(c),
+                    Some(c) => Ok(Some(c)),
                     None => {
-                        return Err(Error::at(Code::InvalidInitial, jp("initial"), format!("initial state \"{s}\" is not a child state")))
+                        let message = ["initial state \"", s, "\" is not a child state"];
+                        return Err(fail_in(Code::InvalidInitial, json_path, "initial", &message));
                     }
                 }
             }
-            (Some(_), true) => return Err(Error::at(Code::InvalidInitial, jp("initial"), "initial must be a child state name")),
-            (Some(_), false) => {
-                return Err(Error::at(Code::InvalidInitial, jp("initial"), "initial is set but the state has no child states"))
-            }
+            (Some(_), true) => Err("initial must be a child state name"),
+            (Some(_), false) => Err("initial is set but the state has no child states"),
+        };
+        match initial {
+            Ok(c) => self.states[idx].initial = c,
+            Err(message) => return Err(fail_in(Code::InvalidInitial, json_path, "initial", &[message])),
         }
 
-        let mut raw = RawTransitions { on: Vec::new(), always: Vec::new(), after: Vec::new() };
-        match o.get("on") {
+        match f[K_ON] {
             None => {}
             Some(Value::Object(on)) => {
+                let base = join(json_path, "on");
                 for (event, cands) in on {
                     if event.is_empty() {
-                        return Err(Error::at(Code::InvalidDefinition, jp("on"), "event names must not be empty"));
+                        return Err(fail(Code::InvalidDefinition, &base, &["event names must not be empty"]));
                     }
-                    raw.on.push((event.clone(), candidates(cands, &format!("{}.{}", jp("on"), event))));
+                    self.raw.push(Raw { source: idx, slot: Slot::On(event), candidates: cands, path: join(&base, event) });
                 }
             }
-            Some(_) => return Err(Error::at(Code::InvalidDefinition, jp("on"), "on must be an object")),
+            Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "on", &["on must be an object"])),
         }
-        if let Some(a) = o.get("always") {
-            raw.always = candidates(a, &jp("always"));
+        if let Some(a) = f[K_ALWAYS] {
+            self.raw.push(Raw { source: idx, slot: Slot::Always, candidates: a, path: join(json_path, "always") });
         }
-        match o.get("after") {
+        match f[K_AFTER] {
             None => {}
             Some(Value::Object(after)) => {
+                let base = join(json_path, "after");
                 for (delay, cands) in after {
-                    let p = format!("{}.{}", jp("after"), delay);
-                    let ms: u64 = delay
-                        .parse()
-                        .map_err(|_| Error::at(Code::InvalidDefinition, p.clone(), "after delays must be whole milliseconds"))?;
-                    raw.after.push((ms, candidates(cands, &p)));
+                    let p = join(&base, delay);
+                    let Ok(ms) = delay.parse::<u64>() else {
+                        return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
+                    };
+                    self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: cands, path: p });
                 }
             }
-            Some(_) => return Err(Error::at(Code::InvalidDefinition, jp("after"), "after must be an object")),
+            Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"])),
         }
-        self.raw.push((idx, raw));
         Ok(idx)
     }
 }
 
-fn candidates(v: &Value, path: &str) -> Vec<(Value, String)> {
+/// The actions at `path`, adding the outcome types of their effects to `outcomes`.
+fn parse_actions(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, v: &Value, path: &str) -> Result<Vec<Action>> {
     match v {
-        Value::Array(items) => items.iter().enumerate().map(|(i, c)| (c.clone(), format!("{path}[{i}]"))).collect(),
-        other => vec![(other.clone(), path.to_string())],
-    }
-}
-
-fn check_keys(o: &Map<String, Value>, allowed: &[&str], path: &str) -> Result<()> {
-    for k in o.keys() {
-        if !allowed.contains(&k.as_str()) {
-            let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-            return Err(Error::at(Code::InvalidDefinition, p, format!("unknown key \"{k}\"")));
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, a) in items.iter().enumerate() {
+                out.push(parse_action(exprs, outcomes, a, &indexed(path, i))?);
+            }
+            Ok(out)
         }
+        other => Ok(vec![parse_action(exprs, outcomes, other, path)?]),
     }
-    Ok(())
 }
 
-fn parse_actions(exprs: &mut Exprs, v: &Value, path: &str) -> Result<Vec<Action>> {
-    let list: Vec<(&Value, String)> = match v {
-        Value::Array(items) => items.iter().enumerate().map(|(i, a)| (a, format!("{path}[{i}]"))).collect(),
-        other => vec![(other, path.to_string())],
+fn parse_action(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, a: &Value, p: &str) -> Result<Action> {
+    let member = match a {
+        Value::Object(o) if o.len() == 1 => o.iter().next(),
+        Value::String(name) => {
+            let message = ["unknown action \"", name, "\" (actions are data: assign, effect or respond)"];
+            return Err(fail(Code::UnknownAction, p, &message));
+        }
+        _ => None,
     };
-    let mut out = Vec::new();
-    for (a, p) in list {
-        let o = match a {
-            Value::Object(o) if o.len() == 1 => o,
-            Value::String(name) => {
-                return Err(Error::at(
-                    Code::UnknownAction,
-                    p,
-                    format!("unknown action \"{name}\" (actions are data: assign, effect or respond)"),
-                ))
+    let Some((kind, body)) = member else {
+        return Err(fail(Code::UnknownAction, p, &["an action must be an object with one key: assign, effect or respond"]));
+    };
+    Ok(match kind.as_str() {
+        "assign" => {
+            let Some(fields) = body.as_object() else {
+                return Err(fail_in(Code::InvalidDefinition, p, "assign", &["assign must be an object of field expressions"]));
+            };
+            let base = join(p, "assign");
+            let mut assigns = Vec::with_capacity(fields.len());
+            for (field, e) in fields {
+                assigns.push((field.clone(), compile_at(exprs, e, &base, field)?));
             }
-            _ => return Err(Error::at(Code::UnknownAction, p, "an action must be an object with one key: assign, effect or respond")),
-        };
-        let (kind, body) = o.iter().next().expect("len checked");
-        let action = match kind.as_str() {
-            "assign" => {
-                let fields = body
-                    .as_object()
-                    .ok_or_else(|| Error::at(Code::InvalidDefinition, format!("{p}.assign"), "assign must be an object of field expressions"))?;
-                let mut assigns = Vec::new();
-                for (field, e) in fields {
-                    assigns.push((field.clone(), exprs.compile(e, &format!("{p}.assign.{field}"))?));
-                }
-                Action::Assign(assigns)
+            Action::Assign(assigns)
+        }
+        "respond" => Action::Respond(compile_at(exprs, body, p, "respond")?),
+        "effect" => {
+            let effect = parse_effect(exprs, body, join(p, "effect"))?;
+            for outcome in [".succeeded", ".failed"] {
+                outcomes.insert([effect.effect_type.as_str(), outcome].concat());
             }
-            "respond" => Action::Respond(exprs.compile(body, &format!("{p}.respond"))?),
-            "effect" => Action::Effect(parse_effect(exprs, body, &format!("{p}.effect"))?),
-            other => return Err(Error::at(Code::UnknownAction, p, format!("unknown action \"{other}\""))),
-        };
-        out.push(action);
-    }
-    Ok(out)
+            Action::Effect(effect)
+        }
+        other => return Err(fail(Code::UnknownAction, p, &["unknown action \"", other, "\""])),
+    })
 }
 
-fn parse_effect(exprs: &mut Exprs, v: &Value, path: &str) -> Result<EffectDef> {
-    let o = v.as_object().ok_or_else(|| Error::at(Code::InvalidDefinition, path, "effect must be an object"))?;
-    check_keys(o, &["type", "payload", "key", "idempotent", "retry"], path)?;
-    let effect_type = match o.get("type") {
+fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef> {
+    let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, &path, &["effect must be an object"])) };
+    let f = fields(o, EFFECT_KEYS, &path)?;
+    let effect_type = match f[0] {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => return Err(Error::at(Code::InvalidDefinition, format!("{path}.type"), "effect type must be a non-empty string")),
+        _ => return Err(fail_in(Code::InvalidDefinition, &path, "type", &["effect type must be a non-empty string"])),
     };
-    let payload = o.get("payload").map(|e| exprs.compile(e, &format!("{path}.payload"))).transpose()?;
-    let key = o.get("key").map(|e| exprs.compile(e, &format!("{path}.key"))).transpose()?;
-    let idempotent = match o.get("idempotent") {
+    let payload = match f[1] {
+        Some(e) => Some(compile_at(exprs, e, &path, "payload")?),
+        None => None,
+    };
+    let key = match f[2] {
+        Some(e) => Some(compile_at(exprs, e, &path, "key")?),
+        None => None,
+    };
+    let idempotent = match f[3] {
         None => true,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(Error::at(Code::InvalidDefinition, format!("{path}.idempotent"), "idempotent must be a boolean")),
+        Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "idempotent", &["idempotent must be a boolean"])),
     };
-    let retry = parse_retry(o.get("retry"), &format!("{path}.retry"))?;
-    Ok(EffectDef { effect_type, payload, key, idempotent, retry, json_path: path.to_string() })
+    let retry = match f[4] {
+        None => RetryPolicy::default(),
+        Some(r) => parse_retry(r, &join(&path, "retry"))?,
+    };
+    Ok(EffectDef { effect_type, payload, key, idempotent, retry, json_path: path })
 }
 
-fn parse_retry(v: Option<&Value>, path: &str) -> Result<RetryPolicy> {
+/// A whole number from `lo` to `hi` (`message` says so), if the member is there.
+fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: &str) -> Result<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(x) => match x.as_u64() {
+            Some(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+            _ => Err(fail_in(Code::InvalidDefinition, path, key, &[message])),
+        },
+    }
+}
+
+const _: () = assert!(MAX_ATTEMPTS == 1_000, "the message for maxAttempts names it");
+
+fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
     let mut r = RetryPolicy::default();
-    let Some(v) = v else { return Ok(r) };
-    let o = v.as_object().ok_or_else(|| Error::at(Code::InvalidDefinition, path, "retry must be an object"))?;
-    check_keys(o, &["maxAttempts", "baseMs", "factor", "maxDelayMs", "jitter"], path)?;
-    let num = |k: &str, lo: u64, hi: u64| -> Result<Option<u64>> {
-        match o.get(k) {
-            None => Ok(None),
-            Some(x) => match x.as_u64() {
-                Some(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
-                _ => Err(Error::at(Code::InvalidDefinition, format!("{path}.{k}"), format!("{k} must be an integer from {lo} to {hi}"))),
-            },
-        }
-    };
-    if let Some(n) = num("maxAttempts", 1, MAX_ATTEMPTS as u64)? {
+    let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, path, &["retry must be an object"])) };
+    let f = fields(o, RETRY_KEYS, path)?;
+    if let Some(n) = bounded(f[0], 1, MAX_ATTEMPTS as u64, path, "maxAttempts", "maxAttempts must be an integer from 1 to 1000")? {
         r.max_attempts = n as u32;
     }
-    if let Some(n) = num("baseMs", 0, 86_400_000)? {
+    if let Some(n) = bounded(f[1], 0, 86_400_000, path, "baseMs", "baseMs must be an integer from 0 to 86400000")? {
         r.base_ms = n;
     }
-    if let Some(n) = num("factor", 1, 10)? {
+    if let Some(n) = bounded(f[2], 1, 10, path, "factor", "factor must be an integer from 1 to 10")? {
         r.factor = n as u32;
     }
-    if let Some(n) = num("maxDelayMs", 0, 7 * 86_400_000)? {
+    if let Some(n) = bounded(f[3], 0, 7 * 86_400_000, path, "maxDelayMs", "maxDelayMs must be an integer from 0 to 604800000")? {
         r.max_delay_ms = n;
     }
-    if let Some(x) = o.get("jitter") {
+    if let Some(x) = f[4] {
         match x.as_f64() {
             Some(f) if (0.0..=1.0).contains(&f) => r.jitter_pct = (f * 100.0).round() as u32,
-            _ => return Err(Error::at(Code::InvalidDefinition, format!("{path}.jitter"), "jitter must be a fraction from 0 to 1")),
+            _ => return Err(fail_in(Code::InvalidDefinition, path, "jitter", &["jitter must be a fraction from 0 to 1"])),
         }
     }
     Ok(r)
@@ -836,25 +953,24 @@ fn parse_retry(v: Option<&Value>, path: &str) -> Result<RetryPolicy> {
 fn parse_retention(v: Option<&Value>) -> Result<Retention> {
     let mut r = Retention::default();
     let Some(v) = v else { return Ok(r) };
-    let o = v.as_object().ok_or_else(|| Error::at(Code::InvalidDefinition, "retention", "retention must be an object"))?;
-    check_keys(o, &["defaultMs", "perType", "maxEntries"], "retention")?;
-    if let Some(x) = o.get("defaultMs") {
-        r.default_ms = x
-            .as_u64()
-            .ok_or_else(|| Error::at(Code::InvalidDefinition, "retention.defaultMs", "defaultMs must be a non-negative integer"))?;
-    }
-    if let Some(x) = o.get("maxEntries") {
+    let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "retention", &["retention must be an object"])) };
+    let f = fields(o, RETENTION_KEYS, "retention")?;
+    if let Some(x) = f[0] {
         match x.as_u64() {
-            Some(n) if (1..=1_000_000).contains(&n) => r.max_entries = n as usize,
-            _ => return Err(Error::at(Code::InvalidDefinition, "retention.maxEntries", "maxEntries must be an integer from 1 to 1000000")),
+            Some(ms) => r.default_ms = ms,
+            None => return Err(fail(Code::InvalidDefinition, "retention.defaultMs", &["defaultMs must be a non-negative integer"])),
         }
     }
-    if let Some(x) = o.get("perType") {
-        let m = x.as_object().ok_or_else(|| Error::at(Code::InvalidDefinition, "retention.perType", "perType must be an object"))?;
+    if let Some(n) = bounded(f[2], 1, 1_000_000, "retention", "maxEntries", "maxEntries must be an integer from 1 to 1000000")? {
+        r.max_entries = n as usize;
+    }
+    if let Some(x) = f[1] {
+        let Some(m) = x.as_object() else { return Err(fail(Code::InvalidDefinition, "retention.perType", &["perType must be an object"])) };
         for (k, ms) in m {
-            let ms = ms.as_u64().ok_or_else(|| {
-                Error::at(Code::InvalidDefinition, format!("retention.perType.{k}"), "a retention window must be a non-negative integer of ms")
-            })?;
+            let Some(ms) = ms.as_u64() else {
+                let message = "a retention window must be a non-negative integer of ms";
+                return Err(fail_in(Code::InvalidDefinition, "retention.perType", k, &[message]));
+            };
             r.per_type.insert(k.clone(), ms);
         }
     }
@@ -864,19 +980,45 @@ fn parse_retention(v: Option<&Value>) -> Result<Retention> {
 fn parse_limits(v: Option<&Value>) -> Result<Limits> {
     let mut l = Limits::default();
     let Some(v) = v else { return Ok(l) };
-    let o = v.as_object().ok_or_else(|| Error::at(Code::InvalidDefinition, "limits", "limits must be an object"))?;
-    check_keys(o, &["maxPayloadBytes", "maxSnapshotBytes"], "limits")?;
-    if let Some(x) = o.get("maxPayloadBytes") {
-        match x.as_u64() {
-            Some(n) if (1..=(1 << 20)).contains(&n) => l.max_payload_bytes = n as usize,
-            _ => return Err(Error::at(Code::InvalidDefinition, "limits.maxPayloadBytes", "maxPayloadBytes must be from 1 to 1048576")),
-        }
+    let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "limits", &["limits must be an object"])) };
+    let f = fields(o, LIMITS_KEYS, "limits")?;
+    let message = "maxPayloadBytes must be from 1 to 1048576";
+    if let Some(n) = bounded(f[0], 1, 1 << 20, "limits", "maxPayloadBytes", message)? {
+        l.max_payload_bytes = n as usize;
     }
-    if let Some(x) = o.get("maxSnapshotBytes") {
-        match x.as_u64() {
-            Some(n) if (1024..=(64 << 20)).contains(&n) => l.max_snapshot_bytes = n as usize,
-            _ => return Err(Error::at(Code::InvalidDefinition, "limits.maxSnapshotBytes", "maxSnapshotBytes must be from 1024 to 67108864")),
-        }
+    let message = "maxSnapshotBytes must be from 1024 to 67108864";
+    if let Some(n) = bounded(f[1], 1024, 64 << 20, "limits", "maxSnapshotBytes", message)? {
+        l.max_snapshot_bytes = n as usize;
     }
     Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_keys_start_with_the_state_keys() {
+        assert_eq!(&MACHINE_KEYS[..STATE_KEYS.len()], STATE_KEYS);
+        let at = |k: &str| MACHINE_KEYS.iter().position(|m| *m == k);
+        let named = [
+            (K_ID, "id"),
+            (K_INITIAL, "initial"),
+            (K_STATES, "states"),
+            (K_TYPE, "type"),
+            (K_ON, "on"),
+            (K_ALWAYS, "always"),
+            (K_AFTER, "after"),
+            (K_ENTRY, "entry"),
+            (K_EXIT, "exit"),
+            (K_VERSION, "version"),
+            (K_CONTEXT, "context"),
+            (K_RETENTION, "retention"),
+            (K_RECORD_IGNORED, "recordIgnored"),
+            (K_LIMITS, "limits"),
+        ];
+        for (i, k) in named {
+            assert_eq!(at(k), Some(i), "{k}");
+        }
+    }
 }
