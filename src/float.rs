@@ -111,24 +111,27 @@ fn slow(negative: bool, int: &[u8], frac: &[u8], e: i64) -> f64 {
     let mut den = Big(vec![1]);
     let pow = e.unsigned_abs() as u32;
     if e >= 0 { num.mul_pow10(pow) } else { den.mul_pow10(pow) }
-    // Scale one of them by a power of two so that M / 4 < N < M, then value = N / M * 2^scale.
+    // Scale one of them by a power of two so that N has 63 bits more than M:
+    // then 2^62 < N / M < 2^64, and value = N / M * 2^scale.
     let (bn, bm) = (num.bits() as i64, den.bits() as i64);
-    let scale = bn - bm + 1;
+    let scale = bn - bm - 63;
     if scale > 0 {
         den.shl(scale.unsigned_abs());
     } else {
         num.shl(scale.unsigned_abs());
     }
-    // Quotient bits of N / M until there are 64 of them.
-    let mut q = 0u64;
-    let mut count = 0;
-    while q >> 63 == 0 {
-        num.shl(1);
-        let bit = num.sub_if_not_less(&den);
-        q = q << 1 | bit as u64;
-        count += 1;
+    // The quotient from the top bits: with M's top 64 bits Mt (all of M when
+    // shorter) and N's bits from the same place Nt, Nt / (Mt + 1) is at most 3
+    // below N / M (Mt >= 2^63); the remainder's subtractions make it exact.
+    let low = den.bits().saturating_sub(64);
+    let (nt, mt) = (num.bits_from(low), den.bits_from(low));
+    let q = if low == 0 { nt / mt.max(1) } else { nt / (mt + 1) };
+    let mut q = u64::try_from(q).unwrap_or(u64::MAX);
+    num.sub_if_not_less(&den.mul_u64(q));
+    while num.sub_if_not_less(&den) {
+        q = q.saturating_add(1);
     }
-    round(negative, q, scale - count, !num.is_zero())
+    round(negative, q, scale, !num.is_zero())
 }
 
 /// The `f64` nearest to `±(q + t) × 2^e`, where `0 <= t < 1` and `t > 0`
@@ -194,11 +197,14 @@ pub fn js_string_to_number(s: &str) -> f64 {
     if t == b"Infinity" {
         return if negative { f64::NEG_INFINITY } else { f64::INFINITY };
     }
-    let digits = |t: &[u8]| t.iter().take_while(|c| c.is_ascii_digit()).count();
-    let i = digits(t);
-    let (int, rest) = t.split_at(i);
+    /// The leading digits of t, and what follows them.
+    fn digits(t: &[u8]) -> (&[u8], &[u8]) {
+        let i = t.iter().take_while(|c| c.is_ascii_digit()).count();
+        t.split_at_checked(i).unwrap_or((t, &[]))
+    }
+    let (int, rest) = digits(t);
     let (frac, rest) = match rest {
-        [b'.', rest @ ..] => rest.split_at(digits(rest)),
+        [b'.', rest @ ..] => digits(rest),
         _ => (&[][..], rest),
     };
     if int.is_empty() && frac.is_empty() {
@@ -305,6 +311,31 @@ impl Big {
 
     fn bits(&self) -> u64 {
         self.0.last().map_or(0, |top| self.0.len() as u64 * 32 - top.leading_zeros() as u64)
+    }
+
+    /// Bits `low..low + 128` (the bits above them must be 0).
+    fn bits_from(&self, low: u64) -> u128 {
+        let limb = |i: usize| self.0.get(i).copied().unwrap_or(0) as u64;
+        let (first, shift) = ((low / 32) as usize, low % 32);
+        (0..4).rev().fold(0, |v, k| {
+            let pair = limb(first + k) | limb(first + k + 1) << 32;
+            v << 32 | (pair >> shift) as u32 as u128
+        })
+    }
+
+    fn mul_u64(&self, k: u64) -> Big {
+        let mut out = Vec::with_capacity(self.0.len() + 2);
+        let mut carry = 0u128;
+        for &x in &self.0 {
+            let v = x as u128 * k as u128 + carry;
+            out.push(v as u32);
+            carry = v >> 32;
+        }
+        while carry != 0 {
+            out.push(carry as u32);
+            carry >>= 32;
+        }
+        Big(out)
     }
 
     fn is_zero(&self) -> bool {
