@@ -69,7 +69,24 @@ pub fn decimal_to_f64(negative: bool, int: &[u8], frac: &[u8], exp: i64) -> f64 
     if m == 0 {
         return if negative { -0.0 } else { 0.0 };
     }
-    fast(negative, m, e).unwrap_or_else(|| slow(negative, int, frac, e))
+    fast(negative, m, e).or_else(|| exact_u128(negative, m, e)).unwrap_or_else(|| slow(negative, int, frac, e))
+}
+
+/// `±m × 10^e` for a mantissa of up to 19 digits (more than [`fast`] takes,
+/// such as the 17 digits of `0.30000000000000004`) and `|e| <= 19`, in `u128`
+/// arithmetic: the product, or 64 quotient bits and the remainder, exactly.
+fn exact_u128(negative: bool, m: u64, e: i64) -> Option<f64> {
+    let p = 10u64.checked_pow(u32::try_from(e.unsigned_abs()).ok()?)? as u128;
+    let (q, e2, sticky) = if e >= 0 {
+        (m as u128 * p, 0, false)
+    } else {
+        let z = m.leading_zeros();
+        let n = ((m << z) as u128) << 64;
+        (n / p, -64 - z as i64, n % p != 0)
+    };
+    let z = q.leading_zeros();
+    let q = q << z;
+    Some(round(negative, (q >> 64) as u64, e2 + 64 - z as i64, sticky || q as u64 != 0))
 }
 
 /// [`decimal_to_f64`] by exact arithmetic: the value is `int·frac × 10^e`.
@@ -611,6 +628,11 @@ mod tests {
             let m = rng.below(1 << bits);
             let e = rng.below(60) as i64 - 25;
             check(&format!("{m}e{e}"));
+            // Up to 20 digits, for exact_u128 (and the slow path past it).
+            let m = rng.next() >> rng.below(12);
+            let e = rng.below(50) as i64 - 25;
+            check(&format!("{m}e{e}"));
+            check(&format!("0.{m}"));
         }
     }
 
