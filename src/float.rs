@@ -76,17 +76,48 @@ pub fn decimal_to_f64(negative: bool, int: &[u8], frac: &[u8], exp: i64) -> f64 
 /// such as the 17 digits of `0.30000000000000004`) and `|e| <= 19`, in `u128`
 /// arithmetic: the product, or 64 quotient bits and the remainder, exactly.
 fn exact_u128(negative: bool, m: u64, e: i64) -> Option<f64> {
-    let p = 10u64.checked_pow(u32::try_from(e.unsigned_abs()).ok()?)? as u128;
-    let (q, e2, sticky) = if e >= 0 {
-        (m as u128 * p, 0, false)
-    } else {
-        let z = m.leading_zeros();
-        let n = ((m << z) as u128) << 64;
-        (n / p, -64 - z as i64, n % p != 0)
+    let p = 10u64.checked_pow(u32::try_from(e.unsigned_abs()).ok()?)?;
+    if e >= 0 {
+        let q = m as u128 * p as u128;
+        let z = q.leading_zeros();
+        let q = q << z;
+        return Some(round(negative, (q >> 64) as u64, 64 - z as i64, q as u64 != 0));
+    }
+    // m (its top bit moved to 2^63) × 2^(bits of p - 1) / p is in (2^62, 2^64).
+    let z = m.leading_zeros();
+    let m = m << z;
+    let bp = 64 - p.leading_zeros();
+    let (q, r) = div128(m >> (65 - bp), m << (bp - 1), p);
+    Some(round(negative, q, -(z as i64) - (bp as i64 - 1), r != 0))
+}
+
+/// `(hi·2^64 + lo) / d` and its remainder, for `hi < d` (so the quotient fits
+/// in 64 bits), in 64-bit operations (Hacker's Delight, `divlu`): `u128`
+/// division would bring compiler-rt's into the wasm module.
+fn div128(hi: u64, lo: u64, d: u64) -> (u64, u64) {
+    const B: u64 = 1 << 32;
+    let s = d.leading_zeros();
+    let d = d << s;
+    let (d1, d0) = (d >> 32, d & (B - 1));
+    let top = if s == 0 { hi } else { hi << s | lo >> (64 - s) };
+    let lo = lo << s;
+    let (l1, l0) = (lo >> 32, lo & (B - 1));
+    // One 32-bit quotient digit of (rest·2^32 + next) / d, at most 2 too large from the estimate.
+    let digit = |rest: u64, next: u64| {
+        let mut q = rest / d1;
+        let mut r = rest - q * d1;
+        while q >= B || q * d0 > (r << 32 | next) {
+            q -= 1;
+            r += d1;
+            if r >= B {
+                break;
+            }
+        }
+        (q, (rest << 32 | next).wrapping_sub(q.wrapping_mul(d)))
     };
-    let z = q.leading_zeros();
-    let q = q << z;
-    Some(round(negative, (q >> 64) as u64, e2 + 64 - z as i64, sticky || q as u64 != 0))
+    let (q1, rest) = digit(top, l1);
+    let (q0, rest) = digit(rest, l0);
+    (q1 << 32 | q0, rest >> s)
 }
 
 /// [`decimal_to_f64`] by exact arithmetic: the value is `int·frac × 10^e`.
@@ -137,13 +168,14 @@ fn slow(negative: bool, int: &[u8], frac: &[u8], e: i64) -> f64 {
     } else {
         num.shl(scale.unsigned_abs());
     }
-    // The quotient from the top bits: with M's top 64 bits Mt (all of M when
-    // shorter) and N's bits from the same place Nt, Nt / (Mt + 1) is at most 3
-    // below N / M (Mt >= 2^63); the remainder's subtractions make it exact.
-    let low = den.bits().saturating_sub(64);
-    let (nt, mt) = (num.bits_from(low), den.bits_from(low));
-    let q = if low == 0 { nt / mt.max(1) } else { nt / (mt + 1) };
-    let mut q = u64::try_from(q).unwrap_or(u64::MAX);
+    // The quotient from the top bits: with M's top 63 bits Mt (all of M when
+    // shorter) and N's bits from the same place Nt, Nt / (Mt + 1) is at most 6
+    // below N / M (Mt >= 2^62); the remainder's subtractions make it exact.
+    let low = den.bits().saturating_sub(63);
+    let (nt, mt) = (num.bits_from(low), den.bits_from(low) as u64);
+    let mt = if low == 0 { mt.max(1) } else { mt + 1 };
+    let (hi, lo) = ((nt >> 64) as u64, nt as u64);
+    let mut q = if hi < mt { div128(hi, lo, mt).0 } else { u64::MAX };
     num.sub_if_not_less(&den.mul_u64(q));
     while num.sub_if_not_less(&den) {
         q = q.saturating_add(1);
@@ -373,7 +405,9 @@ impl Big {
             }
         }
         if limbs > 0 && !self.0.is_empty() {
-            self.0.splice(0..0, std::iter::repeat_n(0, limbs));
+            let mut shifted = vec![0; limbs];
+            shifted.extend_from_slice(&self.0);
+            self.0 = shifted;
         }
     }
 
@@ -633,6 +667,19 @@ mod tests {
             let e = rng.below(50) as i64 - 25;
             check(&format!("{m}e{e}"));
             check(&format!("0.{m}"));
+        }
+    }
+
+    #[test]
+    fn div128_is_u128_division() {
+        let mut rng = Rng(4);
+        for i in 0..200_000 {
+            let d = rng.next() >> rng.below(64);
+            let d = if d == 0 { 1 } else { d };
+            let hi = if i % 3 == 0 { d - 1 } else { rng.next() % d };
+            let lo = if i % 5 == 0 { u64::MAX } else { rng.next() };
+            let n = (hi as u128) << 64 | lo as u128;
+            assert_eq!(div128(hi, lo, d), ((n / d as u128) as u64, (n % d as u128) as u64), "{hi} {lo} {d}");
         }
     }
 
