@@ -5,14 +5,15 @@
 //! decimal-shift table; in the wasm module those random bits cost about 10 KiB
 //! gzip. Here the common case is Clinger's fast path (a mantissa of at most
 //! 2^53 and a power of ten that is an exact `f64`: one multiplication or
-//! division, exactly rounded by the hardware), and everything else is exact
-//! big-integer arithmetic: the value as a fraction `N / M` of integers, 64
-//! quotient bits by shift-and-subtract, the remainder as the sticky bit. At
-//! most 800 significant digits are kept (a digit 1 stands for the rest when
-//! more are given: no halfway point between two `f64` needs more than 767), and
-//! exponents that certainly give zero or infinity are settled before any
-//! arithmetic, so no input costs more than a few hundred thousand limb
-//! operations. The results are those of core's `parse` bit for bit (the tests
+//! division, exactly rounded by the hardware); a mantissa of up to 19 digits
+//! with a power of ten up to 10^±19 is exact in 128-bit integers; everything
+//! else is exact big-integer arithmetic: the value as a fraction `N / M` of
+//! integers, 64 quotient bits (estimated from the top bits, then corrected),
+//! the remainder as the sticky bit. At most 800 significant digits are kept (a
+//! digit 1 stands for the rest when more are given: no halfway point between
+//! two `f64` needs more than 767), and exponents that certainly give zero or
+//! infinity are settled before any arithmetic, so no input costs more than some
+//! tens of thousands of limb operations. The results are those of core's `parse` bit for bit (the tests
 //! compare them on hard cases and on random text).
 
 /// The powers of ten that are exact `f64`s.
@@ -69,7 +70,14 @@ pub fn decimal_to_f64(negative: bool, int: &[u8], frac: &[u8], exp: i64) -> f64 
     if m == 0 {
         return if negative { -0.0 } else { 0.0 };
     }
-    fast(negative, m, e).or_else(|| exact_u128(negative, m, e)).unwrap_or_else(|| slow(negative, int, frac, e))
+    from_mantissa(negative, m, e).unwrap_or_else(|| slow(negative, int, frac, e))
+}
+
+/// `±m × 10^e` by [`fast`] or, failing that, in 128-bit integers, when either
+/// can; else `None` (then [`decimal_to_f64`] is the way).
+#[inline]
+pub fn from_mantissa(negative: bool, m: u64, e: i64) -> Option<f64> {
+    fast(negative, m, e).or_else(|| exact_u128(negative, m, e))
 }
 
 /// `±m × 10^e` for a mantissa of up to 19 digits (more than [`fast`] takes,

@@ -490,7 +490,7 @@ impl Parser<'_> {
             Some(u) if !float && u != 0 && u <= 1 << 63 => return Ok(Value::Number((u as i64).wrapping_neg().into())),
             _ => {}
         }
-        let fast = mantissa.and_then(|m| float::fast(!positive, m, exp10 - frac_digits.len() as i64));
+        let fast = mantissa.and_then(|m| float::from_mantissa(!positive, m, exp10 - frac_digits.len() as i64));
         let f = fast.unwrap_or_else(|| float::decimal_to_f64(!positive, int_digits, frac_digits, exp10));
         if f.is_infinite() {
             return Err(self.error(NUMBER_OUT_OF_RANGE));
