@@ -84,7 +84,8 @@ pub fn from_mantissa(negative: bool, m: u64, e: i64) -> Option<f64> {
 /// such as the 17 digits of `0.30000000000000004`) and `|e| <= 19`, in `u128`
 /// arithmetic: the product, or 64 quotient bits and the remainder, exactly.
 fn exact_u128(negative: bool, m: u64, e: i64) -> Option<f64> {
-    let p = 10u64.checked_pow(u32::try_from(e.unsigned_abs()).ok()?)?;
+    // 10^k for k <= 19 is below 2^64 and an exact f64.
+    let p = *POW10.get(usize::try_from(e.unsigned_abs()).ok().filter(|&k| k <= 19)?)? as u64;
     if e >= 0 {
         let q = m as u128 * p as u128;
         let z = q.leading_zeros();
