@@ -84,6 +84,9 @@ pub fn from_mantissa(negative: bool, m: u64, e: i64) -> Option<f64> {
 /// such as the 17 digits of `0.30000000000000004`) and `|e| <= 19`, in `u128`
 /// arithmetic: the product, or 64 quotient bits and the remainder, exactly.
 fn exact_u128(negative: bool, m: u64, e: i64) -> Option<f64> {
+    if m == 0 {
+        return None;
+    }
     // 10^k for k <= 19 is below 2^64 and an exact f64.
     let p = *POW10.get(usize::try_from(e.unsigned_abs()).ok().filter(|&k| k <= 19)?)? as u64;
     if e >= 0 {
@@ -101,8 +104,8 @@ fn exact_u128(negative: bool, m: u64, e: i64) -> Option<f64> {
 }
 
 /// `(hi·2^64 + lo) / d` and its remainder, for `hi < d` (so the quotient fits
-/// in 64 bits), in 64-bit operations (Hacker's Delight, `divlu`): `u128`
-/// division would bring compiler-rt's into the wasm module.
+/// in 64 bits), in 64-bit operations (Hacker's Delight, `divlu`): in wasm a
+/// `u128` division is a call to compiler-rt's general one.
 fn div128(hi: u64, lo: u64, d: u64) -> (u64, u64) {
     const B: u64 = 1 << 32;
     let s = d.leading_zeros();
