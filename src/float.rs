@@ -683,6 +683,19 @@ mod tests {
     }
 
     #[test]
+    fn zero_mantissas() {
+        for e in -400..400 {
+            for negative in [false, true] {
+                let zero = if negative { -0.0f64 } else { 0.0 };
+                if let Some(f) = from_mantissa(negative, 0, e) {
+                    assert_eq!(f.to_bits(), zero.to_bits(), "{e}");
+                }
+                assert_eq!(decimal_to_f64(negative, b"000", b"00", e).to_bits(), zero.to_bits(), "{e}");
+            }
+        }
+    }
+
+    #[test]
     fn div128_is_u128_division() {
         let mut rng = Rng(4);
         for i in 0..200_000 {
