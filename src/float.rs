@@ -83,6 +83,8 @@ pub fn from_mantissa(negative: bool, m: u64, e: i64) -> Option<f64> {
 /// `±m × 10^e` for a mantissa of up to 19 digits (more than [`fast`] takes,
 /// such as the 17 digits of `0.30000000000000004`) and `|e| <= 19`, in `u128`
 /// arithmetic: the product, or 64 quotient bits and the remainder, exactly.
+/// Out of line: the JSON parser's number reader stays small for integers.
+#[inline(never)]
 fn exact_u128(negative: bool, m: u64, e: i64) -> Option<f64> {
     if m == 0 {
         return None;
