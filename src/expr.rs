@@ -376,14 +376,7 @@ fn to_number(v: &Value) -> f64 {
         Value::Null => 0.0,
         Value::Bool(b) => *b as u8 as f64,
         Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
-        Value::String(s) => {
-            let t = s.trim();
-            if t.is_empty() {
-                0.0
-            } else {
-                t.parse::<f64>().unwrap_or(f64::NAN)
-            }
-        }
+        Value::String(s) => crate::float::js_string_to_number(s),
         Value::Array(a) if a.is_empty() => 0.0,
         Value::Array(a) if a.len() == 1 => to_number(&a[0]),
         _ => f64::NAN,
@@ -969,6 +962,24 @@ mod js_number_tests {
             let mut out = String::new();
             super::push_js_number(x, &mut out);
             assert_eq!(out, js, "String({x:e})");
+        }
+    }
+
+    #[test]
+    fn strings_become_numbers_as_in_javascript() {
+        // Expected values are JavaScript's Number(s), from Node. Rust's own
+        // spellings ("inf", "nan", "infinity") are not numbers there.
+        let cases: &[(&str, f64)] = &[
+            ("", 0.0), (" \n\t", 0.0), (" 19.99 ", 19.99), ("\u{feff}1", 1.0), ("\u{85}1", f64::NAN), ("5.", 5.0), (".5", 0.5),
+            ("-.5e1", -5.0),
+            ("1e1000", f64::INFINITY), ("-1e-1000", -0.0), ("Infinity", f64::INFINITY), ("-Infinity", f64::NEG_INFINITY),
+            ("inf", f64::NAN), ("-inf", f64::NAN), ("infinity", f64::NAN), ("NaN", f64::NAN), ("nan", f64::NAN), ("0x1F", 31.0),
+            ("0o17", 15.0), ("0b101", 5.0), ("-0x1F", f64::NAN), ("0x", f64::NAN), ("1_000", f64::NAN), ("12px", f64::NAN),
+            ("0x20000000000001", 9007199254740992.0), ("0.1", 0.1), ("-0", -0.0),
+        ];
+        for &(s, want) in cases {
+            let got = super::to_number(&serde_json::Value::String(s.to_string()));
+            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "Number({s:?}) = {got}, want {want}");
         }
     }
 }

@@ -29,6 +29,7 @@
 pub mod analyze;
 pub mod error;
 pub mod expr;
+pub mod float;
 pub mod json;
 pub mod machine;
 pub mod outbox;

@@ -114,6 +114,30 @@ fn hand_picked_text_reads_as_serde_json_reads_it() {
 }
 
 #[test]
+fn long_numbers_read_as_serde_json_reads_them() {
+    // Digit strings around halfway points, past the 800 significant digits the
+    // reader keeps, and long runs of zeros on either side of the digits.
+    for zeros in [0, 20, 760, 800, 1000, 20_000] {
+        let z = "0".repeat(zeros);
+        for text in [
+            format!("9007199254740993.{z}"),
+            format!("9007199254740993.{z}1"),
+            format!("-9007199254740993{z}1e-{}", zeros + 1),
+            format!("9007199254740992.{}", "9".repeat(zeros + 1)),
+            format!("0.{z}1"),
+            format!("-0.{z}17976931348623159e{}", zeros + 309),
+            format!("1{z}"),
+            format!("1{z}.5e-{zeros}"),
+            format!("0.{z}e{zeros}"),
+            format!("2.4703282292062327{z}1e-324"),
+            format!("2.4703282292062327{z}e-324"),
+        ] {
+            agrees(&text);
+        }
+    }
+}
+
+#[test]
 fn nesting_at_every_depth_around_the_bounds() {
     for depth in (1..=140).chain([1_000, 100_000]) {
         for (open, close, inner) in [("[", "]", "1"), ("[", "]", ""), ("{\"k\":", "}", "1"), ("{\"k\":", "}", "[]"), ("[{\"k\":", "}]", "{}")] {
