@@ -493,21 +493,7 @@ impl Machine {
 
         // 1. Seen before? A live ledger entry answers without touching anything.
         if let Some(entry) = snap.ledger.find(&ledger_id, now)? {
-            let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
-            if entry.fp == fp {
-                o.status = Status::Duplicate;
-                o.duplicate = true;
-                o.response = entry.response()?;
-                o.original = Some(Original { status: entry.status(), revision: entry.rev, at: entry.at });
-            } else {
-                o.status = Status::Conflict;
-                o.error = Some(Error::at(
-                    Code::IdConflict,
-                    "id",
-                    format!("event id \"{}\" was already used for a different event (type or payload differ)", event.id),
-                ));
-                o.response = Value::Null;
-            }
+            let o = self.seen(&snap, leaf, upgraded_from.clone(), &entry, &event.id, &fp)?;
             return Ok((o, (!fresh).then_some(snapshot::Loaded { snap, leaf, upgraded_from })));
         }
 
@@ -531,29 +517,8 @@ impl Machine {
         if fresh {
             run.enter_initial(&event)?;
         }
-        let taken = if event.event_type.starts_with(EFFECT_REPORT_PREFIX) {
-            match outbox::report(&mut run.outbox, &event, now)? {
-                outbox::Report::Stale => false,
-                outbox::Report::Updated => true,
-                outbox::Report::Raise(raised) => {
-                    run.macrostep(&raised)?;
-                    true
-                }
-            }
-        } else if event.event_type == TIMER_EVENT {
-            match run.timers.iter().position(|t| t.id == event.id) {
-                None => false,
-                Some(i) => {
-                    let timer = run.timers.remove(i);
-                    let state = self.state_by_path(&timer.state).ok_or_else(|| {
-                        Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state))
-                    })?;
-                    let cands: &[Transition] =
-                        self.states[state].after.iter().find(|(d, _)| *d == timer.delay).map_or(&[], |(_, ts)| ts);
-                    run.take_first_enabled(cands, &event)?;
-                    true
-                }
-            }
+        let taken = if event.event_type.starts_with(EFFECT_REPORT_PREFIX) || event.event_type == TIMER_EVENT {
+            run.engine_event(&event)?
         } else {
             run.macrostep(&event)?
         };
@@ -565,23 +530,8 @@ impl Machine {
             snap.value = run.value;
             snap.timers = run.timers;
             snap.outbox = run.outbox;
-            // A process is created by the first event it accepts, so an ignored
-            // first event is never recorded.
-            if self.record_ignored && !fresh {
-                let mut next = snap;
-                next.revision = next_revision(next.revision)?;
-                self.remember(&mut next, &ledger_id, &event, &fp, now, true, &Value::Null)?;
-                let mut o = self.unchanged(&next, leaf, upgraded_from.clone());
-                o.status = Status::Ignored;
-                let e = self.encode_within_limit(&mut next)?;
-                o.snapshot = Some(e.tail);
-                o.split = Some(e.split);
-                o.kept_prefix = e.shared;
-                return Ok((o, Some(snapshot::Loaded { snap: next, leaf, upgraded_from })));
-            }
-            let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
-            o.status = Status::Ignored;
-            return Ok((o, (!fresh).then_some(snapshot::Loaded { snap, leaf, upgraded_from })));
+            let loaded = snapshot::Loaded { snap, leaf, upgraded_from };
+            return self.ignored(loaded, fresh, &ledger_id, &event, &fp, now);
         }
 
         let state = self.state_value(run.leaf);
@@ -629,6 +579,71 @@ impl Machine {
             split: Some(encoded.split),
         };
         Ok((outcome, Some(snapshot::Loaded { snap: next, leaf: run.leaf, upgraded_from: None })))
+    }
+
+    // The branches a fresh event does not take are functions of their own (kept
+    // out of line by wasm-opt's one-caller limit, scripts/build-wasm.sh): V8
+    // compiles a function whole on its first call, so a cold start's first
+    // event does not compile them.
+
+    /// The answer for an event id the ledger holds: a duplicate (same
+    /// fingerprint: the first response) or a conflict.
+    #[inline(never)]
+    fn seen(
+        &self,
+        snap: &Snapshot,
+        leaf: StateIdx,
+        upgraded_from: Option<String>,
+        entry: &snapshot::Entry<'_>,
+        id: &str,
+        fp: &str,
+    ) -> Result<Outcome> {
+        let mut o = self.unchanged(snap, leaf, upgraded_from);
+        if entry.fp == fp {
+            o.status = Status::Duplicate;
+            o.duplicate = true;
+            o.response = entry.response()?;
+            o.original = Some(Original { status: entry.status(), revision: entry.rev, at: entry.at });
+        } else {
+            o.status = Status::Conflict;
+            o.error = Some(Error::at(
+                Code::IdConflict,
+                "id",
+                format!("event id \"{id}\" was already used for a different event (type or payload differ)"),
+            ));
+            o.response = Value::Null;
+        }
+        Ok(o)
+    }
+
+    /// An event no transition took: recorded when the machine says so (never a
+    /// process's first: a process is created by the first event it accepts).
+    #[inline(never)]
+    fn ignored(
+        &self,
+        loaded: snapshot::Loaded,
+        fresh: bool,
+        ledger_id: &str,
+        event: &Event,
+        fp: &str,
+        now: u64,
+    ) -> Result<(Outcome, Option<snapshot::Loaded>)> {
+        let snapshot::Loaded { snap, leaf, upgraded_from } = loaded;
+        if self.record_ignored && !fresh {
+            let mut next = snap;
+            next.revision = next_revision(next.revision)?;
+            self.remember(&mut next, ledger_id, event, fp, now, true, &Value::Null)?;
+            let mut o = self.unchanged(&next, leaf, upgraded_from.clone());
+            o.status = Status::Ignored;
+            let e = self.encode_within_limit(&mut next)?;
+            o.snapshot = Some(e.tail);
+            o.split = Some(e.split);
+            o.kept_prefix = e.shared;
+            return Ok((o, Some(snapshot::Loaded { snap: next, leaf, upgraded_from })));
+        }
+        let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
+        o.status = Status::Ignored;
+        Ok((o, (!fresh).then_some(snapshot::Loaded { snap, leaf, upgraded_from })))
     }
 
     /// Encode, refusing to produce a snapshot this machine could not read back.
@@ -784,6 +799,32 @@ impl<'a> Run<'a> {
             self.enter_state(s, event)?;
         }
         self.settle(event)
+    }
+
+    /// An event the engine raises itself: an effect's attempt report (which
+    /// may raise the effect's outcome event) or a timer's firing. Whether it
+    /// changed anything.
+    #[inline(never)]
+    fn engine_event(&mut self, event: &Event) -> Result<bool> {
+        if event.event_type.starts_with(EFFECT_REPORT_PREFIX) {
+            return match outbox::report(&mut self.outbox, event, self.now)? {
+                outbox::Report::Stale => Ok(false),
+                outbox::Report::Updated => Ok(true),
+                outbox::Report::Raise(raised) => {
+                    self.macrostep(&raised)?;
+                    Ok(true)
+                }
+            };
+        }
+        let Some(i) = self.timers.iter().position(|t| t.id == event.id) else { return Ok(false) };
+        let timer = self.timers.remove(i);
+        let m = self.m;
+        let state = m
+            .state_by_path(&timer.state)
+            .ok_or_else(|| Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state)))?;
+        let cands: &[Transition] = m.states[state].after.iter().find(|(d, _)| *d == timer.delay).map_or(&[], |(_, ts)| ts);
+        self.take_first_enabled(cands, event)?;
+        Ok(true)
     }
 
     /// One event: select and take a transition, then settle `always` transitions.
