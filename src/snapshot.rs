@@ -281,6 +281,105 @@ fn write_array<T>(items: &[T], t: &mut Vec<u8>, write: fn(&T, &mut Vec<u8>)) {
     t.push(b']');
 }
 
+// The readable form (`inspect`) as JSON text: what `json::to_text` writes of
+// `Snapshot::to_value`, byte for byte, written directly so that the wasm module
+// builds no `Value`s for it. A `Value`'s members iterate in key order, so the
+// members here are in key order too (the tests compare the two).
+
+/// An outbox entry as `json::to_text` writes its `to_value`.
+fn write_outbox_entry_sorted(e: &OutboxEntry, t: &mut Vec<u8>) {
+    t.push(b'{');
+    if let Some(id) = &e.attempt_id {
+        t.extend_from_slice(b"\"attemptId\":");
+        json::write_str(id, t);
+        t.push(b',');
+    }
+    t.extend_from_slice(b"\"attempts\":");
+    json::push_u64(e.attempts.into(), t);
+    t.extend_from_slice(b",\"createdAt\":");
+    json::push_u64(e.created_at, t);
+    if let Some(at) = e.done_at {
+        t.extend_from_slice(b",\"doneAt\":");
+        json::push_u64(at, t);
+    }
+    if let Some(at) = e.due_at {
+        t.extend_from_slice(b",\"dueAt\":");
+        json::push_u64(at, t);
+    }
+    if let Some(v) = &e.error {
+        t.extend_from_slice(b",\"error\":");
+        json::write_json(v, t);
+    }
+    t.extend_from_slice(b",\"eventId\":");
+    json::write_str(&e.event_id, t);
+    t.extend_from_slice(if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
+    json::write_str(&e.key, t);
+    t.extend_from_slice(b",\"payload\":");
+    json::write_json(&e.payload, t);
+    if let Some(v) = &e.result {
+        t.extend_from_slice(b",\"result\":");
+        json::write_json(v, t);
+    }
+    let r = &e.retry;
+    t.extend_from_slice(b",\"retry\":{\"baseMs\":");
+    json::push_u64(r.base_ms, t);
+    t.extend_from_slice(b",\"factor\":");
+    json::push_u64(r.factor.into(), t);
+    t.extend_from_slice(b",\"jitterPct\":");
+    json::push_u64(r.jitter_pct.into(), t);
+    t.extend_from_slice(b",\"maxAttempts\":");
+    json::push_u64(r.max_attempts.into(), t);
+    t.extend_from_slice(b",\"maxDelayMs\":");
+    json::push_u64(r.max_delay_ms, t);
+    t.extend_from_slice(b"},\"state\":");
+    json::write_str(e.state.as_str(), t);
+    t.extend_from_slice(b",\"type\":");
+    json::write_str(&e.effect_type, t);
+    t.push(b'}');
+}
+
+/// A timer as `json::to_text` writes its `to_value`.
+fn write_timer_sorted(timer: &Timer, t: &mut Vec<u8>) {
+    t.extend_from_slice(b"{\"delay\":");
+    json::push_u64(timer.delay, t);
+    t.extend_from_slice(b",\"dueAt\":");
+    json::push_u64(timer.due_at, t);
+    t.extend_from_slice(b",\"id\":");
+    json::write_str(&timer.id, t);
+    t.extend_from_slice(b",\"state\":");
+    json::write_str(&timer.state, t);
+    t.push(b'}');
+}
+
+/// A ledger record as `json::to_text` writes the object [`Snapshot::to_value`] makes of it.
+fn write_entry_sorted(e: &Entry<'_>, t: &mut Vec<u8>) {
+    t.extend_from_slice(b"{\"at\":");
+    json::push_u64(e.at, t);
+    t.extend_from_slice(b",\"exp\":");
+    json::push_u64(e.exp, t);
+    t.extend_from_slice(b",\"fp\":");
+    json::write_str(e.fp, t);
+    t.extend_from_slice(b",\"id\":");
+    json::write_str(&e.id(), t);
+    t.extend_from_slice(b",\"response\":");
+    json::write_json(&e.response().unwrap_or(Value::Null), t);
+    t.extend_from_slice(b",\"rev\":");
+    json::push_u64(e.rev, t);
+    t.extend_from_slice(b",\"status\":");
+    json::write_str(e.status(), t);
+    t.push(b'}');
+}
+
+/// The readable form of a snapshot as JSON text, for `inspect` (see
+/// [`Snapshot::write_readable`]), after the checks [`crate::inspect`] makes.
+pub fn inspect_text(machine: &Machine, snapshot: &str) -> Result<String> {
+    let loaded = load(machine, snapshot)?;
+    loaded.snap.ledger.validate()?;
+    let mut t = Vec::with_capacity(256);
+    loaded.snap.write_readable(&mut t);
+    Ok(json::utf8(t))
+}
+
 // The `Value`s serde_json's `to_value` makes of the same structs (for
 // `Snapshot::to_value` and `object!`), built directly.
 
@@ -1060,6 +1159,41 @@ impl Snapshot {
             "outbox": self.outbox,
             "timers": self.timers,
         }
+    }
+}
+
+impl Snapshot {
+    /// [`Snapshot::to_value`] as `json::to_text` writes it, byte for byte.
+    pub fn write_readable(&self, t: &mut Vec<u8>) {
+        t.extend_from_slice(b"{\"context\":");
+        json::write_json(&self.context, t);
+        t.extend_from_slice(if self.done { b",\"done\":true,\"format\":" } else { b",\"done\":false,\"format\":" });
+        json::push_u64(self.format.into(), t);
+        t.extend_from_slice(b",\"ledger\":[");
+        let mut first = true;
+        for e in self.ledger.iter().filter_map(Result::ok) {
+            if !first {
+                t.push(b',');
+            }
+            first = false;
+            write_entry_sorted(&e, t);
+        }
+        let r = &self.machine;
+        t.extend_from_slice(b"],\"machine\":{\"hash\":");
+        json::write_str(&r.hash, t);
+        t.extend_from_slice(b",\"id\":");
+        json::write_str(&r.id, t);
+        t.extend_from_slice(b",\"version\":");
+        json::write_str(&r.version, t);
+        t.extend_from_slice(b"},\"outbox\":");
+        write_array(&self.outbox, t, write_outbox_entry_sorted);
+        t.extend_from_slice(b",\"revision\":");
+        json::push_u64(self.revision, t);
+        t.extend_from_slice(b",\"timers\":");
+        write_array(&self.timers, t, write_timer_sorted);
+        t.extend_from_slice(b",\"value\":");
+        json::write_json(&self.value, t);
+        t.push(b'}');
     }
 }
 
@@ -2207,6 +2341,8 @@ mod outbox_writer_tests {
         fn snapshots_with_them_are_written_as_the_derives_write_them_and_reencode_byte_for_byte(
             outbox in prop::collection::vec(entry(), 0..4), timers in prop::collection::vec(timer(), 0..4),
             value in value(), context in value(), revision in any::<u64>(), done in any::<bool>(),
+            records in prop::collection::vec((text(), text(), any::<u64>(), any::<u64>(), any::<u64>(), any::<bool>(), value()), 0..3),
+            now in any::<u64>(),
         ) {
             let mut snap = Snapshot {
                 format: FORMAT,
@@ -2233,6 +2369,18 @@ mod outbox_writer_tests {
             prop_assert_eq!(&v["machine"], &serde_json::to_value(&*snap.machine).unwrap());
             prop_assert_eq!(&v["outbox"], &serde_json::to_value(&snap.outbox).unwrap());
             prop_assert_eq!(&v["timers"], &serde_json::to_value(&snap.timers).unwrap());
+            // `inspect` and `due` as text, as `json::to_text` writes their values.
+            let mut with_ledger = snap.clone();
+            for (id, fp, at, exp, rev, ignored, response) in &records {
+                with_ledger.ledger.push(id, fp, *at, *exp, *rev, *ignored, response);
+            }
+            prop_assert_eq!(written(&with_ledger, Snapshot::write_readable), json::to_text(&with_ledger.to_value()));
+            for now in [now, 0, u64::MAX] {
+                let mut due = Vec::new();
+                crate::outbox::write_due(&with_ledger, now, &mut due);
+                let due = String::from_utf8(due).unwrap();
+                prop_assert_eq!(due, json::to_text(&Value::Array(crate::outbox::due_items(&with_ledger, now))));
+            }
             // A result or error of null reads back as none (the derives read it so too).
             for e in &mut snap.outbox {
                 e.result = e.result.take().filter(|v| !v.is_null());
