@@ -800,6 +800,14 @@ fn write_scalar(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// `bytes` appended to `out`, out of line: for the writers off the per-event
+/// path (`inspect`, `due`), where each literal piece of JSON would otherwise
+/// bring its own copy of `Vec`'s growth code.
+#[inline(never)]
+pub fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(bytes);
+}
+
 /// `v` in decimal, as serde_json writes a `u64`.
 pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
     let mut digits = [0u8; 20];

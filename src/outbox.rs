@@ -287,11 +287,11 @@ pub fn due_text(machine: &Machine, snapshot: &str, now: u64) -> Result<String> {
 
 /// [`due_items`] as `json::to_text` writes them (see [`due_text`]).
 pub fn write_due(snap: &Snapshot, now: u64, t: &mut Vec<u8>) {
-    t.push(b'[');
+    json::put(t, b"[");
     let mut first = true;
     let mut next = |t: &mut Vec<u8>| {
         if !first {
-            t.push(b',');
+            json::put(t, b",");
         }
         first = false;
     };
@@ -307,72 +307,72 @@ pub fn write_due(snap: &Snapshot, now: u64, t: &mut Vec<u8>) {
             EffectState::Pending | EffectState::Unknown | EffectState::Succeeded | EffectState::Failed => continue,
         };
         next(t);
-        t.extend_from_slice(b"{\"attempt\":");
+        json::put(t, b"{\"attempt\":");
         json::push_u64(n.into(), t);
-        t.extend_from_slice(b",\"attemptId\":");
+        json::put(t, b",\"attemptId\":");
         json::write_str(&format!("{}#{}", e.key, n), t);
-        t.extend_from_slice(b",\"dueAt\":");
+        json::put(t, b",\"dueAt\":");
         json::push_u64(at, t);
-        t.extend_from_slice(if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
+        json::put(t, if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
         json::write_str(&e.key, t);
-        t.extend_from_slice(b",\"kind\":\"");
-        t.extend_from_slice(kind);
-        t.extend_from_slice(b"\",\"payload\":");
+        json::put(t, b",\"kind\":\"");
+        json::put(t, kind);
+        json::put(t, b"\",\"payload\":");
         json::write_json(&e.payload, t);
         match e.state {
             EffectState::InFlight => {
-                t.extend_from_slice(b",\"report\":");
+                json::put(t, b",\"report\":");
                 write_report_event(&e.key, n, "result", UNKNOWN, t);
             }
             _ => {
                 // "attempt" or "verify": the id its result is reported under.
-                t.extend_from_slice(b",\"resultId\":");
+                json::put(t, b",\"resultId\":");
                 let attempt = e.state != EffectState::Verifying;
                 json::write_str(&format!("{}#{}:{}", e.key, n, if attempt { "result" } else { "verify" }), t);
                 if attempt {
-                    t.extend_from_slice(b",\"started\":");
+                    json::put(t, b",\"started\":");
                     write_report_event(&e.key, n, "started", STARTED, t);
                 }
             }
         }
-        t.extend_from_slice(b",\"type\":");
+        json::put(t, b",\"type\":");
         json::write_str(&e.effect_type, t);
-        t.push(b'}');
+        json::put(t, b"}");
     }
     for timer in &snap.timers {
         if timer.due_at <= now {
             next(t);
-            t.extend_from_slice(b"{\"delay\":");
+            json::put(t, b"{\"delay\":");
             json::push_u64(timer.delay, t);
-            t.extend_from_slice(b",\"dueAt\":");
+            json::put(t, b",\"dueAt\":");
             json::push_u64(timer.due_at, t);
-            t.extend_from_slice(b",\"event\":{\"id\":");
+            json::put(t, b",\"event\":{\"id\":");
             json::write_str(&timer.id, t);
-            t.extend_from_slice(b",\"payload\":{},\"type\":");
+            json::put(t, b",\"payload\":{},\"type\":");
             json::write_str(crate::machine::TIMER_EVENT, t);
-            t.extend_from_slice(b"},\"kind\":\"timer\",\"state\":");
+            json::put(t, b"},\"kind\":\"timer\",\"state\":");
             json::write_str(&timer.state, t);
-            t.push(b'}');
+            json::put(t, b"}");
         }
     }
-    t.push(b']');
+    json::put(t, b"]");
 }
 
 /// [`report_event`]'s value as `json::to_text` writes it; an `idem.effect.unknown`
 /// report says that the attempt's lease expired.
 fn write_report_event(key: &str, n: u32, suffix: &str, kind: &str, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"id\":");
+    json::put(t, b"{\"id\":");
     json::write_str(&format!("{key}#{n}:{suffix}"), t);
-    t.extend_from_slice(b",\"payload\":{\"attempt\":");
+    json::put(t, b",\"payload\":{\"attempt\":");
     json::push_u64(n.into(), t);
     if kind == UNKNOWN {
-        t.extend_from_slice(b",\"error\":\"attempt lease expired\"");
+        json::put(t, b",\"error\":\"attempt lease expired\"");
     }
-    t.extend_from_slice(b",\"key\":");
+    json::put(t, b",\"key\":");
     json::write_str(key, t);
-    t.extend_from_slice(b"},\"type\":");
+    json::put(t, b"},\"type\":");
     json::write_str(kind, t);
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 fn report_event(key: &str, n: u32, suffix: &str, kind: &str, extra: Value) -> Value {

@@ -288,86 +288,86 @@ fn write_array<T>(items: &[T], t: &mut Vec<u8>, write: fn(&T, &mut Vec<u8>)) {
 
 /// An outbox entry as `json::to_text` writes its `to_value`.
 fn write_outbox_entry_sorted(e: &OutboxEntry, t: &mut Vec<u8>) {
-    t.push(b'{');
+    json::put(t, b"{");
     if let Some(id) = &e.attempt_id {
-        t.extend_from_slice(b"\"attemptId\":");
+        json::put(t, b"\"attemptId\":");
         json::write_str(id, t);
-        t.push(b',');
+        json::put(t, b",");
     }
-    t.extend_from_slice(b"\"attempts\":");
+    json::put(t, b"\"attempts\":");
     json::push_u64(e.attempts.into(), t);
-    t.extend_from_slice(b",\"createdAt\":");
+    json::put(t, b",\"createdAt\":");
     json::push_u64(e.created_at, t);
     if let Some(at) = e.done_at {
-        t.extend_from_slice(b",\"doneAt\":");
+        json::put(t, b",\"doneAt\":");
         json::push_u64(at, t);
     }
     if let Some(at) = e.due_at {
-        t.extend_from_slice(b",\"dueAt\":");
+        json::put(t, b",\"dueAt\":");
         json::push_u64(at, t);
     }
     if let Some(v) = &e.error {
-        t.extend_from_slice(b",\"error\":");
+        json::put(t, b",\"error\":");
         json::write_json(v, t);
     }
-    t.extend_from_slice(b",\"eventId\":");
+    json::put(t, b",\"eventId\":");
     json::write_str(&e.event_id, t);
-    t.extend_from_slice(if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
+    json::put(t, if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
     json::write_str(&e.key, t);
-    t.extend_from_slice(b",\"payload\":");
+    json::put(t, b",\"payload\":");
     json::write_json(&e.payload, t);
     if let Some(v) = &e.result {
-        t.extend_from_slice(b",\"result\":");
+        json::put(t, b",\"result\":");
         json::write_json(v, t);
     }
     let r = &e.retry;
-    t.extend_from_slice(b",\"retry\":{\"baseMs\":");
+    json::put(t, b",\"retry\":{\"baseMs\":");
     json::push_u64(r.base_ms, t);
-    t.extend_from_slice(b",\"factor\":");
+    json::put(t, b",\"factor\":");
     json::push_u64(r.factor.into(), t);
-    t.extend_from_slice(b",\"jitterPct\":");
+    json::put(t, b",\"jitterPct\":");
     json::push_u64(r.jitter_pct.into(), t);
-    t.extend_from_slice(b",\"maxAttempts\":");
+    json::put(t, b",\"maxAttempts\":");
     json::push_u64(r.max_attempts.into(), t);
-    t.extend_from_slice(b",\"maxDelayMs\":");
+    json::put(t, b",\"maxDelayMs\":");
     json::push_u64(r.max_delay_ms, t);
-    t.extend_from_slice(b"},\"state\":");
+    json::put(t, b"},\"state\":");
     json::write_str(e.state.as_str(), t);
-    t.extend_from_slice(b",\"type\":");
+    json::put(t, b",\"type\":");
     json::write_str(&e.effect_type, t);
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 /// A timer as `json::to_text` writes its `to_value`.
 fn write_timer_sorted(timer: &Timer, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"delay\":");
+    json::put(t, b"{\"delay\":");
     json::push_u64(timer.delay, t);
-    t.extend_from_slice(b",\"dueAt\":");
+    json::put(t, b",\"dueAt\":");
     json::push_u64(timer.due_at, t);
-    t.extend_from_slice(b",\"id\":");
+    json::put(t, b",\"id\":");
     json::write_str(&timer.id, t);
-    t.extend_from_slice(b",\"state\":");
+    json::put(t, b",\"state\":");
     json::write_str(&timer.state, t);
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 /// A ledger record as `json::to_text` writes the object [`Snapshot::to_value`] makes of it.
 fn write_entry_sorted(e: &Entry<'_>, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"at\":");
+    json::put(t, b"{\"at\":");
     json::push_u64(e.at, t);
-    t.extend_from_slice(b",\"exp\":");
+    json::put(t, b",\"exp\":");
     json::push_u64(e.exp, t);
-    t.extend_from_slice(b",\"fp\":");
+    json::put(t, b",\"fp\":");
     json::write_str(e.fp, t);
-    t.extend_from_slice(b",\"id\":");
+    json::put(t, b",\"id\":");
     json::write_str(&e.id(), t);
-    t.extend_from_slice(b",\"response\":");
+    json::put(t, b",\"response\":");
     json::write_json(&e.response().unwrap_or(Value::Null), t);
-    t.extend_from_slice(b",\"rev\":");
+    json::put(t, b",\"rev\":");
     json::push_u64(e.rev, t);
-    t.extend_from_slice(b",\"status\":");
+    json::put(t, b",\"status\":");
     json::write_str(e.status(), t);
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 /// The readable form of a snapshot as JSON text, for `inspect` (see
@@ -1165,35 +1165,35 @@ impl Snapshot {
 impl Snapshot {
     /// [`Snapshot::to_value`] as `json::to_text` writes it, byte for byte.
     pub fn write_readable(&self, t: &mut Vec<u8>) {
-        t.extend_from_slice(b"{\"context\":");
+        json::put(t, b"{\"context\":");
         json::write_json(&self.context, t);
-        t.extend_from_slice(if self.done { b",\"done\":true,\"format\":" } else { b",\"done\":false,\"format\":" });
+        json::put(t, if self.done { b",\"done\":true,\"format\":" } else { b",\"done\":false,\"format\":" });
         json::push_u64(self.format.into(), t);
-        t.extend_from_slice(b",\"ledger\":[");
+        json::put(t, b",\"ledger\":[");
         let mut first = true;
         for e in self.ledger.iter().filter_map(Result::ok) {
             if !first {
-                t.push(b',');
+                json::put(t, b",");
             }
             first = false;
             write_entry_sorted(&e, t);
         }
         let r = &self.machine;
-        t.extend_from_slice(b"],\"machine\":{\"hash\":");
+        json::put(t, b"],\"machine\":{\"hash\":");
         json::write_str(&r.hash, t);
-        t.extend_from_slice(b",\"id\":");
+        json::put(t, b",\"id\":");
         json::write_str(&r.id, t);
-        t.extend_from_slice(b",\"version\":");
+        json::put(t, b",\"version\":");
         json::write_str(&r.version, t);
-        t.extend_from_slice(b"},\"outbox\":");
+        json::put(t, b"},\"outbox\":");
         write_array(&self.outbox, t, write_outbox_entry_sorted);
-        t.extend_from_slice(b",\"revision\":");
+        json::put(t, b",\"revision\":");
         json::push_u64(self.revision, t);
-        t.extend_from_slice(b",\"timers\":");
+        json::put(t, b",\"timers\":");
         write_array(&self.timers, t, write_timer_sorted);
-        t.extend_from_slice(b",\"value\":");
+        json::put(t, b",\"value\":");
         json::write_json(&self.value, t);
-        t.push(b'}');
+        json::put(t, b"}");
     }
 }
 
