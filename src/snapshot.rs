@@ -189,11 +189,11 @@ thread_local! {
 
 /// The head's JSON up to the end of the machine reference's hash.
 fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"machine\":{\"id\":");
+    json::put(t, b"{\"machine\":{\"id\":");
     json::write_str(&r.id, t);
-    t.extend_from_slice(b",\"version\":");
+    json::put(t, b",\"version\":");
     json::write_str(&r.version, t);
-    t.extend_from_slice(b",\"hash\":");
+    json::put(t, b",\"hash\":");
     json::write_str(&r.hash, t);
 }
 
@@ -208,65 +208,65 @@ fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
 
 /// An outbox entry's JSON, as its `Serialize` derive writes it.
 fn write_outbox_entry(e: &OutboxEntry, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"key\":");
+    json::put(t, b"{\"key\":");
     json::write_str(&e.key, t);
-    t.extend_from_slice(b",\"type\":");
+    json::put(t, b",\"type\":");
     json::write_str(&e.effect_type, t);
-    t.extend_from_slice(b",\"payload\":");
+    json::put(t, b",\"payload\":");
     json::write_json(&e.payload, t);
-    t.extend_from_slice(if e.idempotent { b",\"idempotent\":true,\"state\":" } else { b",\"idempotent\":false,\"state\":" });
+    json::put(t, if e.idempotent { b",\"idempotent\":true,\"state\":" } else { b",\"idempotent\":false,\"state\":" });
     json::write_str(e.state.as_str(), t);
-    t.extend_from_slice(b",\"attempts\":");
+    json::put(t, b",\"attempts\":");
     json::push_u64(e.attempts.into(), t);
     if let Some(id) = &e.attempt_id {
-        t.extend_from_slice(b",\"attemptId\":");
+        json::put(t, b",\"attemptId\":");
         json::write_str(id, t);
     }
     if let Some(at) = e.due_at {
-        t.extend_from_slice(b",\"dueAt\":");
+        json::put(t, b",\"dueAt\":");
         json::push_u64(at, t);
     }
     let r = &e.retry;
-    t.extend_from_slice(b",\"retry\":{\"maxAttempts\":");
+    json::put(t, b",\"retry\":{\"maxAttempts\":");
     json::push_u64(r.max_attempts.into(), t);
-    t.extend_from_slice(b",\"baseMs\":");
+    json::put(t, b",\"baseMs\":");
     json::push_u64(r.base_ms, t);
-    t.extend_from_slice(b",\"factor\":");
+    json::put(t, b",\"factor\":");
     json::push_u64(r.factor.into(), t);
-    t.extend_from_slice(b",\"maxDelayMs\":");
+    json::put(t, b",\"maxDelayMs\":");
     json::push_u64(r.max_delay_ms, t);
-    t.extend_from_slice(b",\"jitterPct\":");
+    json::put(t, b",\"jitterPct\":");
     json::push_u64(r.jitter_pct.into(), t);
-    t.extend_from_slice(b"},\"eventId\":");
+    json::put(t, b"},\"eventId\":");
     json::write_str(&e.event_id, t);
-    t.extend_from_slice(b",\"createdAt\":");
+    json::put(t, b",\"createdAt\":");
     json::push_u64(e.created_at, t);
     if let Some(at) = e.done_at {
-        t.extend_from_slice(b",\"doneAt\":");
+        json::put(t, b",\"doneAt\":");
         json::push_u64(at, t);
     }
     if let Some(v) = &e.result {
-        t.extend_from_slice(b",\"result\":");
+        json::put(t, b",\"result\":");
         json::write_json(v, t);
     }
     if let Some(v) = &e.error {
-        t.extend_from_slice(b",\"error\":");
+        json::put(t, b",\"error\":");
         json::write_json(v, t);
     }
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 /// A timer's JSON, as its `Serialize` derive writes it.
 fn write_timer(timer: &Timer, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"id\":");
+    json::put(t, b"{\"id\":");
     json::write_str(&timer.id, t);
-    t.extend_from_slice(b",\"state\":");
+    json::put(t, b",\"state\":");
     json::write_str(&timer.state, t);
-    t.extend_from_slice(b",\"delay\":");
+    json::put(t, b",\"delay\":");
     json::push_u64(timer.delay, t);
-    t.extend_from_slice(b",\"dueAt\":");
+    json::put(t, b",\"dueAt\":");
     json::push_u64(timer.due_at, t);
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 /// A JSON array of `items`, each written by `write`.
@@ -1055,7 +1055,7 @@ impl Snapshot {
         KNOWN.with(|known| {
             let mut known = known.borrow_mut();
             match &*known {
-                Some(k) if Arc::ptr_eq(&k.r, &self.machine) => t.extend_from_slice(&k.json),
+                Some(k) if Arc::ptr_eq(&k.r, &self.machine) => json::put(t, &k.json),
                 _ => {
                     let at = t.len();
                     write_machine(&self.machine, t);
@@ -1063,17 +1063,17 @@ impl Snapshot {
                 }
             }
         });
-        t.extend_from_slice(b"},\"value\":");
+        json::put(t, b"},\"value\":");
         json::write_canonical(&self.value, t);
-        t.extend_from_slice(b",\"context\":");
+        json::put(t, b",\"context\":");
         json::write_canonical(&self.context, t);
-        t.extend_from_slice(b",\"revision\":");
+        json::put(t, b",\"revision\":");
         json::push_u64(self.revision, t);
-        t.extend_from_slice(if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
+        json::put(t, if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
         write_array(&self.outbox, t, write_outbox_entry);
-        t.extend_from_slice(b",\"timers\":");
+        json::put(t, b",\"timers\":");
         write_array(&self.timers, t, write_timer);
-        t.push(b'}');
+        json::put(t, b"}");
     }
 
     /// Decode a snapshot held in a `String` the caller gives up: a format 3
