@@ -937,9 +937,12 @@ pub fn hex128(h: u128) -> String {
 fn push_hex128(h: u128, out: &mut Vec<u8>) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hex = [0u8; 32];
-    for (pair, &b) in hex.chunks_exact_mut(2).zip(h.to_be_bytes().iter()) {
-        pair[0] = DIGITS[(b >> 4) as usize];
-        pair[1] = DIGITS[(b & 0xf) as usize];
+    let (mut hi, mut lo) = ((h >> 64) as u64, h as u64);
+    for i in (0..16).rev() {
+        hex[i] = DIGITS[(hi & 0xf) as usize];
+        hex[i + 16] = DIGITS[(lo & 0xf) as usize];
+        hi >>= 4;
+        lo >>= 4;
     }
     out.extend_from_slice(&hex);
 }
