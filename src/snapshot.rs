@@ -1914,24 +1914,33 @@ impl Ledger {
         if over == 0 && now < self.prune_at {
             return Ok(());
         }
-        let exps = self.recs.iter().map(|r| self.exp_of(r)).collect::<Result<Vec<u64>>>()?;
+        let mut exps = Vec::with_capacity(self.recs.len());
+        for r in &self.recs {
+            exps.push(self.exp_of(r)?);
+        }
         let dead = exps.iter().filter(|&&e| e <= now).count();
         let drop_dead = dead > 0 && dead * 8 >= exps.len();
         if over > 0 || drop_dead {
-            let keep: Vec<usize> = (over..self.recs.len()).filter(|&i| !drop_dead || exps[i] > now).collect();
-            let mut text = String::with_capacity(keep.iter().map(|&i| self.raw(&self.recs[i]).len()).sum::<usize>() + 1024);
+            let keep = |i: usize| !drop_dead || exps[i] > now;
+            let (mut count, mut size) = (0, 0);
+            for i in (over..self.recs.len()).filter(|&i| keep(i)) {
+                count += 1;
+                size += self.raw(&self.recs[i]).len();
+            }
+            let mut text = String::with_capacity(size + 1024);
             text.push_str(V3_MAGIC);
-            let mut recs = Vec::with_capacity(keep.len() + 1);
-            for &i in &keep {
+            let mut recs = Vec::with_capacity(count + 1);
+            let mut kept = Vec::with_capacity(count);
+            for i in (over..self.recs.len()).filter(|&i| keep(i)) {
                 let r = self.recs[i];
                 let base = text.len() as u32;
                 text.push_str(self.raw(&r));
                 recs.push(Rec { start: base, end: base + (r.end - r.start) });
+                kept.push(exps[i]);
             }
             self.text = text;
             self.recs = recs;
             self.synced = None;
-            let kept: Vec<u64> = keep.iter().map(|&i| exps[i]).collect();
             self.prune_at = next_batch(kept);
         } else {
             self.prune_at = next_batch(exps);
