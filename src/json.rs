@@ -556,31 +556,7 @@ pub fn canonical(value: &Value, out: &mut String) {
 /// serde_json formats them. Our own writer, so serde's serializer and
 /// serde_json's are not in the wasm module.
 pub fn write_json(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(k, out);
-                out.push(b':');
-                write_json(v, out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_json(item, out);
-            }
-            out.push(b']');
-        }
-        other => write_scalar(other, out),
-    }
+    write_value(value, out, false);
 }
 
 /// A finite `f64` as serde_json writes it (the formatter it calls, zmij, called
@@ -825,6 +801,12 @@ pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
 
 /// [`canonical`], appended to bytes; writes no intermediate strings.
 pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    write_value(value, out, true);
+}
+
+/// [`write_json`] and, when `canonical`, [`write_canonical`]: one copy of the
+/// code for both (they differ only for a map that does not iterate in key order).
+fn write_value(value: &Value, out: &mut Vec<u8>, canonical: bool) {
     match value {
         Value::Object(map) => {
             // Code point order is byte order in UTF-8, the order of `String`'s `Ord`.
@@ -836,7 +818,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             let mut prev: Option<&String> = None;
             for (k, v) in map {
                 if let Some(p) = prev {
-                    if p >= k {
+                    if canonical && p >= k {
                         out.truncate(start);
                         return write_sorted(map, out);
                     }
@@ -845,7 +827,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                 prev = Some(k);
                 write_str(k, out);
                 out.push(b':');
-                write_canonical(v, out);
+                write_value(v, out, canonical);
             }
             out.push(b'}');
         }
@@ -855,7 +837,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_canonical(item, out);
+                write_value(item, out, canonical);
             }
             out.push(b']');
         }
