@@ -556,31 +556,7 @@ pub fn canonical(value: &Value, out: &mut String) {
 /// serde_json formats them. Our own writer, so serde's serializer and
 /// serde_json's are not in the wasm module.
 pub fn write_json(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(k, out);
-                out.push(b':');
-                write_json(v, out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_json(item, out);
-            }
-            out.push(b']');
-        }
-        other => write_scalar(other, out),
-    }
+    write_value(value, out, false);
 }
 
 /// A finite `f64` as serde_json writes it (the formatter it calls, zmij, called
@@ -800,6 +776,14 @@ fn write_scalar(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// `bytes` appended to `out`, out of line: for the writers off the per-event
+/// path (`inspect`, `due`), where each literal piece of JSON would otherwise
+/// bring its own copy of `Vec`'s growth code.
+#[inline(never)]
+pub fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(bytes);
+}
+
 /// `v` in decimal, as serde_json writes a `u64`.
 pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
     let mut digits = [0u8; 20];
@@ -817,6 +801,12 @@ pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
 
 /// [`canonical`], appended to bytes; writes no intermediate strings.
 pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    write_value(value, out, true);
+}
+
+/// [`write_json`] and, when `canonical`, [`write_canonical`]: one copy of the
+/// code for both (they differ only for a map that does not iterate in key order).
+fn write_value(value: &Value, out: &mut Vec<u8>, canonical: bool) {
     match value {
         Value::Object(map) => {
             // Code point order is byte order in UTF-8, the order of `String`'s `Ord`.
@@ -828,7 +818,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             let mut prev: Option<&String> = None;
             for (k, v) in map {
                 if let Some(p) = prev {
-                    if p >= k {
+                    if canonical && p >= k {
                         out.truncate(start);
                         return write_sorted(map, out);
                     }
@@ -837,7 +827,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                 prev = Some(k);
                 write_str(k, out);
                 out.push(b':');
-                write_canonical(v, out);
+                write_value(v, out, canonical);
             }
             out.push(b'}');
         }
@@ -847,7 +837,7 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_canonical(item, out);
+                write_value(item, out, canonical);
             }
             out.push(b']');
         }
@@ -895,11 +885,19 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     s.extend_from_slice(b",\"type\":");
     write_str(event_type, &mut s);
     s.push(b'}');
-    let h = xxhash_rust::xxh3::xxh3_128(&s);
+    let h = xxh3_128(&s);
     // The hex digits take the place of the text hashed, in its buffer.
     s.clear();
     push_hex128(h, &mut s);
     (utf8(s), size)
+}
+
+/// 128-bit xxh3 of bytes. Out of line: the machine hash and the fingerprints
+/// share one copy of the hash's small-input paths, which the compiler would
+/// otherwise copy into each caller.
+#[inline(never)]
+pub fn xxh3_128(bytes: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(bytes)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -921,9 +919,12 @@ pub fn hex128(h: u128) -> String {
 fn push_hex128(h: u128, out: &mut Vec<u8>) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hex = [0u8; 32];
-    for (pair, &b) in hex.chunks_exact_mut(2).zip(h.to_be_bytes().iter()) {
-        pair[0] = DIGITS[(b >> 4) as usize];
-        pair[1] = DIGITS[(b & 0xf) as usize];
+    let (mut hi, mut lo) = ((h >> 64) as u64, h as u64);
+    for i in (0..16).rev() {
+        hex[i] = DIGITS[(hi & 0xf) as usize];
+        hex[i + 16] = DIGITS[(lo & 0xf) as usize];
+        hi >>= 4;
+        lo >>= 4;
     }
     out.extend_from_slice(&hex);
 }

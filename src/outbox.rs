@@ -275,6 +275,106 @@ pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
     out
 }
 
+/// [`due`]'s items as JSON text: what `json::to_text` writes of them, byte for
+/// byte (members in key order, as a `Value`'s map iterates), written directly
+/// so that the wasm module builds no `Value`s for them.
+pub fn due_text(machine: &Machine, snapshot: &str, now: u64) -> Result<String> {
+    let loaded = snapshot::load(machine, snapshot)?;
+    let mut t = Vec::with_capacity(128);
+    write_due(&loaded.snap, now, &mut t);
+    Ok(json::utf8(t))
+}
+
+/// [`due_items`] as `json::to_text` writes them (see [`due_text`]).
+pub fn write_due(snap: &Snapshot, now: u64, t: &mut Vec<u8>) {
+    json::put(t, b"[");
+    let mut first = true;
+    let mut next = |t: &mut Vec<u8>| {
+        if !first {
+            json::put(t, b",");
+        }
+        first = false;
+    };
+    for e in &snap.outbox {
+        let Some(at) = e.due_at else { continue };
+        if at > now || e.state.is_done() {
+            continue;
+        }
+        let (n, kind): (u32, &[u8]) = match e.state {
+            EffectState::Pending | EffectState::Unknown if e.attempts < e.retry.max_attempts => (e.attempts + 1, b"attempt"),
+            EffectState::InFlight => (e.attempts, b"expire"),
+            EffectState::Verifying => (e.attempts, b"verify"),
+            EffectState::Pending | EffectState::Unknown | EffectState::Succeeded | EffectState::Failed => continue,
+        };
+        next(t);
+        json::put(t, b"{\"attempt\":");
+        json::push_u64(n.into(), t);
+        json::put(t, b",\"attemptId\":");
+        json::write_str(&format!("{}#{}", e.key, n), t);
+        json::put(t, b",\"dueAt\":");
+        json::push_u64(at, t);
+        json::put(t, if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
+        json::write_str(&e.key, t);
+        json::put(t, b",\"kind\":\"");
+        json::put(t, kind);
+        json::put(t, b"\",\"payload\":");
+        json::write_json(&e.payload, t);
+        match e.state {
+            EffectState::InFlight => {
+                json::put(t, b",\"report\":");
+                write_report_event(&e.key, n, "result", UNKNOWN, t);
+            }
+            _ => {
+                // "attempt" or "verify": the id its result is reported under.
+                json::put(t, b",\"resultId\":");
+                let attempt = e.state != EffectState::Verifying;
+                json::write_str(&format!("{}#{}:{}", e.key, n, if attempt { "result" } else { "verify" }), t);
+                if attempt {
+                    json::put(t, b",\"started\":");
+                    write_report_event(&e.key, n, "started", STARTED, t);
+                }
+            }
+        }
+        json::put(t, b",\"type\":");
+        json::write_str(&e.effect_type, t);
+        json::put(t, b"}");
+    }
+    for timer in &snap.timers {
+        if timer.due_at <= now {
+            next(t);
+            json::put(t, b"{\"delay\":");
+            json::push_u64(timer.delay, t);
+            json::put(t, b",\"dueAt\":");
+            json::push_u64(timer.due_at, t);
+            json::put(t, b",\"event\":{\"id\":");
+            json::write_str(&timer.id, t);
+            json::put(t, b",\"payload\":{},\"type\":");
+            json::write_str(crate::machine::TIMER_EVENT, t);
+            json::put(t, b"},\"kind\":\"timer\",\"state\":");
+            json::write_str(&timer.state, t);
+            json::put(t, b"}");
+        }
+    }
+    json::put(t, b"]");
+}
+
+/// [`report_event`]'s value as `json::to_text` writes it; an `idem.effect.unknown`
+/// report says that the attempt's lease expired.
+fn write_report_event(key: &str, n: u32, suffix: &str, kind: &str, t: &mut Vec<u8>) {
+    json::put(t, b"{\"id\":");
+    json::write_str(&format!("{key}#{n}:{suffix}"), t);
+    json::put(t, b",\"payload\":{\"attempt\":");
+    json::push_u64(n.into(), t);
+    if kind == UNKNOWN {
+        json::put(t, b",\"error\":\"attempt lease expired\"");
+    }
+    json::put(t, b",\"key\":");
+    json::write_str(key, t);
+    json::put(t, b"},\"type\":");
+    json::write_str(kind, t);
+    json::put(t, b"}");
+}
+
 fn report_event(key: &str, n: u32, suffix: &str, kind: &str, extra: Value) -> Value {
     let mut payload = object! { "key": key, "attempt": n };
     if let (Some(p), Value::Object(x)) = (payload.as_object_mut(), extra) {

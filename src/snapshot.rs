@@ -189,11 +189,11 @@ thread_local! {
 
 /// The head's JSON up to the end of the machine reference's hash.
 fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"machine\":{\"id\":");
+    json::put(t, b"{\"machine\":{\"id\":");
     json::write_str(&r.id, t);
-    t.extend_from_slice(b",\"version\":");
+    json::put(t, b",\"version\":");
     json::write_str(&r.version, t);
-    t.extend_from_slice(b",\"hash\":");
+    json::put(t, b",\"hash\":");
     json::write_str(&r.hash, t);
 }
 
@@ -208,65 +208,65 @@ fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
 
 /// An outbox entry's JSON, as its `Serialize` derive writes it.
 fn write_outbox_entry(e: &OutboxEntry, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"key\":");
+    json::put(t, b"{\"key\":");
     json::write_str(&e.key, t);
-    t.extend_from_slice(b",\"type\":");
+    json::put(t, b",\"type\":");
     json::write_str(&e.effect_type, t);
-    t.extend_from_slice(b",\"payload\":");
+    json::put(t, b",\"payload\":");
     json::write_json(&e.payload, t);
-    t.extend_from_slice(if e.idempotent { b",\"idempotent\":true,\"state\":" } else { b",\"idempotent\":false,\"state\":" });
+    json::put(t, if e.idempotent { b",\"idempotent\":true,\"state\":" } else { b",\"idempotent\":false,\"state\":" });
     json::write_str(e.state.as_str(), t);
-    t.extend_from_slice(b",\"attempts\":");
+    json::put(t, b",\"attempts\":");
     json::push_u64(e.attempts.into(), t);
     if let Some(id) = &e.attempt_id {
-        t.extend_from_slice(b",\"attemptId\":");
+        json::put(t, b",\"attemptId\":");
         json::write_str(id, t);
     }
     if let Some(at) = e.due_at {
-        t.extend_from_slice(b",\"dueAt\":");
+        json::put(t, b",\"dueAt\":");
         json::push_u64(at, t);
     }
     let r = &e.retry;
-    t.extend_from_slice(b",\"retry\":{\"maxAttempts\":");
+    json::put(t, b",\"retry\":{\"maxAttempts\":");
     json::push_u64(r.max_attempts.into(), t);
-    t.extend_from_slice(b",\"baseMs\":");
+    json::put(t, b",\"baseMs\":");
     json::push_u64(r.base_ms, t);
-    t.extend_from_slice(b",\"factor\":");
+    json::put(t, b",\"factor\":");
     json::push_u64(r.factor.into(), t);
-    t.extend_from_slice(b",\"maxDelayMs\":");
+    json::put(t, b",\"maxDelayMs\":");
     json::push_u64(r.max_delay_ms, t);
-    t.extend_from_slice(b",\"jitterPct\":");
+    json::put(t, b",\"jitterPct\":");
     json::push_u64(r.jitter_pct.into(), t);
-    t.extend_from_slice(b"},\"eventId\":");
+    json::put(t, b"},\"eventId\":");
     json::write_str(&e.event_id, t);
-    t.extend_from_slice(b",\"createdAt\":");
+    json::put(t, b",\"createdAt\":");
     json::push_u64(e.created_at, t);
     if let Some(at) = e.done_at {
-        t.extend_from_slice(b",\"doneAt\":");
+        json::put(t, b",\"doneAt\":");
         json::push_u64(at, t);
     }
     if let Some(v) = &e.result {
-        t.extend_from_slice(b",\"result\":");
+        json::put(t, b",\"result\":");
         json::write_json(v, t);
     }
     if let Some(v) = &e.error {
-        t.extend_from_slice(b",\"error\":");
+        json::put(t, b",\"error\":");
         json::write_json(v, t);
     }
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 /// A timer's JSON, as its `Serialize` derive writes it.
 fn write_timer(timer: &Timer, t: &mut Vec<u8>) {
-    t.extend_from_slice(b"{\"id\":");
+    json::put(t, b"{\"id\":");
     json::write_str(&timer.id, t);
-    t.extend_from_slice(b",\"state\":");
+    json::put(t, b",\"state\":");
     json::write_str(&timer.state, t);
-    t.extend_from_slice(b",\"delay\":");
+    json::put(t, b",\"delay\":");
     json::push_u64(timer.delay, t);
-    t.extend_from_slice(b",\"dueAt\":");
+    json::put(t, b",\"dueAt\":");
     json::push_u64(timer.due_at, t);
-    t.push(b'}');
+    json::put(t, b"}");
 }
 
 /// A JSON array of `items`, each written by `write`.
@@ -279,6 +279,105 @@ fn write_array<T>(items: &[T], t: &mut Vec<u8>, write: fn(&T, &mut Vec<u8>)) {
         write(item, t);
     }
     t.push(b']');
+}
+
+// The readable form (`inspect`) as JSON text: what `json::to_text` writes of
+// `Snapshot::to_value`, byte for byte, written directly so that the wasm module
+// builds no `Value`s for it. A `Value`'s members iterate in key order, so the
+// members here are in key order too (the tests compare the two).
+
+/// An outbox entry as `json::to_text` writes its `to_value`.
+fn write_outbox_entry_sorted(e: &OutboxEntry, t: &mut Vec<u8>) {
+    json::put(t, b"{");
+    if let Some(id) = &e.attempt_id {
+        json::put(t, b"\"attemptId\":");
+        json::write_str(id, t);
+        json::put(t, b",");
+    }
+    json::put(t, b"\"attempts\":");
+    json::push_u64(e.attempts.into(), t);
+    json::put(t, b",\"createdAt\":");
+    json::push_u64(e.created_at, t);
+    if let Some(at) = e.done_at {
+        json::put(t, b",\"doneAt\":");
+        json::push_u64(at, t);
+    }
+    if let Some(at) = e.due_at {
+        json::put(t, b",\"dueAt\":");
+        json::push_u64(at, t);
+    }
+    if let Some(v) = &e.error {
+        json::put(t, b",\"error\":");
+        json::write_json(v, t);
+    }
+    json::put(t, b",\"eventId\":");
+    json::write_str(&e.event_id, t);
+    json::put(t, if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
+    json::write_str(&e.key, t);
+    json::put(t, b",\"payload\":");
+    json::write_json(&e.payload, t);
+    if let Some(v) = &e.result {
+        json::put(t, b",\"result\":");
+        json::write_json(v, t);
+    }
+    let r = &e.retry;
+    json::put(t, b",\"retry\":{\"baseMs\":");
+    json::push_u64(r.base_ms, t);
+    json::put(t, b",\"factor\":");
+    json::push_u64(r.factor.into(), t);
+    json::put(t, b",\"jitterPct\":");
+    json::push_u64(r.jitter_pct.into(), t);
+    json::put(t, b",\"maxAttempts\":");
+    json::push_u64(r.max_attempts.into(), t);
+    json::put(t, b",\"maxDelayMs\":");
+    json::push_u64(r.max_delay_ms, t);
+    json::put(t, b"},\"state\":");
+    json::write_str(e.state.as_str(), t);
+    json::put(t, b",\"type\":");
+    json::write_str(&e.effect_type, t);
+    json::put(t, b"}");
+}
+
+/// A timer as `json::to_text` writes its `to_value`.
+fn write_timer_sorted(timer: &Timer, t: &mut Vec<u8>) {
+    json::put(t, b"{\"delay\":");
+    json::push_u64(timer.delay, t);
+    json::put(t, b",\"dueAt\":");
+    json::push_u64(timer.due_at, t);
+    json::put(t, b",\"id\":");
+    json::write_str(&timer.id, t);
+    json::put(t, b",\"state\":");
+    json::write_str(&timer.state, t);
+    json::put(t, b"}");
+}
+
+/// A ledger record as `json::to_text` writes the object [`Snapshot::to_value`] makes of it.
+fn write_entry_sorted(e: &Entry<'_>, t: &mut Vec<u8>) {
+    json::put(t, b"{\"at\":");
+    json::push_u64(e.at, t);
+    json::put(t, b",\"exp\":");
+    json::push_u64(e.exp, t);
+    json::put(t, b",\"fp\":");
+    json::write_str(e.fp, t);
+    json::put(t, b",\"id\":");
+    json::write_str(&e.id(), t);
+    json::put(t, b",\"response\":");
+    json::write_json(&e.response().unwrap_or(Value::Null), t);
+    json::put(t, b",\"rev\":");
+    json::push_u64(e.rev, t);
+    json::put(t, b",\"status\":");
+    json::write_str(e.status(), t);
+    json::put(t, b"}");
+}
+
+/// The readable form of a snapshot as JSON text, for `inspect` (see
+/// [`Snapshot::write_readable`]), after the checks [`crate::inspect`] makes.
+pub fn inspect_text(machine: &Machine, snapshot: &str) -> Result<String> {
+    let loaded = load(machine, snapshot)?;
+    loaded.snap.ledger.validate()?;
+    let mut t = Vec::with_capacity(256);
+    loaded.snap.write_readable(&mut t);
+    Ok(json::utf8(t))
 }
 
 // The `Value`s serde_json's `to_value` makes of the same structs (for
@@ -956,7 +1055,7 @@ impl Snapshot {
         KNOWN.with(|known| {
             let mut known = known.borrow_mut();
             match &*known {
-                Some(k) if Arc::ptr_eq(&k.r, &self.machine) => t.extend_from_slice(&k.json),
+                Some(k) if Arc::ptr_eq(&k.r, &self.machine) => json::put(t, &k.json),
                 _ => {
                     let at = t.len();
                     write_machine(&self.machine, t);
@@ -964,17 +1063,17 @@ impl Snapshot {
                 }
             }
         });
-        t.extend_from_slice(b"},\"value\":");
+        json::put(t, b"},\"value\":");
         json::write_canonical(&self.value, t);
-        t.extend_from_slice(b",\"context\":");
+        json::put(t, b",\"context\":");
         json::write_canonical(&self.context, t);
-        t.extend_from_slice(b",\"revision\":");
+        json::put(t, b",\"revision\":");
         json::push_u64(self.revision, t);
-        t.extend_from_slice(if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
+        json::put(t, if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
         write_array(&self.outbox, t, write_outbox_entry);
-        t.extend_from_slice(b",\"timers\":");
+        json::put(t, b",\"timers\":");
         write_array(&self.timers, t, write_timer);
-        t.push(b'}');
+        json::put(t, b"}");
     }
 
     /// Decode a snapshot held in a `String` the caller gives up: a format 3
@@ -1060,6 +1159,41 @@ impl Snapshot {
             "outbox": self.outbox,
             "timers": self.timers,
         }
+    }
+}
+
+impl Snapshot {
+    /// [`Snapshot::to_value`] as `json::to_text` writes it, byte for byte.
+    pub fn write_readable(&self, t: &mut Vec<u8>) {
+        json::put(t, b"{\"context\":");
+        json::write_json(&self.context, t);
+        json::put(t, if self.done { b",\"done\":true,\"format\":" } else { b",\"done\":false,\"format\":" });
+        json::push_u64(self.format.into(), t);
+        json::put(t, b",\"ledger\":[");
+        let mut first = true;
+        for e in self.ledger.iter().filter_map(Result::ok) {
+            if !first {
+                json::put(t, b",");
+            }
+            first = false;
+            write_entry_sorted(&e, t);
+        }
+        let r = &self.machine;
+        json::put(t, b"],\"machine\":{\"hash\":");
+        json::write_str(&r.hash, t);
+        json::put(t, b",\"id\":");
+        json::write_str(&r.id, t);
+        json::put(t, b",\"version\":");
+        json::write_str(&r.version, t);
+        json::put(t, b"},\"outbox\":");
+        write_array(&self.outbox, t, write_outbox_entry_sorted);
+        json::put(t, b",\"revision\":");
+        json::push_u64(self.revision, t);
+        json::put(t, b",\"timers\":");
+        write_array(&self.timers, t, write_timer_sorted);
+        json::put(t, b",\"value\":");
+        json::write_json(&self.value, t);
+        json::put(t, b"}");
     }
 }
 
@@ -1780,24 +1914,33 @@ impl Ledger {
         if over == 0 && now < self.prune_at {
             return Ok(());
         }
-        let exps = self.recs.iter().map(|r| self.exp_of(r)).collect::<Result<Vec<u64>>>()?;
+        let mut exps = Vec::with_capacity(self.recs.len());
+        for r in &self.recs {
+            exps.push(self.exp_of(r)?);
+        }
         let dead = exps.iter().filter(|&&e| e <= now).count();
         let drop_dead = dead > 0 && dead * 8 >= exps.len();
         if over > 0 || drop_dead {
-            let keep: Vec<usize> = (over..self.recs.len()).filter(|&i| !drop_dead || exps[i] > now).collect();
-            let mut text = String::with_capacity(keep.iter().map(|&i| self.raw(&self.recs[i]).len()).sum::<usize>() + 1024);
+            let keep = |i: usize| !drop_dead || exps[i] > now;
+            let (mut count, mut size) = (0, 0);
+            for i in (over..self.recs.len()).filter(|&i| keep(i)) {
+                count += 1;
+                size += self.raw(&self.recs[i]).len();
+            }
+            let mut text = String::with_capacity(size + 1024);
             text.push_str(V3_MAGIC);
-            let mut recs = Vec::with_capacity(keep.len() + 1);
-            for &i in &keep {
+            let mut recs = Vec::with_capacity(count + 1);
+            let mut kept = Vec::with_capacity(count);
+            for i in (over..self.recs.len()).filter(|&i| keep(i)) {
                 let r = self.recs[i];
                 let base = text.len() as u32;
                 text.push_str(self.raw(&r));
                 recs.push(Rec { start: base, end: base + (r.end - r.start) });
+                kept.push(exps[i]);
             }
             self.text = text;
             self.recs = recs;
             self.synced = None;
-            let kept: Vec<u64> = keep.iter().map(|&i| exps[i]).collect();
             self.prune_at = next_batch(kept);
         } else {
             self.prune_at = next_batch(exps);
@@ -2207,6 +2350,8 @@ mod outbox_writer_tests {
         fn snapshots_with_them_are_written_as_the_derives_write_them_and_reencode_byte_for_byte(
             outbox in prop::collection::vec(entry(), 0..4), timers in prop::collection::vec(timer(), 0..4),
             value in value(), context in value(), revision in any::<u64>(), done in any::<bool>(),
+            records in prop::collection::vec((text(), text(), any::<u64>(), any::<u64>(), any::<u64>(), any::<bool>(), value()), 0..3),
+            now in any::<u64>(),
         ) {
             let mut snap = Snapshot {
                 format: FORMAT,
@@ -2233,6 +2378,18 @@ mod outbox_writer_tests {
             prop_assert_eq!(&v["machine"], &serde_json::to_value(&*snap.machine).unwrap());
             prop_assert_eq!(&v["outbox"], &serde_json::to_value(&snap.outbox).unwrap());
             prop_assert_eq!(&v["timers"], &serde_json::to_value(&snap.timers).unwrap());
+            // `inspect` and `due` as text, as `json::to_text` writes their values.
+            let mut with_ledger = snap.clone();
+            for (id, fp, at, exp, rev, ignored, response) in &records {
+                with_ledger.ledger.push(id, fp, *at, *exp, *rev, *ignored, response);
+            }
+            prop_assert_eq!(written(&with_ledger, Snapshot::write_readable), json::to_text(&with_ledger.to_value()));
+            for now in [now, 0, u64::MAX] {
+                let mut due = Vec::new();
+                crate::outbox::write_due(&with_ledger, now, &mut due);
+                let due = String::from_utf8(due).unwrap();
+                prop_assert_eq!(due, json::to_text(&Value::Array(crate::outbox::due_items(&with_ledger, now))));
+            }
             // A result or error of null reads back as none (the derives read it so too).
             for e in &mut snap.outbox {
                 e.result = e.result.take().filter(|v| !v.is_null());

@@ -415,13 +415,15 @@ impl Machine {
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
-        crate::outbox::due(&self.inner, &snapshot, now).map(|items| to_js(&Value::Array(items))).map_err(|e| js_error(&e))
+        let text = crate::outbox::due_text(&self.inner, &snapshot, now).map_err(|e| js_error(&e))?;
+        Ok(js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL))
     }
 
     /// The snapshot as a readable object (state, context, ledger, outbox, timers).
     pub fn inspect(&self, #[wasm_bindgen(unchecked_param_type = "string")] snapshot: JsValue) -> Result<JsValue, JsValue> {
         let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
-        crate::inspect(&self.inner, &snapshot).map(|v| to_js(&v)).map_err(|e| js_error(&e))
+        let text = crate::snapshot::inspect_text(&self.inner, &snapshot).map_err(|e| js_error(&e))?;
+        Ok(js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL))
     }
 
     /// How long event ids are remembered: `{ defaultMs, perType, maxEntries }`.
