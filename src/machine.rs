@@ -5,7 +5,6 @@ use crate::error::{Code, Error, Result};
 use crate::expr::{ExprId, Exprs};
 use crate::json;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
 
 /// Index of a state node; the root is `0`.
 pub type StateIdx = usize;
@@ -94,23 +93,100 @@ impl Default for RetryPolicy {
     }
 }
 
+/// A set of names (event types, outcome types), kept as the keys of a
+/// `serde_json::Map`: the B-tree JSON objects are made of, so that the wasm
+/// module carries that one B-tree's code, not one more per key and value type.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NameSet(Map<String, Value>);
+
+impl NameSet {
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    /// Add `name`; whether it was not there yet.
+    pub fn insert(&mut self, name: String) -> bool {
+        self.0.insert(name, Value::Null).is_none()
+    }
+
+    /// The names in order.
+    pub fn iter(&self) -> serde_json::map::Keys<'_> {
+        self.0.keys()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a NameSet {
+    type Item = &'a String;
+    type IntoIter = serde_json::map::Keys<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.keys()
+    }
+}
+
+/// Names mapped to integers (retention windows, state ids), kept as a
+/// `serde_json::Map` of numbers for the reason [`NameSet`] gives.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NameMap(Map<String, Value>);
+
+impl NameMap {
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.0.get(name).and_then(Value::as_u64)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    /// Set `name` to `value`; the value it had, if any.
+    pub fn insert(&mut self, name: String, value: u64) -> Option<u64> {
+        self.0.insert(name, Value::from(value)).and_then(|old| old.as_u64())
+    }
+
+    /// The names and their values in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, u64)> {
+        self.0.iter().map(|(k, v)| (k, v.as_u64().unwrap_or(0)))
+    }
+
+    /// As a JSON object (the numbers as they are).
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.0.clone())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// How long event ids are remembered.
 #[derive(Debug, Clone)]
 pub struct Retention {
     pub default_ms: u64,
-    pub per_type: BTreeMap<String, u64>,
+    pub per_type: NameMap,
     pub max_entries: usize,
 }
 
 impl Default for Retention {
     fn default() -> Self {
-        Retention { default_ms: 7 * 24 * 3_600_000, per_type: BTreeMap::new(), max_entries: 1_000 }
+        Retention { default_ms: 7 * 24 * 3_600_000, per_type: NameMap::default(), max_entries: 1_000 }
     }
 }
 
 impl Retention {
     pub fn window_for(&self, event_type: &str) -> u64 {
-        self.per_type.get(event_type).copied().unwrap_or(self.default_ms)
+        self.per_type.get(event_type).unwrap_or(self.default_ms)
     }
 }
 
@@ -141,15 +217,15 @@ pub struct Machine {
     pub record_ignored: bool,
     pub limits: Limits,
     /// Event types some state accepts (external events).
-    pub event_types: BTreeSet<String>,
+    pub event_types: NameSet,
     /// `<effect>.succeeded` / `<effect>.failed` for every effect type the machine
     /// emits: raised by the outbox only, never accepted from outside.
-    pub outcome_types: BTreeSet<String>,
+    pub outcome_types: NameSet,
     pub exprs: Exprs,
     pub definition: Value,
-    /// Declared state ids. The index is stored as a u64 so that the map shares
-    /// its code with [`Retention::per_type`] (no hash map in the module).
-    by_id: BTreeMap<String, u64>,
+    /// Declared state ids and their state's index (a [`NameMap`]: no hash map
+    /// in the module, and no B-tree of its own).
+    by_id: NameMap,
     /// [`Machine::state_value`] of every state, built once.
     state_values: Vec<Value>,
 }
@@ -234,7 +310,7 @@ impl Machine {
         let limits = parse_limits(f[K_LIMITS])?;
         let hash = machine_hash(&def);
 
-        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), outcomes: BTreeSet::new(), raw: Vec::new() };
+        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), outcomes: NameSet::default(), raw: Vec::new() };
         b.add_state(&id, None, &f, "")?;
         let raw = b.raw;
         let mut m = Machine {
@@ -246,11 +322,11 @@ impl Machine {
             retention,
             record_ignored,
             limits,
-            event_types: BTreeSet::new(),
+            event_types: NameSet::default(),
             outcome_types: b.outcomes,
             exprs: b.exprs,
             definition: Value::Null,
-            by_id: BTreeMap::new(),
+            by_id: NameMap::default(),
             state_values: Vec::new(),
         };
         for (i, s) in m.states.iter().enumerate() {
@@ -281,7 +357,7 @@ impl Machine {
 
     /// Every effect type some action emits.
     pub fn effect_types(&self) -> impl Iterator<Item = &str> {
-        let mut types = BTreeSet::new();
+        let mut types = std::collections::BTreeSet::new();
         self.each_effect(&mut |e| {
             types.insert(e.effect_type.as_str());
         });
@@ -452,7 +528,7 @@ impl Machine {
 
     fn find_target(&self, source: StateIdx, target: &str) -> Option<StateIdx> {
         if let Some(rest) = target.strip_prefix('#') {
-            if let Some(&i) = self.by_id.get(rest) {
+            if let Some(i) = self.by_id.get(rest) {
                 return Some(i as StateIdx);
             }
             // `#machineId.path.to.state`
@@ -461,7 +537,7 @@ impl Machine {
             }
             // `#declaredId.child.path`
             let (head, tail) = rest.split_once('.')?;
-            let &base = self.by_id.get(head)?;
+            let base = self.by_id.get(head)?;
             return self.descend(base as StateIdx, tail);
         }
         if let Some(rest) = target.strip_prefix('.') {
@@ -692,7 +768,7 @@ struct Builder<'a> {
     states: Vec<StateNode>,
     exprs: Exprs,
     /// `<effect>.succeeded` and `<effect>.failed` of every effect parsed.
-    outcomes: BTreeSet<String>,
+    outcomes: NameSet,
     /// In document order within a state: `on`, `always`, `after`.
     raw: Vec<Raw<'a>>,
 }
@@ -836,7 +912,7 @@ impl<'a> Builder<'a> {
 }
 
 /// The actions at `path`, adding the outcome types of their effects to `outcomes`.
-fn parse_actions(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, v: &Value, path: &str) -> Result<Vec<Action>> {
+fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Result<Vec<Action>> {
     match v {
         Value::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
@@ -849,7 +925,7 @@ fn parse_actions(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, v: &Value, 
     }
 }
 
-fn parse_action(exprs: &mut Exprs, outcomes: &mut BTreeSet<String>, a: &Value, p: &str) -> Result<Action> {
+fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Result<Action> {
     let member = match a {
         Value::Object(o) if o.len() == 1 => o.iter().next(),
         Value::String(name) => {

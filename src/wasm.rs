@@ -429,7 +429,7 @@ impl Machine {
     /// How long event ids are remembered: `{ defaultMs, perType, maxEntries }`.
     pub fn retention(&self) -> JsValue {
         let r = &self.inner.retention;
-        to_js(&object! { "defaultMs": r.default_ms, "perType": r.per_type, "maxEntries": r.max_entries })
+        to_js(&object! { "defaultMs": r.default_ms, "perType": r.per_type.to_json(), "maxEntries": r.max_entries })
     }
 
     /// The definition as loaded (for diagrams and tools).
