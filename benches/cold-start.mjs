@@ -10,6 +10,9 @@
 // between the two is V8 compiling, on first call, what the first ones touched.
 // `--eager` passes `--no-wasm-lazy-compilation`, so the whole module is compiled
 // when it is validated. Uses the built module (scripts/build-wasm.sh); medians.
+// `--compiled` adds one more child run under `--trace-wasm-compilation-times`
+// and counts the wasm functions V8 compiles in each phase and their code
+// bodies' bytes: a measure of the lazy compilation that load does not move.
 // benches/run.mjs section 3 measures the same total against XState.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -24,6 +27,7 @@ const { values: opt } = parseArgs({
     runs: { type: "string", default: "9" },
     dir: { type: "string", default: "pkg/dist/lean" },
     eager: { type: "boolean", default: false },
+    compiled: { type: "boolean", default: false },
   },
 });
 const dir = path.resolve(ROOT, opt.dir);
@@ -31,7 +35,8 @@ if (!existsSync(path.join(dir, "idem_bg.wasm"))) throw new Error(`no module in $
 
 const child = `
   const t0 = performance.now();
-  const { readFileSync } = await import("node:fs");
+  const { readFileSync, writeSync } = await import("node:fs");
+  const mark = (phase) => MARKS && writeSync(1, "\\n#phase " + phase + "\\n");
   const glue = await import(${JSON.stringify(pathToFileURL(path.join(dir, "idem.js")).href)});
   const t1 = performance.now();
   const bytes = readFileSync(${JSON.stringify(path.join(dir, "idem_bg.wasm"))});
@@ -43,16 +48,19 @@ const child = `
   const def = readFileSync(${JSON.stringify(path.join(ROOT, "tests/machines/order.json"))}, "utf8");
   const event = (id) => JSON.stringify({ id, type: "PAYMENT_PARTIAL", payload: { paymentId: id, amount: 1 } });
   const t5 = performance.now();
+  mark("build");
   const m = new glue.Machine(def);
   const t6 = performance.now();
+  mark("first");
   const first = m.reduce(null, event("e1"), 1000, "p");
   const t7 = performance.now();
+  mark("rest");
   const m2 = new glue.Machine(def);
   const t8 = performance.now();
   const second = m2.reduce(null, event("e2"), 1000, "q");
   const t9 = performance.now();
   if (first.status !== "applied" || second.status !== "applied") throw new Error(first.status + " " + second.status);
-  process.stdout.write(JSON.stringify({
+  if (!MARKS) process.stdout.write(JSON.stringify({
     glue: t1 - t0, read: t2 - t1, validate: t3 - t2, instantiate: t4 - t3,
     build: t6 - t5, first: t7 - t6, build2: t8 - t7, second: t9 - t8,
   }));`;
@@ -60,7 +68,7 @@ const child = `
 const runs = [];
 for (let i = 0; i < Number(opt.runs); i++) {
   const flags = opt.eager ? ["--no-wasm-lazy-compilation"] : [];
-  runs.push(JSON.parse(execFileSync(process.execPath, [...flags, "--input-type=module", "-e", child], { encoding: "utf8" })));
+  runs.push(JSON.parse(execFileSync(process.execPath, [...flags, "--input-type=module", "-e", "const MARKS = false;" + child], { encoding: "utf8" })));
 }
 const ms = (k) => median(runs.map((r) => r[k])).toFixed(2) + " ms";
 const total = median(runs.map((r) => r.glue + r.read + r.validate + r.instantiate + r.build + r.first)).toFixed(2) + " ms";
@@ -71,3 +79,31 @@ console.log(
     [[ms("glue"), ms("read"), ms("validate"), ms("instantiate"), ms("build"), ms("first"), total, ms("build2"), ms("second")]],
   ),
 );
+
+if (opt.compiled) {
+  // V8 prints one line per compiled function:
+  // "Compiled function 0x...#12 using Liftoff, took 0 ms and 17520 bytes; bodysize 339 codesize 736".
+  const out = execFileSync(process.execPath, ["--trace-wasm-compilation-times", "--input-type=module", "-e", "const MARKS = true;" + child], {
+    encoding: "utf8",
+  });
+  const phases = { build: { liftoff: 0, body: 0, turbofan: 0 }, first: { liftoff: 0, body: 0, turbofan: 0 } };
+  let phase = null;
+  for (const line of out.split("\n")) {
+    const marked = /^#phase (\w+)/.exec(line);
+    if (marked) phase = phases[marked[1]] ?? null;
+    const compiled = /^Compiled function \S+ using (\w+),.* bodysize (\d+)/.exec(line);
+    if (!phase || !compiled) continue;
+    if (compiled[1] === "Liftoff") {
+      phase.liftoff++;
+      phase.body += Number(compiled[2]);
+    } else phase.turbofan++;
+  }
+  const kb = (b) => (b / 1000).toFixed(1) + " KB";
+  console.log("\nwasm functions compiled on first call, by phase (one run under --trace-wasm-compilation-times)\n");
+  console.log(
+    table(
+      ["phase", "functions (Liftoff)", "code bodies", "optimised (TurboFan, in the background)"],
+      Object.entries(phases).map(([name, p]) => [name === "build" ? "build machine" : "first event", String(p.liftoff), kb(p.body), String(p.turbofan)]),
+    ),
+  );
+}
