@@ -1914,6 +1914,14 @@ impl Ledger {
         if over == 0 && now < self.prune_at {
             return Ok(());
         }
+        self.prune_now(now, over)
+    }
+
+    /// [`Ledger::prune`] once the ledger is over its cap by `over` or the
+    /// earliest expiry has passed: out of line, since most events append
+    /// without it (and V8 compiles a function whole when first called).
+    #[inline(never)]
+    fn prune_now(&mut self, now: u64, over: usize) -> Result<()> {
         let mut exps = Vec::with_capacity(self.recs.len());
         for r in &self.recs {
             exps.push(self.exp_of(r)?);
