@@ -12,7 +12,9 @@
 // when it is validated. Uses the built module (scripts/build-wasm.sh); medians.
 // `--compiled` adds one more child run under `--trace-wasm-compilation-times`
 // and counts the wasm functions V8 compiles in each phase and their code
-// bodies' bytes: a measure of the lazy compilation that load does not move.
+// bodies' bytes: a measure of the lazy compilation that load does not move;
+// and the same for a first event that brings a stored snapshot (a process that
+// exists), which decodes where the harness's first event starts a process.
 // benches/run.mjs section 3 measures the same total against XState.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -86,9 +88,33 @@ if (opt.compiled) {
   const out = execFileSync(process.execPath, ["--trace-wasm-compilation-times", "--input-type=module", "-e", "const MARKS = true;" + child], {
     encoding: "utf8",
   });
-  const phases = { build: { liftoff: 0, body: 0, turbofan: 0 }, first: { liftoff: 0, body: 0, turbofan: 0 } };
+  // The same first event in a process that starts with a stored snapshot (made
+  // beforehand in another process), as a host's first request for an existing
+  // process does: it decodes instead of starting the process.
+  const glueUrl = JSON.stringify(pathToFileURL(path.join(dir, "idem.js")).href);
+  const wasmPath = JSON.stringify(path.join(dir, "idem_bg.wasm"));
+  const defPath = JSON.stringify(path.join(ROOT, "tests/machines/order.json"));
+  const setup = `
+    const { readFileSync, writeSync } = await import("node:fs");
+    const glue = await import(${glueUrl});
+    glue.initSync({ module: new WebAssembly.Module(readFileSync(${wasmPath})) });
+    const m = new glue.Machine(readFileSync(${defPath}, "utf8"));
+    const event = (id) => JSON.stringify({ id, type: "PAYMENT_PARTIAL", payload: { paymentId: id, amount: 1 } });`;
+  const stored = execFileSync(process.execPath, ["--input-type=module", "-e", setup + `
+    process.stdout.write(m.reduce(null, event("e0"), 1000, "p").snapshot);`], { encoding: "utf8" });
+  const outStored = execFileSync(process.execPath, ["--trace-wasm-compilation-times", "--input-type=module", "-e", setup + `
+    writeSync(1, "\\n#phase stored\\n");
+    const o = m.reduce(${JSON.stringify(stored)}, event("e1"), 2000, "p");
+    writeSync(1, "\\n#phase rest\\n");
+    if (o.status !== "applied") throw new Error(o.status);`], { encoding: "utf8" });
+  const phases = {
+    build: { liftoff: 0, body: 0, turbofan: 0 },
+    first: { liftoff: 0, body: 0, turbofan: 0 },
+    stored: { liftoff: 0, body: 0, turbofan: 0 },
+  };
+  const names = { build: "build machine", first: "first event (new process)", stored: "first event (stored snapshot)" };
   let phase = null;
-  for (const line of out.split("\n")) {
+  for (const line of (out + "\n" + outStored).split("\n")) {
     const marked = /^#phase (\w+)/.exec(line);
     if (marked) phase = phases[marked[1]] ?? null;
     const compiled = /^Compiled function \S+ using (\w+),.* bodysize (\d+)/.exec(line);
@@ -103,7 +129,7 @@ if (opt.compiled) {
   console.log(
     table(
       ["phase", "functions (Liftoff)", "code bodies", "optimised (TurboFan, in the background)"],
-      Object.entries(phases).map(([name, p]) => [name === "build" ? "build machine" : "first event", String(p.liftoff), kb(p.body), String(p.turbofan)]),
+      Object.entries(phases).map(([name, p]) => [names[name], String(p.liftoff), kb(p.body), String(p.turbofan)]),
     ),
   );
 }
