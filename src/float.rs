@@ -26,6 +26,15 @@ const MAX_DIGITS: usize = 800;
 
 const TWO_53: u64 = 1 << 53;
 
+/// `f` with the sign asked for.
+fn signed(negative: bool, f: f64) -> f64 {
+    if negative {
+        -f
+    } else {
+        f
+    }
+}
+
 /// Clinger's fast path: `±m * 10^e` when it is exactly one correctly rounded
 /// operation on exact operands (`m` at most 2^53, `10^|e|` an exact `f64`, or
 /// `m * 10^(e - 22)` still an integer below 2^53), else `None`.
@@ -50,7 +59,7 @@ pub fn fast(negative: bool, m: u64, e: i64) -> Option<f64> {
     } else {
         f / POW10.get(usize::try_from(e.unsigned_abs()).ok()?)?
     };
-    Some(if negative { -f } else { f })
+    Some(signed(negative, f))
 }
 
 /// The `f64` nearest to the decimal `±int.frac × 10^exp`. `int` and `frac` are
@@ -68,7 +77,7 @@ pub fn decimal_to_f64(negative: bool, int: &[u8], frac: &[u8], exp: i64) -> f64 
         }
     }
     if m == 0 {
-        return if negative { -0.0 } else { 0.0 };
+        return signed(negative, 0.0);
     }
     from_mantissa(negative, m, e).unwrap_or_else(|| slow(negative, int, frac, e))
 }
@@ -137,7 +146,7 @@ fn div128(hi: u64, lo: u64, d: u64) -> (u64, u64) {
 /// [`decimal_to_f64`] by exact arithmetic: the value is `int·frac × 10^e`.
 #[inline(never)]
 fn slow(negative: bool, int: &[u8], frac: &[u8], e: i64) -> f64 {
-    let zero = if negative { -0.0 } else { 0.0 };
+    let zero = signed(negative, 0.0);
     let all = || int.iter().chain(frac);
     let Some(lead) = all().position(|&d| d != b'0') else { return zero };
     let trail = all().rev().position(|&d| d != b'0').unwrap_or(0);
@@ -150,7 +159,7 @@ fn slow(negative: bool, int: &[u8], frac: &[u8], e: i64) -> f64 {
         return zero;
     }
     if point >= 310 {
-        return if negative { f64::NEG_INFINITY } else { f64::INFINITY };
+        return signed(negative, f64::INFINITY);
     }
     // The integer D of the first MAX_DIGITS digits, with a digit 1 after them
     // when there are more (the last digit is not 0, so the rest is not zero).
@@ -200,7 +209,7 @@ fn slow(negative: bool, int: &[u8], frac: &[u8], e: i64) -> f64 {
 /// The `f64` nearest to `±(q + t) × 2^e`, where `0 <= t < 1` and `t > 0`
 /// exactly when `sticky`.
 fn round(negative: bool, q: u64, e: i64, sticky: bool) -> f64 {
-    let zero = if negative { -0.0 } else { 0.0 };
+    let zero = signed(negative, 0.0);
     if q == 0 {
         return zero;
     }
@@ -211,7 +220,7 @@ fn round(negative: bool, q: u64, e: i64, sticky: bool) -> f64 {
     // Bits dropped: 11 for a normal number, more below 2^-1022 (subnormals have fewer).
     let shift = if top >= -1022 { 11 } else { top.saturating_neg().saturating_sub(1011) };
     if top > 1023 {
-        return if negative { f64::NEG_INFINITY } else { f64::INFINITY };
+        return signed(negative, f64::INFINITY);
     }
     if shift > 64 {
         return zero;
@@ -226,12 +235,7 @@ fn round(negative: bool, q: u64, e: i64, sticky: bool) -> f64 {
     // up to 2^52 becomes the smallest normal number the same way.
     let biased = if shift == 11 { ((top + 1022) as u64) << 52 } else { 0 };
     let bits = biased + kept + up as u64;
-    let f = if bits >= f64::INFINITY.to_bits() { f64::INFINITY } else { f64::from_bits(bits) };
-    if negative {
-        -f
-    } else {
-        f
-    }
+    signed(negative, if bits >= f64::INFINITY.to_bits() { f64::INFINITY } else { f64::from_bits(bits) })
 }
 
 /// JavaScript's StringToNumber: `Number(s)` for a string. JavaScript white
@@ -258,7 +262,7 @@ pub fn js_string_to_number(s: &str) -> f64 {
         _ => (false, t),
     };
     if t == b"Infinity" {
-        return if negative { f64::NEG_INFINITY } else { f64::INFINITY };
+        return signed(negative, f64::INFINITY);
     }
     /// The leading digits of t, and what follows them.
     fn digits(t: &[u8]) -> (&[u8], &[u8]) {

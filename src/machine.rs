@@ -355,37 +355,6 @@ impl Machine {
         Ok(m)
     }
 
-    /// Every effect type some action emits.
-    pub fn effect_types(&self) -> impl Iterator<Item = &str> {
-        let mut types = std::collections::BTreeSet::new();
-        self.each_effect(&mut |e| {
-            types.insert(e.effect_type.as_str());
-        });
-        types.into_iter()
-    }
-
-    /// Every effect action: entry, exit and transition actions of every state.
-    fn each_effect<'s>(&'s self, f: &mut dyn FnMut(&'s EffectDef)) {
-        let mut visit = |actions: &'s [Action]| {
-            for a in actions {
-                if let Action::Effect(e) = a {
-                    f(e);
-                }
-            }
-        };
-        for s in &self.states {
-            visit(&s.entry);
-            visit(&s.exit);
-            for (_, ts) in &s.on {
-                ts.iter().for_each(|t| visit(&t.actions));
-            }
-            s.always.iter().for_each(|t| visit(&t.actions));
-            for (_, ts) in &s.after {
-                ts.iter().for_each(|t| visit(&t.actions));
-            }
-        }
-    }
-
     pub fn root(&self) -> StateIdx {
         0
     }

@@ -8,7 +8,7 @@
 //! the same attempt are told apart by the ledger: only one `started` applies.
 
 use crate::error::{Code, Error, Result};
-use crate::json::{self, members, object};
+use crate::json::{self, object};
 use crate::machine::{Machine, RetryPolicy};
 use crate::reduce::{EmittedEffect, Event};
 use crate::snapshot::{self, EffectState, OutboxEntry, Snapshot};
@@ -219,60 +219,18 @@ pub fn due(machine: &Machine, snapshot: &str, now: u64) -> Result<Vec<Value>> {
     Ok(due_items(&loaded.snap, now))
 }
 
+/// [`due`]'s items for a decoded snapshot: [`write_due`]'s text read back, so
+/// that which entries are due and what each carries is decided in one place.
 pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
-    let mut out = Vec::new();
-    for e in &snap.outbox {
-        let Some(at) = e.due_at else { continue };
-        if at > now || e.state.is_done() {
-            continue;
-        }
-        let base = |kind: &str, n: u32| {
-            members! {
-                "kind": kind,
-                "key": e.key,
-                "type": e.effect_type,
-                "payload": e.payload,
-                "idempotent": e.idempotent,
-                "attempt": n,
-                "attemptId": format!("{}#{}", e.key, n),
-                "dueAt": at,
-            }
-        };
-        match e.state {
-            EffectState::Pending | EffectState::Unknown if e.attempts < e.retry.max_attempts => {
-                let n = e.attempts + 1;
-                let mut item = base("attempt", n);
-                item.insert("started".into(), report_event(&e.key, n, "started", STARTED, object! {}));
-                item.insert("resultId".into(), format!("{}#{}:result", e.key, n).into());
-                out.push(Value::Object(item));
-            }
-            EffectState::InFlight => {
-                let n = e.attempts;
-                let mut item = base("expire", n);
-                item.insert("report".into(), report_event(&e.key, n, "result", UNKNOWN, object! { "error": "attempt lease expired" }));
-                out.push(Value::Object(item));
-            }
-            EffectState::Verifying => {
-                let n = e.attempts;
-                let mut item = base("verify", n);
-                item.insert("resultId".into(), format!("{}#{}:verify", e.key, n).into());
-                out.push(Value::Object(item));
-            }
-            EffectState::Pending | EffectState::Unknown | EffectState::Succeeded | EffectState::Failed => {}
-        }
+    let mut t = Vec::with_capacity(128);
+    write_due(snap, now, &mut t);
+    // A payload may be nested as deep as a definition allows, and an item puts
+    // it two levels down: read without the depth bound (the recursion limit
+    // stays far above both).
+    match json::parse_with_depth(&json::utf8(t)) {
+        Ok((Value::Array(items), _)) => items,
+        _ => unreachable!("write_due writes a JSON array"),
     }
-    for t in &snap.timers {
-        if t.due_at <= now {
-            out.push(object! {
-                "kind": "timer",
-                "state": t.state,
-                "delay": t.delay,
-                "dueAt": t.due_at,
-                "event": object! { "id": t.id, "type": crate::machine::TIMER_EVENT, "payload": object! {} },
-            });
-        }
-    }
-    out
 }
 
 /// [`due`]'s items as JSON text: what `json::to_text` writes of them, byte for
@@ -358,8 +316,8 @@ pub fn write_due(snap: &Snapshot, now: u64, t: &mut Vec<u8>) {
     json::put(t, b"]");
 }
 
-/// [`report_event`]'s value as `json::to_text` writes it; an `idem.effect.unknown`
-/// report says that the attempt's lease expired.
+/// The event that reports attempt `n` of the effect `key` (`kind`: started, or
+/// unknown when the attempt's lease expired), as JSON.
 fn write_report_event(key: &str, n: u32, suffix: &str, kind: &str, t: &mut Vec<u8>) {
     json::put(t, b"{\"id\":");
     json::write_str(&format!("{key}#{n}:{suffix}"), t);
@@ -373,14 +331,6 @@ fn write_report_event(key: &str, n: u32, suffix: &str, kind: &str, t: &mut Vec<u
     json::put(t, b"},\"type\":");
     json::write_str(kind, t);
     json::put(t, b"}");
-}
-
-fn report_event(key: &str, n: u32, suffix: &str, kind: &str, extra: Value) -> Value {
-    let mut payload = object! { "key": key, "attempt": n };
-    if let (Some(p), Value::Object(x)) = (payload.as_object_mut(), extra) {
-        p.extend(x);
-    }
-    object! { "id": format!("{key}#{n}:{suffix}"), "type": kind, "payload": payload }
 }
 
 #[cfg(test)]

@@ -538,11 +538,7 @@ impl Machine {
         let revision = run.revision;
         let response = run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision });
         // The snapshot's machine reference is this machine's unless it was written by another version.
-        let machine = if snap.machine.id == self.id && snap.machine.version == self.version && snap.machine.hash == self.hash {
-            snap.machine
-        } else {
-            std::sync::Arc::new(snapshot::MachineRef { id: self.id.clone(), version: self.version.clone(), hash: self.hash.clone() })
-        };
+        let machine = if snap.machine.names(self) { snap.machine } else { snapshot::MachineRef::of(self) };
         let mut next = Snapshot {
             format: snapshot::FORMAT,
             machine,

@@ -786,6 +786,16 @@ impl MachineRef {
         let mut m = Members::of(v);
         MachineRef { id: m.string("id"), version: m.string("version"), hash: m.string("hash") }
     }
+
+    /// The reference that names `machine`.
+    pub fn of(machine: &Machine) -> Arc<MachineRef> {
+        Arc::new(MachineRef { id: machine.id.clone(), version: machine.version.clone(), hash: machine.hash.clone() })
+    }
+
+    /// Whether this reference names `machine`.
+    pub fn names(&self, machine: &Machine) -> bool {
+        self.id == machine.id && self.version == machine.version && self.hash == machine.hash
+    }
 }
 
 impl EffectState {
@@ -1118,7 +1128,7 @@ impl Snapshot {
     pub fn initial(machine: &Machine, leaf: StateIdx) -> Snapshot {
         Snapshot {
             format: FORMAT,
-            machine: Arc::new(MachineRef { id: machine.id.clone(), version: machine.version.clone(), hash: machine.hash.clone() }),
+            machine: MachineRef::of(machine),
             value: machine.state_value(leaf),
             context: machine.initial_context.clone(),
             revision: 0,
