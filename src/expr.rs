@@ -814,8 +814,18 @@ fn op_arith<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
             }
         }
         Op::Div => num(to_number(&*a.arg(0)?) / to_number(&*a.arg(1)?)),
-        _ => num(to_number(&*a.arg(0)?) % to_number(&*a.arg(1)?)),
+        _ => num(rem(to_number(&*a.arg(0)?), to_number(&*a.arg(1)?))),
     }))
+}
+
+/// `%`: the remainder of a truncating division (C's `fmod`, JavaScript's `%`).
+/// In wasm, the host's own `%`: the same result, where Rust's `fmod` would
+/// bring 2 KB of 128-bit integer division into the module.
+fn rem(x: f64, y: f64) -> f64 {
+    #[cfg(target_arch = "wasm32")]
+    return crate::wasm::rem(x, y);
+    #[cfg(not(target_arch = "wasm32"))]
+    return x % y;
 }
 
 #[inline(never)]

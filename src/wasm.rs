@@ -56,6 +56,8 @@ function decode(m, ptr, len) {\n\
   return decoder.decode(bytes(m).subarray(ptr, ptr + len));\n\
 }\n\
 export function utf8(s) { return encoder.encode(s); }\n\
+export function rem(a, b) { return a % b; }\n\
+export function random_into(m, ptr, len) { try { crypto.getRandomValues(bytes(m).subarray(ptr, ptr + len)); return true; } catch (_) { return false; } }\n\
 export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }\n\
 export function event_in(m, e, ptr, cap) {\n\
   let t = e;\n\
@@ -106,6 +108,11 @@ extern "C" {
     /// `TextEncoder.encode`: one native call, where passing a `String` argument
     /// would copy a large snapshot character by character in JavaScript.
     fn utf8(s: &JsValue) -> js_sys::Uint8Array;
+    /// `crypto.getRandomValues` over `len` bytes at `ptr`; false when the
+    /// runtime has no Web Crypto.
+    fn random_into(m: &JsValue, ptr: u32, len: u32) -> bool;
+    /// JavaScript's `%` on two numbers (see `expr::rem`).
+    pub(crate) fn rem(a: f64, b: f64) -> f64;
     /// `TextEncoder.encodeInto` straight into wasm memory; true when every
     /// character became one byte (the string is ASCII, as snapshots are).
     fn ascii_into(s: &JsValue, view: &js_sys::Uint8Array) -> bool;
@@ -692,8 +699,9 @@ pub fn js_version() -> String {
 #[wasm_bindgen(js_name = newEventId)]
 pub fn new_event_id() -> Result<String, JsValue> {
     let mut rand = [0u8; 10];
-    getrandom::getrandom(&mut rand)
-        .map_err(|e| js_error(&Error::new(Code::Io, format!("no random source: {e}"))))?;
+    if !MEMORY.with(|m| random_into(m, rand.as_mut_ptr() as u32, rand.len() as u32)) {
+        return Err(js_error(&Error::new(Code::Io, "no random source: crypto.getRandomValues is missing")));
+    }
     let ms = js_sys::Date::now() as u64;
     Ok(crate::json::ulid(ms, rand))
 }

@@ -4,8 +4,10 @@
 //!
 //! - `scenarios`: every scenario file, byte-identical to the native engine
 //!   (goldens in tests/golden/, kept current by tests/golden.rs);
-//! - `boundary`: errors, rejected outcomes, duplicates, the snapshot string.
+//! - `boundary`: errors, rejected outcomes, duplicates, the snapshot string;
+//! - `jsonlogic`: the evaluator as compiled to wasm (the official suite, `%`).
 
 mod boundary;
+mod jsonlogic;
 mod runner;
 mod scenarios;
