@@ -56,6 +56,7 @@ function decode(m, ptr, len) {\n\
   return decoder.decode(bytes(m).subarray(ptr, ptr + len));\n\
 }\n\
 export function utf8(s) { return encoder.encode(s); }\n\
+export function array_into(m, a, ptr) { bytes(m).set(a, ptr); }\n\
 export function rem(a, b) { return a % b; }\n\
 export function random_into(m, ptr, len) { try { crypto.getRandomValues(bytes(m).subarray(ptr, ptr + len)); return true; } catch (_) { return false; } }\n\
 export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }\n\
@@ -111,6 +112,8 @@ extern "C" {
     /// `crypto.getRandomValues` over `len` bytes at `ptr`; false when the
     /// runtime has no Web Crypto.
     fn random_into(m: &JsValue, ptr: u32, len: u32) -> bool;
+    /// `a` (a `Uint8Array`) copied into wasm memory at `ptr`.
+    fn array_into(m: &JsValue, a: &js_sys::Uint8Array, ptr: u32);
     /// JavaScript's `%` on two numbers (see `expr::rem`).
     pub(crate) fn rem(a: f64, b: f64) -> f64;
     /// `TextEncoder.encodeInto` straight into wasm memory; true when every
@@ -170,11 +173,9 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
                 String::from_utf8_unchecked(buf)
             }, true)));
         }
-        utf8(v).to_vec()
+        array_vec(&utf8(v), 0)
     } else if let Some(b) = v.dyn_ref::<js_sys::Uint8Array>() {
-        let mut buf = Vec::with_capacity(b.length() as usize + 1024);
-        buf.resize(b.length() as usize, 0);
-        b.copy_to(&mut buf);
+        let buf = array_vec(b, 1024);
         if is_ascii(&buf) {
             // SAFETY: ASCII bytes are valid UTF-8.
             return Ok(Some((unsafe { String::from_utf8_unchecked(buf) }, false)));
@@ -185,6 +186,16 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
     };
     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
     Ok(Some((String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false)))
+}
+
+/// The bytes of `a`, with room for `spare` more (one copy, where js-sys's
+/// `to_vec` and `copy_to` each bring a length assertion and its formatting).
+fn array_vec(a: &js_sys::Uint8Array, spare: usize) -> Vec<u8> {
+    let n = a.length() as usize;
+    let mut buf = Vec::with_capacity(n + spare);
+    buf.resize(n, 0);
+    MEMORY.with(|m| array_into(m, a, buf.as_mut_ptr() as u32));
+    buf
 }
 
 /// `<[u8]>::is_ascii`, sixteen bytes at a time with SIMD128 (snapshots are
@@ -337,7 +348,7 @@ impl Resident {
 fn bytes_check(v: &JsValue) -> Option<Vec<u8>> {
     let b = v.dyn_ref::<js_sys::Uint8Array>()?;
     let len = b.length();
-    (len >= 16).then(|| b.subarray(len - 16, len).to_vec())
+    (len >= 16).then(|| array_vec(&b.subarray(len - 16, len), 0))
 }
 
 /// Length of a snapshot string (ASCII: characters are bytes) or byte array.
