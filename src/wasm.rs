@@ -57,6 +57,7 @@ function decode(m, ptr, len) {\n\
 }\n\
 export function utf8(s) { return encoder.encode(s); }\n\
 export function array_into(m, a, ptr) { bytes(m).set(a, ptr); }\n\
+export function number_at(m, ptr, len) { return Number(decode(m, ptr, len)); }\n\
 export function rem(a, b) { return a % b; }\n\
 export function random_into(m, ptr, len) { try { crypto.getRandomValues(bytes(m).subarray(ptr, ptr + len)); return true; } catch (_) { return false; } }\n\
 export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }\n\
@@ -114,6 +115,8 @@ extern "C" {
     fn random_into(m: &JsValue, ptr: u32, len: u32) -> bool;
     /// `a` (a `Uint8Array`) copied into wasm memory at `ptr`.
     fn array_into(m: &JsValue, a: &js_sys::Uint8Array, ptr: u32);
+    /// JavaScript's `Number` of the UTF-8 text at `ptr` (see [`number`]).
+    fn number_at(m: &JsValue, ptr: u32, len: u32) -> f64;
     /// JavaScript's `%` on two numbers (see `expr::rem`).
     pub(crate) fn rem(a: f64, b: f64) -> f64;
     /// `TextEncoder.encodeInto` straight into wasm memory; true when every
@@ -186,6 +189,12 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
     };
     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
     Ok(Some((String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false)))
+}
+
+/// JavaScript's `Number` of a text: its StringToNumber, and for decimal text
+/// the nearest `f64` (`float::slow`, `float::js_string_to_number`).
+pub(crate) fn number(text: &[u8]) -> f64 {
+    MEMORY.with(|m| number_at(m, text.as_ptr() as u32, text.len() as u32))
 }
 
 /// The bytes of `a`, with room for `spare` more (one copy, where js-sys's

@@ -5,9 +5,11 @@
 //! - `scenarios`: every scenario file, byte-identical to the native engine
 //!   (goldens in tests/golden/, kept current by tests/golden.rs);
 //! - `boundary`: errors, rejected outcomes, duplicates, the snapshot string;
-//! - `jsonlogic`: the evaluator as compiled to wasm (the official suite, `%`).
+//! - `jsonlogic`: the evaluator as compiled to wasm (the official suite, `%`);
+//! - `numbers`: number text read by the host's `Number` where the fast paths stop.
 
 mod boundary;
 mod jsonlogic;
+mod numbers;
 mod runner;
 mod scenarios;

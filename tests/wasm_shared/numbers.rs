@@ -1,0 +1,103 @@
+//! Number text as the wasm module reads it. Decimals beyond the fast paths, and
+//! JSONLogic's string-to-number, are the host's own `Number` there
+//! (`float::slow`, `float::js_string_to_number`): checked here against core's
+//! `str::parse::<f64>` in this test module, bit for bit, and against
+//! JavaScript's StringToNumber.
+
+use idem::error::Code;
+use idem::float::js_string_to_number;
+use serde_json::Value;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+const HARD: &[&str] = &[
+    "0", "-0", "0.0", "-0.0", "0e999999", "-0e-999999", "1", "-1", "19.99", "0.5", "1e3", "1e22", "1e23", "9007199254740992",
+    "9007199254740993", "9007199254740994", "9007199254740995", "9007199254740993.0000000000000000000001",
+    "9007199254740992.9999999999999999999999", "18014398509481986", "18014398509481987", "18014398509481990",
+    "1.7976931348623157e308", "1.7976931348623158e308", "-1.7976931348623158e308", "2.2250738585072011e-308",
+    "2.2250738585072012e-308", "2.2250738585072014e-308", "2.225073858507201136057409796709131975934819546351645648e-308",
+    "4.9406564584124654e-324", "2.4703282292062327e-324", "2.4703282292062328e-324", "1e-400", "-1e-400", "1e-323", "1e-324",
+    "3e-324", "1e308", "1e-308", "1e-307", "0.1", "0.2", "0.3", "0.30000000000000004", "123456789012345678901234567890",
+    "1.00000000000000011102230246251565404236316680908203125", "1.00000000000000011102230246251565404236316680908203124",
+    "1.00000000000000011102230246251565404236316680908203126", "123.456e-300", "7.2057594037927933e16", "8.98846567431158e307",
+    "4.35", "1448997445238699", "5e-324", "1e-45", "3.4028235677973366e38", "0.000000000000000000000000000000000000000001",
+    "100000000000000000000000000000000000000000000e-44", "1e0", "1e+0", "1e-0",
+];
+
+fn core(s: &str) -> f64 {
+    s.parse().unwrap_or_else(|_| panic!("core refuses {s:?}"))
+}
+
+/// The number the engine's JSON parser reads from `s`.
+fn json(s: &str) -> f64 {
+    match idem::json::parse(s, Code::InvalidJson, "number") {
+        Ok(Value::Number(n)) => n.as_f64().unwrap_or_else(|| panic!("{s}: not an f64")),
+        other => panic!("{s}: {other:?}"),
+    }
+}
+
+fn same(what: &str, s: &str, got: f64, want: f64) {
+    assert_eq!(got.to_bits(), want.to_bits(), "{what} {s:?}: got {got:e}, core {want:e}");
+}
+
+#[wasm_bindgen_test]
+fn hard_decimals_match_core() {
+    for s in HARD {
+        same("string to number", s, js_string_to_number(s), core(s));
+        same("json", s, json(s), core(s));
+    }
+    // Out of range for JSON, infinite for StringToNumber.
+    assert_eq!(idem::json::parse("1e400", Code::InvalidJson, "number").unwrap_err().code, Code::InvalidJson);
+    assert_eq!(js_string_to_number("-1e400"), f64::NEG_INFINITY);
+}
+
+#[wasm_bindgen_test]
+fn random_decimals_match_core() {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..20_000 {
+        // 1 to 40 significant digits, a point somewhere, an exponent from -340 to 340.
+        let digits = 1 + (next() % 40) as usize;
+        let mut s: String = (0..digits).map(|_| char::from(b'0' + (next() % 10) as u8)).collect();
+        let point = (next() % (digits as u64 + 1)) as usize;
+        if point > 0 && point < digits {
+            s.insert(point, '.');
+        }
+        if s.len() > 1 && s.starts_with('0') && !s.starts_with("0.") {
+            s.replace_range(..1, "1");
+        }
+        let e = (next() % 681) as i64 - 340;
+        let s = format!("{s}e{e}");
+        let want = core(&s);
+        same("string to number", &s, js_string_to_number(&s), want);
+        if want.is_finite() {
+            same("json", &s, json(&s), want);
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn string_to_number_is_javascripts() {
+    for (s, want) in [
+        ("", 0.0),
+        ("  12  ", 12.0),
+        ("\u{a0}5\u{feff}", 5.0),
+        ("\u{2028}-2.5e1\t", -25.0),
+        ("0x1F", 31.0),
+        ("0o17", 15.0),
+        ("0b101", 5.0),
+        ("+Infinity", f64::INFINITY),
+        ("-Infinity", f64::NEG_INFINITY),
+        (".5", 0.5),
+        ("5.", 5.0),
+    ] {
+        assert_eq!(js_string_to_number(s).to_bits(), want.to_bits(), "{s:?}");
+    }
+    for s in ["abc", "1_000", "0x", "-0x10", "inf", "nan", "Infinityx", "1e", "\u{663}", "\u{85}1"] {
+        assert!(js_string_to_number(s).is_nan(), "{s:?}");
+    }
+}
