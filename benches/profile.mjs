@@ -71,7 +71,7 @@ const CATEGORIES = {
   // Snapshot::encode: the head as JSON, the ledger copied, checksum.
   encode: [/^idem::snapshot::Snapshot::encode$/, /^idem::snapshot::Snapshot::encode_split$/, /^idem::reduce::<impl idem::machine::Machine>::encode_within_limit$/],
   // The checksum stream (xxh3), on the way in and out.
-  checksum: [/^idem::json::hash64$/, /^xxhash_rust::xxh3::Xxh3Default::update$/, /^xxhash_rust::xxh3::xxh3_stateful_update$/],
+  checksum: [/^idem::json::hash64$/, /^idem::xxh3::Xxh3::update$/, /^idem::xxh3::Xxh3::digest$/],
   // The decoded snapshot and the outcome, freed after the reduce.
   drop: [/^core::ptr::drop_in_place<idem::snapshot::(Loaded|Snapshot)>$/, /^core::ptr::drop_in_place<idem::reduce::Outcome>$/],
   statechart: [/^idem::reduce::Run::macrostep$/],

@@ -897,14 +897,14 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
 /// otherwise copy into each caller.
 #[inline(never)]
 pub fn xxh3_128(bytes: &[u8]) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(bytes)
+    crate::xxh3::xxh3_128(bytes)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
 pub fn hash64(bytes: &[u8]) -> u64 {
-    // The streaming hasher gives the same value as the one-shot `xxh3_64`; the
-    // snapshot checksum needs the streaming one, so one copy of the code serves both.
-    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
+    // The snapshot checksum needs the streaming hasher, so one copy of the code
+    // serves both (its digest is the one-shot xxh3-64's).
+    let mut h = crate::xxh3::Xxh3::new();
     h.update(bytes);
     h.digest()
 }

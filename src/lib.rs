@@ -37,6 +37,7 @@ pub mod reduce;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
 pub mod xstate;
+mod xxh3;
 
 /// The JavaScript bindings. Public so that the wasm boundary tests
 /// (tests/wasm_shared) call the exports exactly as JavaScript does.

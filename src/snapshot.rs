@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
-use xxhash_rust::xxh3::Xxh3Default;
+use crate::xxh3::Xxh3;
 
 /// The newest format this engine writes. Every older format stays readable.
 pub const FORMAT: u32 = 3;
@@ -1036,7 +1036,7 @@ impl Snapshot {
         let mut hasher = match &state {
             Some(state) => (**state).clone(),
             None => {
-                let mut h = Xxh3Default::new();
+                let mut h = Xxh3::new();
                 h.update(text);
                 h
             }
@@ -1398,7 +1398,7 @@ struct V3 {
     recs: Vec<Rec>,
     prune_at: u64,
     /// The checksum stream after the records, when they are long enough to keep it (see [`Synced::keep`]).
-    state: Option<Box<Xxh3Default>>,
+    state: Option<Box<Xxh3>>,
 }
 
 impl V3 {
@@ -1427,7 +1427,7 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     // only once the checksum matches).
     const BLOCK: usize = 16 << 10;
     let b = body.as_bytes();
-    let mut hasher = Xxh3Default::new();
+    let mut hasher = Xxh3::new();
     let mut walk = Walk::new(trailer_start);
     let mut at = 0;
     while at < trailer_start {
@@ -1636,7 +1636,7 @@ struct Synced {
     len: usize,
     /// The stream's state after those bytes; `None` when they are at most
     /// [`Synced::KEEP_FROM`] bytes, hashed again rather than kept.
-    state: Option<Box<Xxh3Default>>,
+    state: Option<Box<Xxh3>>,
 }
 
 impl Synced {
@@ -1647,9 +1647,9 @@ impl Synced {
 
     /// The stream over `text`, boxed to be kept, when `text` is long enough
     /// for that to pay.
-    fn keep(text: &[u8]) -> Option<Box<Xxh3Default>> {
+    fn keep(text: &[u8]) -> Option<Box<Xxh3>> {
         (text.len() > Synced::KEEP_FROM).then(|| {
-            let mut h = Box::new(Xxh3Default::new());
+            let mut h = Box::new(Xxh3::new());
             h.update(text);
             h
         })
