@@ -17,9 +17,11 @@
 //! compare them on hard cases and on random text).
 //!
 //! In wasm the big-integer path, and JavaScript's StringToNumber whole, are
-//! the host's own `Number` (`wasm::number`): as correctly rounded, 2.5 KB
-//! smaller gzip, and only texts the fast paths cannot take pay for the call
-//! (tests/wasm_shared/numbers.rs checks it against core's `parse`).
+//! the host's own `Number` (`wasm::number`): 2.5 KB smaller gzip, and only
+//! texts the fast paths cannot take pay for the call. ECMAScript lets an
+//! engine round after the 20th significant digit; V8 (Node, Deno, workerd,
+//! Chromium) and SpiderMonkey round exactly, which tests/wasm_shared/numbers.rs
+//! checks against core's `parse` in each of them.
 
 /// The powers of ten that are exact `f64`s.
 const POW10: [f64; 23] = [
