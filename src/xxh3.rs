@@ -262,6 +262,7 @@ mod lanes {
 
     #[inline(always)]
     pub fn load(b: &[u8; 16]) -> V {
+        // SAFETY: 16 readable bytes; v128 loads need no alignment.
         unsafe { v128_load(b.as_ptr().cast()) }
     }
 
@@ -302,17 +303,20 @@ mod lanes {
 
     #[inline(always)]
     pub fn load(b: &[u8; 16]) -> V {
+        // SAFETY: 16 readable bytes, loaded unaligned; SSE2 is enabled (the module's cfg).
         unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
     }
 
     #[inline(always)]
     pub fn set(a: [u64; 2]) -> V {
+        // SAFETY: SSE2 is enabled (the module's cfg); no memory is touched.
         unsafe { _mm_set_epi64x(a[1] as i64, a[0] as i64) }
     }
 
     #[inline(always)]
     pub fn get(v: V) -> [u64; 2] {
         let mut a = [0u64; 2];
+        // SAFETY: `a` is 16 writable bytes, stored unaligned.
         unsafe { _mm_storeu_si128(a.as_mut_ptr().cast(), v) };
         a
     }
@@ -326,6 +330,7 @@ mod lanes {
     /// a shuffle (which leaves `x` as it is, unlike a shift) brings the high ones down.
     #[inline(always)]
     fn one(a: V, d: V, k: V) -> V {
+        // SAFETY: register operations only, with SSE2 enabled (the module's cfg).
         unsafe {
             let x = _mm_xor_si128(d, k);
             let p = _mm_mul_epu32(x, _mm_shuffle_epi32::<0b00_11_00_01>(x));
@@ -341,6 +346,7 @@ mod lanes {
     /// One lane, multiplied by the 32-bit prime in two halves.
     #[inline(always)]
     fn scramble(a: V, k: V) -> V {
+        // SAFETY: register operations only, with SSE2 enabled (the module's cfg).
         unsafe {
             let x = _mm_xor_si128(_mm_xor_si128(a, _mm_srli_epi64::<47>(a)), k);
             let p = _mm_set1_epi32(super::P32_1 as i32);
