@@ -419,10 +419,19 @@ fn push_js_string(v: &Value, out: &mut String) {
     }
 }
 
+/// JavaScript's `String(f)` (ECMAScript Number::toString). In wasm, the host's
+/// own `String` (2.7 KB of code less, compiled on a first event that joins
+/// text); natively, the Rust version below.
+#[cfg(target_arch = "wasm32")]
+fn push_js_number(f: f64, out: &mut String) {
+    crate::wasm::push_number_text(f, out);
+}
+
 /// JavaScript's `String(f)` (ECMAScript Number::toString): the shortest digits
 /// that round-trip (as serde_json writes them), placed as JavaScript places
 /// them: plain up to 21 integer digits and down to 6 leading zeros, exponent
 /// form (`1e+21`, `1e-7`) beyond.
+#[cfg(not(target_arch = "wasm32"))]
 fn push_js_number(f: f64, out: &mut String) {
     if f.is_nan() {
         return out.push_str("NaN");

@@ -6,7 +6,8 @@
 //!   (goldens in tests/golden/, kept current by tests/golden.rs);
 //! - `boundary`: errors, rejected outcomes, duplicates, the snapshot string;
 //! - `jsonlogic`: the evaluator as compiled to wasm (the official suite, `%`);
-//! - `numbers`: number text read by the host's `Number` where the fast paths stop.
+//! - `numbers`: number text read by the host's `Number` where the fast paths
+//!   stop, and JSONLogic's numbers written by its `String`.
 
 mod boundary;
 mod jsonlogic;

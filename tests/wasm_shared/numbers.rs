@@ -1,8 +1,9 @@
-//! Number text as the wasm module reads it. Decimals beyond the fast paths, and
-//! JSONLogic's string-to-number, are the host's own `Number` there
-//! (`float::slow`, `float::js_string_to_number`): checked here against core's
-//! `str::parse::<f64>` in this test module, bit for bit, and against
-//! JavaScript's StringToNumber.
+//! Number text as the wasm module reads and writes it. Decimals beyond the
+//! fast paths and JSONLogic's string-to-number are the host's own `Number`
+//! there, its number-to-string the host's `String` (`float::slow`,
+//! `float::js_string_to_number`, `expr::push_js_number`): checked here against
+//! core's `str::parse::<f64>` in this test module, bit for bit, and against
+//! JavaScript's StringToNumber and Number::toString.
 
 use idem::error::Code;
 use idem::float::js_string_to_number;
@@ -99,5 +100,21 @@ fn string_to_number_is_javascripts() {
     }
     for s in ["abc", "1_000", "0x", "-0x10", "inf", "nan", "Infinityx", "1e", "\u{663}", "\u{85}1"] {
         assert!(js_string_to_number(s).is_nan(), "{s:?}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn numbers_become_strings_as_in_javascript() {
+    // JSONLogic's `cat` joins numbers as JavaScript's String(x), the host's own in wasm.
+    let cases: &[(f64, &str)] = &[
+        (0.1, "0.1"), (1e21, "1e+21"), (1e-7, "1e-7"), (123.0, "123"), (1.5e300, "1.5e+300"), (-0.0, "0"),
+        (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (123456789012345680000.0, "123456789012345680000"), (0.000001, "0.000001"), (1.5, "1.5"),
+        (-2.5e-10, "-2.5e-10"), (1e20, "100000000000000000000"), (123.456, "123.456"), (-1e21, "-1e+21"),
+        (1.0 / 3.0, "0.3333333333333333"), (4.35, "4.35"), (12345678.9, "12345678.9"), (-1.2345678901234567e-308, "-1.2345678901234567e-308"),
+    ];
+    for &(x, js) in cases {
+        let got = idem::expr::apply(&serde_json::json!({ "cat": ["<", x, ">"] }), &Value::Null).unwrap();
+        assert_eq!(got, Value::String(format!("<{js}>")), "String({x:e})");
     }
 }
