@@ -112,7 +112,7 @@ extern "C" {
     /// would copy a large snapshot character by character in JavaScript.
     fn utf8(s: &JsValue) -> js_sys::Uint8Array;
     /// `crypto.getRandomValues` over `len` bytes at `ptr`; false when the
-    /// runtime has no Web Crypto.
+    /// runtime has no Web Crypto (Node before 19 has none on `globalThis`) or it threw.
     fn random_into(m: &JsValue, ptr: u32, len: u32) -> bool;
     /// `a` (a `Uint8Array`) copied into wasm memory at `ptr`.
     fn array_into(m: &JsValue, a: &js_sys::Uint8Array, ptr: u32);
@@ -731,7 +731,7 @@ pub fn js_version() -> String {
 pub fn new_event_id() -> Result<String, JsValue> {
     let mut rand = [0u8; 10];
     if !MEMORY.with(|m| random_into(m, rand.as_mut_ptr() as u32, rand.len() as u32)) {
-        return Err(js_error(&Error::new(Code::Io, "no random source: crypto.getRandomValues is missing")));
+        return Err(js_error(&Error::new(Code::Io, "no random source: crypto.getRandomValues is missing or failed")));
     }
     let ms = js_sys::Date::now() as u64;
     Ok(crate::json::ulid(ms, rand))
