@@ -16,6 +16,7 @@
 //   ignored (state does not accept it)        409     problem `event_not_accepted` (nothing recorded; a later
 //                                                     delivery is judged afresh, unless the machine records ignored ids)
 //   rejected                                  400 / 413 / 422 by engine code (see STATUS_BY_CODE), 500 for a bad stored snapshot
+//   an event type the engine reports          422     problem `reserved_event_type` (`idem.*`, `<effect>.succeeded` / `.failed`)
 //   contention outlasting the retries         409     problem `contention` + Retry-After (retry with the same key)
 //   the store cannot hold the new snapshot    507     problem `snapshot_too_large` (nothing written)
 //   missing Idempotency-Key                   400     problem `missing_idempotency_key`
@@ -160,20 +161,6 @@ async function readLimited(request, max) {
   return new TextDecoder().decode(all);
 }
 
-/** Effect types declared anywhere in a machine definition. */
-function effectTypes(definition) {
-  const found = new Set();
-  const walk = (v) => {
-    if (Array.isArray(v)) v.forEach(walk);
-    else if (v && typeof v === "object") {
-      if (v.effect && typeof v.effect.type === "string") found.add(v.effect.type);
-      Object.values(v).forEach(walk);
-    }
-  };
-  walk(definition);
-  return found;
-}
-
 /**
  * Build the HTTP API for one machine over one store.
  *
@@ -194,9 +181,13 @@ export function createHttpApi(options) {
   const base = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const applyOptions = { now: options.now, maxRetries: options.maxRetries, backoff: options.backoff, onConflict: options.onConflict };
-  const effects = effectTypes(typeof machine.definition === "function" ? machine.definition() : {});
-  const reserved = (type) =>
-    type.startsWith("idem.") || [".succeeded", ".failed"].some((s) => type.endsWith(s) && effects.has(type.slice(0, -s.length)));
+  // The engine's own reports (`idem.*`: effect attempts, timers) come from the
+  // dispatcher, never from clients: refused here. An effect's outcome event
+  // (`<effect>.succeeded` / `.failed`) the engine itself refuses from outside
+  // (`reserved_event` at `type`), answered below the same way.
+  const reserved = (type) => type.startsWith("idem.");
+  const reservedType = (type, extra, headers) =>
+    problem(422, "reserved_event_type", `event type "${type}" is reported by the engine, not by clients`, extra, headers);
 
   /** Frozen first answer for an event: from the applied outcome, or from the ledger for a replay. */
   function firstAnswer(processId, eventId, entry, eventType) {
@@ -241,9 +232,7 @@ export function createHttpApi(options) {
     if ("id" in body && body.id !== k.key) {
       return problem(400, "invalid_event", "the body's id differs from the Idempotency-Key header; send the id in the header only");
     }
-    if (typeof body.type === "string" && reserved(body.type)) {
-      return problem(422, "reserved_event_type", `event type "${body.type}" is reported by the engine, not by clients`);
-    }
+    if (typeof body.type === "string" && reserved(body.type)) return reservedType(body.type);
     const event = { ...body, id: k.key };
 
     let out;
@@ -301,6 +290,9 @@ export function createHttpApi(options) {
         );
       default: {
         const err = out.error ?? { code: "rejected", message: "the event was rejected" };
+        if (err.code === "reserved_event" && err.path === "type") {
+          return reservedType(event.type, { processId, eventId: k.key }, { [OUTCOME_HEADER]: "rejected" });
+        }
         const status = STATUS_BY_CODE[err.code] ?? 422;
         const extra = { processId, eventId: k.key };
         if (err.path) extra.path = err.path;

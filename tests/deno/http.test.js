@@ -126,9 +126,15 @@ Deno.test({ name: "rejected: unknown event type -> 422, missing type -> 400, pay
 
 Deno.test({ name: "client events reserved to the engine -> 422 reserved_event_type", ...opts, fn: async () => {
   const w = await server();
+  // An effect's outcome: refused by the engine (a rejected outcome, nothing written).
   const res = await w.post(`/processes/${fresh()}/events`, "k1", { type: "charge.succeeded", payload: {} });
   assertEquals(res.status, 422);
+  assertEquals(res.headers.get("idem-outcome"), "rejected");
   assertEquals((await res.json()).code, "reserved_event_type");
+  // The engine's own reports: refused by the host before the store is read.
+  const report = await w.post(`/processes/${fresh()}/events`, "k2", { type: "idem.effect.unknown", payload: {} });
+  assertEquals(report.status, 422);
+  assertEquals((await report.json()).code, "reserved_event_type");
 }});
 
 Deno.test({ name: "request body over the limit -> 413 request_too_large; not JSON -> 415 / 400", ...opts, fn: async () => {

@@ -92,9 +92,15 @@ test("rejected: unknown event type -> 422, missing type -> 400, payload over the
 });
 
 test("client events reserved to the engine -> 422 reserved_event_type", async () => {
+  // An effect's outcome: refused by the engine (a rejected outcome, nothing written).
   const res = await w.post(`/processes/${fresh()}/events`, "k1", { type: "charge.succeeded", payload: {} });
   assert.equal(res.status, 422);
+  assert.equal(res.headers.get("idem-outcome"), "rejected");
   assert.equal((await res.json()).code, "reserved_event_type");
+  // The engine's own reports: refused by the host before the store is read.
+  const report = await w.post(`/processes/${fresh()}/events`, "k2", { type: "idem.effect.unknown", payload: {} });
+  assert.equal(report.status, 422);
+  assert.equal((await report.json()).code, "reserved_event_type");
 });
 
 test("request body over the limit -> 413 request_too_large; not JSON -> 415 / 400", async () => {
