@@ -262,15 +262,9 @@ export function createHttpApi(options) {
         return answer(a, "applied", false, out.attempts);
       }
       case "duplicate": {
-        // The engine says how the first delivery was recorded; an older engine
-        // without `original` is answered from the ledger.
-        const entry = out.original
-          ? { status: out.original.status, rev: out.original.revision, response: out.response }
-          : machine.inspect(out.snapshot).ledger.find((e) => e.id === k.key);
-        const a = entry
-          ? firstAnswer(processId, k.key, entry, event.type)
-          : { status: 200, body: { processId, eventId: k.key, status: "applied", revision: null, response: out.response ?? null } };
-        return answer(a, "duplicate", true, out.attempts);
+        // The engine says how the first delivery was recorded (`original`).
+        const entry = { status: out.original.status, rev: out.original.revision, response: out.response };
+        return answer(firstAnswer(processId, k.key, entry, event.type), "duplicate", true, out.attempts);
       }
       case "ignored": {
         if (out.changed && options.afterCommit) {
