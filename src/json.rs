@@ -885,19 +885,11 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     s.extend_from_slice(b",\"type\":");
     write_str(event_type, &mut s);
     s.push(b'}');
-    let h = xxh3_128(&s);
+    let h = crate::xxh3::xxh3_128(&s);
     // The hex digits take the place of the text hashed, in its buffer.
     s.clear();
     push_hex128(h, &mut s);
     (utf8(s), size)
-}
-
-/// 128-bit xxh3 of bytes. Out of line: the machine hash and the fingerprints
-/// share one copy of the hash's small-input paths, which the compiler would
-/// otherwise copy into each caller.
-#[inline(never)]
-pub fn xxh3_128(bytes: &[u8]) -> u128 {
-    crate::xxh3::xxh3_128(bytes)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).

@@ -645,7 +645,7 @@ impl Machine {
 fn machine_hash(def: &Value) -> String {
     let mut canon = String::new();
     json::canonical(def, &mut canon);
-    json::hex128(json::xxh3_128(canon.as_bytes()))
+    json::hex128(crate::xxh3::xxh3_128(canon.as_bytes()))
 }
 
 /// A definition error at `path`. Every error of the builder is made by this

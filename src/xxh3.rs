@@ -412,7 +412,10 @@ fn merge(acc: &[u64; 8], s: usize, start: u64) -> u64 {
     avalanche(h)
 }
 
-/// XXH3-128 of `b`, its low half in the low 64 bits.
+/// XXH3-128 of `b`, its low half in the low 64 bits. Out of line: the machine
+/// hash and the fingerprints share one copy of the short-input paths, which the
+/// compiler would otherwise copy into each caller.
+#[inline(never)]
 pub fn xxh3_128(b: &[u8]) -> u128 {
     let n = b.len();
     let (lo, hi) = if n <= MID_MAX {
