@@ -101,6 +101,17 @@ export function outcome_out(m, flags, revision, next, ptr, len, snapshot) {\n\
   o.snapshot = snapshot;\n\
   return o;\n\
 }\n\
+const STATUS = ['applied', 'duplicate', 'conflict', 'ignored', 'rejected'];\n\
+export function outcome_plain(m, flags, revision, next, ptr, split, len, at, first, snapshot) {\n\
+  const changed = (flags & 1) !== 0, duplicate = (flags & 2) !== 0, nextDueAt = next < 0 ? null : next;\n\
+  const state = decode(m, ptr, split), status = STATUS[(flags >> 5) & 7];\n\
+  const response = (flags & 8) !== 0 ? null : (flags & 16) !== 0 ? { revision, state } : decode(m, ptr + split, len - split);\n\
+  const o = (flags & 4) === 0\n\
+    ? { changed, duplicate, effects: [], nextDueAt, response, revision, state, status }\n\
+    : { changed, duplicate, effects: [], nextDueAt, original: { at, revision: first, status: STATUS[(flags >> 8) & 7] }, response, revision, state, status };\n\
+  o.snapshot = snapshot;\n\
+  return o;\n\
+}\n\
 export function outcome_text(m, ptr, len, snapshot) {\n\
   let o;\n\
   try { o = JSON.parse(decode(m, ptr, len)); } catch (_) { return null; }\n\
@@ -149,6 +160,13 @@ extern "C" {
     /// object literal, where `JSON.parse` of the whole outcome costs more
     /// than the rest of the crossing.
     fn outcome_out(m: &JsValue, flags: u32, revision: f64, next: f64, ptr: u32, len: u32, snapshot: &JsValue) -> JsValue;
+    /// The outcome object of [`outcome_plain`]: the same keys and values as
+    /// `outcome_out`'s, built from two strings and numbers without `JSON.parse`
+    /// (which costs more than the rest of the crossing for a small outcome):
+    /// the state, the `split` bytes at `ptr`, and the response, the rest of the
+    /// `len` bytes (`null` with flag 8, `{revision, state}` with flag 16).
+    #[allow(clippy::too_many_arguments)]
+    fn outcome_plain(m: &JsValue, flags: u32, revision: f64, next: f64, ptr: u32, split: u32, len: u32, at: f64, first: f64, snapshot: &JsValue) -> JsValue;
     /// `JSON.parse` of the outcome's text at `ptr`, with `snapshot` set on it.
     fn outcome_text(m: &JsValue, ptr: u32, len: u32, snapshot: &JsValue) -> JsValue;
 }
@@ -266,6 +284,8 @@ pub struct Machine {
     event_buf: Cell<Vec<u8>>,
     /// A buffer for a small snapshot's text, kept when a call did not use it.
     snapshot_buf: Cell<Vec<u8>>,
+    /// Where a plain outcome's state and response are written (`outcome_plain_parts`).
+    outcome_buf: Cell<Vec<u8>>,
 }
 
 /// Room an event's text is first given, and the most kept between calls.
@@ -387,7 +407,7 @@ impl Machine {
     pub fn new(definition: JsValue) -> Result<Machine, JsValue> {
         let text = json_text(&definition, "definition")?;
         crate::Machine::from_json(&text)
-            .map(|inner| Machine { inner, resident: RefCell::default(), event_buf: Cell::default(), snapshot_buf: Cell::default() })
+            .map(|inner| Machine { inner, resident: RefCell::default(), event_buf: Cell::default(), snapshot_buf: Cell::default(), outcome_buf: Cell::default() })
             .map_err(|e| js_error(&e))
     }
 
@@ -584,16 +604,24 @@ impl Machine {
             }
             _ => (JsValue::NULL, 0, false, None, None),
         };
-        let out = MEMORY.with(|m| match outcome_parts(&o) {
-            Some((flags, text)) => {
-                let next = o.next_due_at.map_or(-1.0, |n| n as f64);
+        let mut plain = self.outcome_buf.take();
+        let next = o.next_due_at.map_or(-1.0, |n| n as f64);
+        let out = MEMORY.with(|m| {
+            if let Some((flags, split)) = outcome_plain_parts(&o, &mut plain) {
+                let (at, first) = o.original.as_ref().map_or((0.0, 0.0), |f| (f.at as f64, f.revision as f64));
+                let (ptr, len) = (plain.as_ptr() as u32, plain.len() as u32);
+                outcome_plain(m, flags, o.revision as f64, next, ptr, split as u32, len, at, first, &returned)
+            } else if let Some((flags, text)) = outcome_parts(&o) {
                 outcome_out(m, flags, o.revision as f64, next, text.as_ptr() as u32, text.len() as u32, &returned)
-            }
-            None => {
+            } else {
                 let text = o.to_json_text();
                 outcome_text(m, text.as_ptr() as u32, text.len() as u32, &returned)
             }
         });
+        if plain.capacity() <= OUTCOME_ROOM_KEPT {
+            plain.clear();
+            self.outcome_buf.set(plain);
+        }
         if let Some(loaded) = after {
             if let Ok(mut r) = self.resident.try_borrow_mut() {
                 r.put(Kept { process, value: returned, len, check, bytes, ascii, records, loaded });
@@ -601,6 +629,47 @@ impl Machine {
         }
         Ok(out)
     }
+}
+
+/// The most an outcome's plain text buffer keeps between calls.
+const OUTCOME_ROOM_KEPT: usize = 4096;
+
+/// The outcome for `outcome_plain`, when it is the common small one: no
+/// effects, no `error` nor `upgradedFrom`, a state that is one name, a
+/// response that is a string, null or the default `{revision, state}`. Writes
+/// the state's then the response's UTF-8 into `w` and returns the flags
+/// (1 changed, 2 duplicate, 4 original, 8 null response, 16 the default
+/// response, the status's index at bit 5 and the original's at bit 8)
+/// and where the response starts. `None` for any other outcome.
+fn outcome_plain_parts(o: &crate::reduce::Outcome, w: &mut Vec<u8>) -> Option<(u32, usize)> {
+    use crate::reduce::Status;
+    // In the order of the inline JavaScript's `STATUS`.
+    const STATUS: [Status; 5] = [Status::Applied, Status::Duplicate, Status::Conflict, Status::Ignored, Status::Rejected];
+    let index = |s: &str| STATUS.iter().position(|t| t.as_str() == s).map(|i| i as u32);
+    if o.error.is_some() || o.upgraded_from.is_some() || !o.effects.is_empty() {
+        return None;
+    }
+    let Value::String(state) = &o.state else { return None };
+    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1 | index(o.status.as_str())? << 5;
+    if let Some(first) = &o.original {
+        flags |= 4 | index(first.status)? << 8;
+    }
+    w.extend_from_slice(state.as_bytes());
+    match &o.response {
+        Value::String(r) => w.extend_from_slice(r.as_bytes()),
+        Value::Null => flags |= 8,
+        Value::Object(r) if is_default_response(r, o.revision, state) => flags |= 16,
+        _ => return None,
+    }
+    Some((flags, state.len()))
+}
+
+/// `{"revision": revision, "state": state}`: the response of an event whose
+/// actions respond nothing, rebuilt in JavaScript from the outcome's own.
+fn is_default_response(r: &serde_json::Map<String, Value>, revision: u64, state: &str) -> bool {
+    r.len() == 2
+        && r.get("revision").and_then(Value::as_u64) == Some(revision)
+        && r.get("state").and_then(Value::as_str) == Some(state)
 }
 
 /// The outcome for `outcome_out`, when it has no `error` nor `upgradedFrom`

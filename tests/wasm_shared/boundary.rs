@@ -255,7 +255,8 @@ fn every_record_is_found_whatever_its_length() {
 
 /// The outcome object holds the keys of `Outcome::to_json_text`, in its order
 /// and with its values, then `snapshot`: as a string or as bytes, decoded or
-/// resident, for outcomes with effects, `original`, `error` and `upgradedFrom`.
+/// resident, for outcomes with effects, `original`, `error` and `upgradedFrom`, and the
+/// plain ones (a string, null or default response) that cross without JSON.
 #[wasm_bindgen_test]
 fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
     let v1 = machine_text("order.json");
@@ -264,7 +265,8 @@ fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
     let v2 = def.to_string();
     let pay = |id: &str, p: &str, amount: u32| json!({ "id": id, "type": "PAYMENT_PARTIAL", "payload": { "paymentId": p, "amount": amount } });
     // (machine text, event): applied, duplicate, conflict, rejected, applied with
-    // an effect, applied, then a newer version of the machine.
+    // an effect, applied (the default response), its duplicate, ignored (a null
+    // response), then a newer version of the machine.
     let steps = [
         (v1, pay("e1", "p1", 60)),
         (v1, pay("e1", "p1", 60)),
@@ -272,6 +274,8 @@ fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
         (v1, json!({ "id": "e9", "type": "NO_SUCH_EVENT" })),
         (v1, pay("e2", "p2", 40)),
         (v1, json!({ "id": "e3", "type": "SHIP" })),
+        (v1, json!({ "id": "e3", "type": "SHIP" })),
+        (v1, pay("e5", "p5", 1)),
         (v2.as_str(), json!({ "id": "e4", "type": "SHIP" })),
     ];
     for bytes in [false, true] {
