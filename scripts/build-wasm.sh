@@ -84,6 +84,8 @@ build() {
     cargo rustc --lib --profile "$profile" --target wasm32-unknown-unknown "$@" -- $rustc_args
   wasm-bindgen --target web --out-dir "$out" --out-name idem \
     "target/wasm32-unknown-unknown/$profile/idem.wasm"
+  # One JavaScript module to load, not the glue and its inline JS snippet.
+  node scripts/fold-snippets.mjs "$out"
   local wasm=$out/idem_bg.wasm
   # Name the wasm features rustc enables by default for wasm32-unknown-unknown, so
   # wasm-opt validates and optimizes the module whatever sections reach it (with

@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// Folds wasm-bindgen's inline JS snippets into the glue module, so importing
+// idem loads one JavaScript module, not two: in a fresh Node process the second
+// module costs ~0.5 ms of a cold start (resolving, reading, linking it), and a
+// browser one more request. Each snippet becomes a function scope inside the
+// glue (its names cannot collide with the glue's), whose exports the glue's own
+// import statements then name as before.
+//
+//   node scripts/fold-snippets.mjs DIR      # DIR/idem.js, DIR/snippets/ removed
+//
+// Fails, changing nothing, when the glue's imports are not the ones it knows.
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+const dir = process.argv[2];
+if (!dir) throw new Error("usage: fold-snippets.mjs DIR");
+const gluePath = path.join(dir, "idem.js");
+const glue = readFileSync(gluePath, "utf8");
+
+const importLine = /^import (\{[^}]*\}|\* as (\w+)) from ["'](\.\/snippets\/[\w.-]+\/inline\d+\.js)["'];?$/;
+const scopes = new Map();
+const out = [];
+for (const line of glue.split("\n")) {
+  const m = importLine.exec(line);
+  if (!m) {
+    if (/\bsnippets\//.test(line) && /^\s*import\b/.test(line)) throw new Error(`fold-snippets: unexpected import: ${line}`);
+    out.push(line);
+    continue;
+  }
+  const [, what, star, file] = m;
+  if (!scopes.has(file)) {
+    const name = `__idem_snippet${scopes.size}`;
+    const source = readFileSync(path.join(dir, file), "utf8");
+    const exported = [...source.matchAll(/^export function (\w+)\(/gm)].map((e) => e[1]);
+    if (/^export (?!function )/m.test(source)) throw new Error(`fold-snippets: ${file} exports something other than functions`);
+    const body = source.replace(/^export function /gm, "function ");
+    scopes.set(file, name);
+    out.push(`const ${name} = (() => {\n${body.trimEnd()}\nreturn { ${exported.join(", ")} };\n})();`);
+  }
+  const name = scopes.get(file);
+  out.push(star ? `const ${star} = ${name};` : `const ${what.replace(/\s+as\s+/g, ": ")} = ${name};`);
+}
+if (scopes.size === 0) throw new Error("fold-snippets: the glue imports no snippet");
+const folded = out.join("\n");
+if (/["']\.\/snippets\//.test(folded.replace(/^\s*["']\.\/snippets\/[^"']+["']: import\d+,$/gm, ""))) {
+  throw new Error("fold-snippets: the glue names a snippet file outside its imports");
+}
+writeFileSync(gluePath, folded);
+if (existsSync(path.join(dir, "snippets"))) rmSync(path.join(dir, "snippets"), { recursive: true });
