@@ -60,44 +60,51 @@ enum Op {
     Substr,
 }
 
-fn op_of(name: &str) -> Option<Op> {
+/// The operators by name, searched in order: a `match` on the names compiles
+/// to a few hundred bytes more, and a cold start compiles it when it builds a
+/// machine.
+const OPS: &[(&str, Op)] = {
     use Op::*;
-    Some(match name {
-        "var" => Var,
-        "missing" => Missing,
-        "missing_some" => MissingSome,
-        "if" | "?:" => If,
-        "==" => Eq,
-        "===" => StrictEq,
-        "!=" => Ne,
-        "!==" => StrictNe,
-        "!" => Not,
-        "!!" => NotNot,
-        "or" => Or,
-        "and" => And,
-        ">" => Gt,
-        ">=" => Ge,
-        "<" => Lt,
-        "<=" => Le,
-        "max" => Max,
-        "min" => Min,
-        "+" => Add,
-        "-" => Sub,
-        "*" => Mul,
-        "/" => Div,
-        "%" => Mod,
-        "map" => Map,
-        "filter" => Filter,
-        "reduce" => Reduce,
-        "all" => All,
-        "none" => NoneOf,
-        "some" => SomeOf,
-        "merge" => Merge,
-        "in" => In,
-        "cat" => Cat,
-        "substr" => Substr,
-        _ => return None,
-    })
+    &[
+        ("var", Var),
+        ("missing", Missing),
+        ("missing_some", MissingSome),
+        ("if", If),
+        ("?:", If),
+        ("==", Eq),
+        ("===", StrictEq),
+        ("!=", Ne),
+        ("!==", StrictNe),
+        ("!", Not),
+        ("!!", NotNot),
+        ("or", Or),
+        ("and", And),
+        (">", Gt),
+        (">=", Ge),
+        ("<", Lt),
+        ("<=", Le),
+        ("max", Max),
+        ("min", Min),
+        ("+", Add),
+        ("-", Sub),
+        ("*", Mul),
+        ("/", Div),
+        ("%", Mod),
+        ("map", Map),
+        ("filter", Filter),
+        ("reduce", Reduce),
+        ("all", All),
+        ("none", NoneOf),
+        ("some", SomeOf),
+        ("merge", Merge),
+        ("in", In),
+        ("cat", Cat),
+        ("substr", Substr),
+    ]
+};
+
+fn op_of(name: &str) -> Option<Op> {
+    OPS.iter().find(|(n, _)| *n == name).map(|&(_, op)| op)
 }
 
 #[derive(Debug, Clone)]
@@ -259,6 +266,9 @@ fn charge(budget: &Budget, units: usize) -> std::result::Result<(), Stop> {
 
 impl Exprs {
     /// Compile a computed value, naming `path` in the error when it is not valid.
+    // Out of line, and the one copy of this work that guards share: the builder
+    // is compiled on a cold start's first call, whole.
+    #[inline(never)]
     pub fn compile(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
         let node = compile(rule, path, 0)?;
         self.compiled.push((node, path.to_string(), rule.clone()));
@@ -270,14 +280,12 @@ impl Exprs {
     /// literal that is always true.
     pub fn compile_guard(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
         if let Value::Object(m) = rule {
-            if m.len() != 1 || op_of(m.keys().next().expect("len checked")).is_none() {
-                let name = m.keys().next().map(String::as_str).unwrap_or("");
-                return Err(Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")));
+            let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
+            if m.len() != 1 || name.and_then(op_of).is_none() {
+                return Err(unknown_operator(name.unwrap_or(""), path));
             }
         }
-        let node = compile(rule, path, 0)?;
-        self.compiled.push((node, path.to_string(), rule.clone()));
-        Ok(ExprId(self.compiled.len() as u32 - 1))
+        self.compile(rule, path)
     }
 
     /// The expression as written in the definition.
@@ -310,6 +318,18 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
         .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
 }
 
+#[cold]
+#[inline(never)]
+fn unknown_operator(name: &str, path: &str) -> Error {
+    Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\""))
+}
+
+#[cold]
+#[inline(never)]
+fn too_deep(path: &str) -> Error {
+    Error::at(Code::NestingTooDeep, path, "expression is nested too deeply")
+}
+
 /// Each of `items`, compiled one level below `depth`.
 fn compile_all(items: &[Value], path: &str, depth: usize) -> Result<Vec<Node>> {
     let mut nodes = Vec::with_capacity(items.len());
@@ -321,7 +341,7 @@ fn compile_all(items: &[Value], path: &str, depth: usize) -> Result<Vec<Node>> {
 
 fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
     if depth > crate::json::MAX_DEPTH {
-        return Err(Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"));
+        return Err(too_deep(path));
     }
     match rule {
         Value::Array(items) => {
@@ -332,7 +352,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
             Ok(Node::Array(nodes))
         }
         Value::Object(m) => {
-            let mut members = m.iter();
+            let mut members = crate::machine::members(m);
             if let (Some((name, args)), None) = (members.next(), members.next()) {
                 if let Some(op) = op_of(name) {
                     let args = match args {
@@ -340,7 +360,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
                         other => vec![compile(other, path, depth + 1)?],
                     };
                     if let (Op::Var, Some(Node::Lit(Value::String(key)))) = (op, args.first()) {
-                        let parts = if key.is_empty() { Vec::new() } else { key.split('.').map(str::to_string).collect() };
+                        let parts = var_parts(key);
                         let root = Root::of(&parts);
                         return Ok(Node::Var(parts, args, root));
                     }
@@ -348,7 +368,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
                 }
             }
             let mut fields = Vec::with_capacity(m.len());
-            for (k, v) in m {
+            for (k, v) in crate::machine::members(m) {
                 fields.push((k.clone(), compile(v, path, depth + 1)?));
             }
             if fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
@@ -358,6 +378,23 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
         }
         other => Ok(Node::Lit(other.clone())),
     }
+}
+
+/// A literal `var` key split at its dots (none for the empty key), by the
+/// builder's splitter rather than `str::split`, whose searcher and memchr a
+/// cold start would compile for this alone.
+fn var_parts(key: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    if key.is_empty() {
+        return parts;
+    }
+    let mut rest = key;
+    while let Some((part, tail)) = crate::machine::split_dot(rest) {
+        parts.push(part.to_string());
+        rest = tail;
+    }
+    parts.push(rest.to_string());
+    parts
 }
 
 type Eval<'a> = std::result::Result<Cow<'a, Value>, Stop>;

@@ -505,7 +505,7 @@ impl Machine {
                 return self.state_by_path(p);
             }
             // `#declaredId.child.path`
-            let (head, tail) = rest.split_once('.')?;
+            let (head, tail) = split_dot(rest)?;
             let base = self.by_id.get(head)?;
             return self.descend(base as StateIdx, tail);
         }
@@ -516,10 +516,12 @@ impl Machine {
     }
 
     fn descend(&self, mut from: StateIdx, dotted: &str) -> Option<StateIdx> {
-        for part in dotted.split('.') {
+        let mut rest = dotted;
+        while let Some((part, tail)) = split_dot(rest) {
             from = self.child(from, part)?;
+            rest = tail;
         }
-        Some(from)
+        self.child(from, rest)
     }
 
     /// Attach transitions to their state, adding the external event types
@@ -664,6 +666,33 @@ fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Error {
     Error::at(code, join(path, field), message.concat())
 }
 
+/// `s` split at its first dot. By hand: `str::split` and `split_once` bring a
+/// searcher and memchr, which a cold start compiles for the builder alone.
+pub(crate) fn split_dot(s: &str) -> Option<(&str, &str)> {
+    let i = s.bytes().position(|b| b == b'.')?;
+    // `get`, not indexing: a dot is a char boundary, and no slicing panic's
+    // formatting comes along.
+    Some((s.get(..i)?, s.get(i + 1..)?))
+}
+
+/// The members of a definition object in order, through one out-of-line step
+/// of the B-tree's iterator: inlined, that step is a few hundred bytes in each
+/// of the builder's loops, all compiled whole on a cold start.
+pub(crate) struct Members<'a>(serde_json::map::Iter<'a>);
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a String, &'a Value);
+
+    #[inline(never)]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next()
+    }
+}
+
+pub(crate) fn members(o: &Map<String, Value>) -> Members<'_> {
+    Members(o.iter())
+}
+
 /// `path.key`, or `key` when `path` is empty (the root).
 #[inline(never)]
 fn join(path: &str, key: &str) -> String {
@@ -704,7 +733,7 @@ fn indexed(path: &str, i: usize) -> String {
 #[inline(never)]
 fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result<Fields<'a>> {
     let mut f: Fields<'a> = [None; MAX_KEYS];
-    for (k, v) in o {
+    for (k, v) in members(o) {
         match allowed.iter().position(|a| *a == k) {
             Some(i) => {
                 if let Some(slot) = f.get_mut(i) {
@@ -758,7 +787,7 @@ impl<'a> Builder<'a> {
             None => (String::new(), 0),
             Some(p) => (join(&self.states[p].path, key), self.states[p].depth + 1),
         };
-        if parent.is_some() && (key.is_empty() || key.contains('.') || key.starts_with('#')) {
+        if parent.is_some() && (key.is_empty() || key.bytes().any(|b| b == b'.') || key.starts_with('#')) {
             return Err(fail(Code::InvalidDefinition, json_path, &["invalid state name \"", key, "\""]));
         }
         let declared_id = match (parent, f[K_ID]) {
@@ -805,7 +834,7 @@ impl<'a> Builder<'a> {
                     return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["a final state cannot have child states"]));
                 }
                 let base = join(json_path, "states");
-                for (k, child) in children {
+                for (k, child) in members(children) {
                     let cp = join(&base, k);
                     let Some(o) = child.as_object() else {
                         return Err(fail(Code::InvalidDefinition, &cp, &["a state must be an object"]));
@@ -850,7 +879,7 @@ impl<'a> Builder<'a> {
             None => {}
             Some(Value::Object(on)) => {
                 let base = join(json_path, "on");
-                for (event, cands) in on {
+                for (event, cands) in members(on) {
                     if event.is_empty() {
                         return Err(fail(Code::InvalidDefinition, &base, &["event names must not be empty"]));
                     }
@@ -862,21 +891,27 @@ impl<'a> Builder<'a> {
         if let Some(a) = f[K_ALWAYS] {
             self.raw.push(Raw { source: idx, slot: Slot::Always, candidates: a, path: join(json_path, "always") });
         }
-        match f[K_AFTER] {
-            None => {}
-            Some(Value::Object(after)) => {
-                let base = join(json_path, "after");
-                for (delay, cands) in after {
-                    let p = join(&base, delay);
-                    let Ok(ms) = delay.parse::<u64>() else {
-                        return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
-                    };
-                    self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: cands, path: p });
-                }
-            }
-            Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"])),
+        if let Some(after) = f[K_AFTER] {
+            self.add_delays(idx, after, json_path)?;
         }
         Ok(idx)
+    }
+
+    /// The delayed transitions of state `idx` (`after`), kept for the second pass.
+    #[inline(never)]
+    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, json_path: &str) -> Result<()> {
+        let Value::Object(after) = after else {
+            return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"]));
+        };
+        let base = join(json_path, "after");
+        for (delay, cands) in members(after) {
+            let p = join(&base, delay);
+            let Ok(ms) = delay.parse::<u64>() else {
+                return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
+            };
+            self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: cands, path: p });
+        }
+        Ok(())
     }
 }
 
@@ -913,7 +948,7 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
             };
             let base = join(p, "assign");
             let mut assigns = Vec::with_capacity(fields.len());
-            for (field, e) in fields {
+            for (field, e) in members(fields) {
                 assigns.push((field.clone(), compile_at(exprs, e, &base, field)?));
             }
             Action::Assign(assigns)
@@ -922,7 +957,11 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
         "effect" => {
             let effect = parse_effect(exprs, body, join(p, "effect"))?;
             for outcome in [".succeeded", ".failed"] {
-                outcomes.insert([effect.effect_type.as_str(), outcome].concat());
+                // Not `concat`: its generic joiner is compiled for this alone.
+                let mut name = String::with_capacity(effect.effect_type.len() + outcome.len());
+                name.push_str(&effect.effect_type);
+                name.push_str(outcome);
+                outcomes.insert(name);
             }
             Action::Effect(effect)
         }
@@ -970,6 +1009,9 @@ fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: 
 
 const _: () = assert!(MAX_ATTEMPTS == 1_000, "the message for maxAttempts names it");
 
+// Out of line, as are delayed transitions: the builder is compiled whole on
+// a cold start, and these are then compiled only for definitions that have them.
+#[inline(never)]
 fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
     let mut r = RetryPolicy::default();
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, path, &["retry must be an object"])) };
@@ -1011,7 +1053,7 @@ fn parse_retention(v: Option<&Value>) -> Result<Retention> {
     }
     if let Some(x) = f[1] {
         let Some(m) = x.as_object() else { return Err(fail(Code::InvalidDefinition, "retention.perType", &["perType must be an object"])) };
-        for (k, ms) in m {
+        for (k, ms) in members(m) {
             let Some(ms) = ms.as_u64() else {
                 let message = "a retention window must be a non-negative integer of ms";
                 return Err(fail_in(Code::InvalidDefinition, "retention.perType", k, &[message]));
