@@ -271,7 +271,7 @@ impl Exprs {
     #[inline(never)]
     pub fn compile(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
         let node = compile(rule, path, 0)?;
-        self.compiled.push((node, path.to_string(), rule.clone()));
+        self.compiled.push((node, path.to_string(), cloned(rule)));
         Ok(ExprId(self.compiled.len() as u32 - 1))
     }
 
@@ -346,10 +346,9 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
     match rule {
         Value::Array(items) => {
             let nodes = compile_all(items, path, depth)?;
-            if nodes.iter().all(|n| matches!(n, Node::Lit(_))) {
-                return Ok(Node::Lit(rule.clone()));
+            if !nodes.iter().all(|n| matches!(n, Node::Lit(_))) {
+                return Ok(Node::Array(nodes));
             }
-            Ok(Node::Array(nodes))
         }
         Value::Object(m) => {
             let mut members = crate::machine::members(m);
@@ -371,13 +370,22 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
             for (k, v) in crate::machine::members(m) {
                 fields.push((k.clone(), compile(v, path, depth + 1)?));
             }
-            if fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
-                return Ok(Node::Lit(rule.clone()));
+            if !fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
+                return Ok(Node::Object(fields));
             }
-            Ok(Node::Object(fields))
         }
-        other => Ok(Node::Lit(other.clone())),
+        _ => {}
     }
+    // A literal, or an array or object of literals: the value as written,
+    // cloned in one place.
+    Ok(Node::Lit(cloned(rule)))
+}
+
+/// `v.clone()` out of line: `Value::clone` is inlined where it is called, and
+/// the compiler would carry a copy per call, all compiled on a cold start.
+#[inline(never)]
+fn cloned(v: &Value) -> Value {
+    v.clone()
 }
 
 /// A literal `var` key split at its dots (none for the empty key), by the

@@ -286,49 +286,52 @@ impl Machine {
             return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
         };
         let f = fields(obj, MACHINE_KEYS, "")?;
-        let id = match f[K_ID] {
+        // The machine is filled in place, so that every error below has the
+        // same things to drop (`m`, `def`) and shares one cleanup: the builder
+        // is compiled whole on a cold start, error paths and all.
+        let mut m = Machine {
+            id: String::new(),
+            version: String::new(),
+            hash: String::new(),
+            states: Vec::new(),
+            initial_context: Value::Null,
+            retention: Retention::default(),
+            record_ignored: false,
+            limits: Limits::default(),
+            event_types: NameSet::default(),
+            outcome_types: NameSet::default(),
+            exprs: Exprs::default(),
+            definition: Value::Null,
+            by_id: NameMap::default(),
+            state_values: Vec::new(),
+        };
+        m.id = match f[K_ID] {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             _ => return Err(fail(Code::InvalidDefinition, "id", &["machine id must be a non-empty string"])),
         };
-        let version = match f[K_VERSION] {
+        m.version = match f[K_VERSION] {
             None => "1".to_string(),
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
             Some(_) => return Err(fail(Code::InvalidDefinition, "version", &["version must be a string or number"])),
         };
-        let initial_context = match f[K_CONTEXT] {
+        m.initial_context = match f[K_CONTEXT] {
             None => Value::Object(Map::new()),
             Some(c @ Value::Object(_)) => c.clone(),
             Some(_) => return Err(fail(Code::InvalidDefinition, "context", &["context must be an object"])),
         };
-        let record_ignored = match f[K_RECORD_IGNORED] {
+        m.record_ignored = match f[K_RECORD_IGNORED] {
             None => false,
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(fail(Code::InvalidDefinition, "recordIgnored", &["recordIgnored must be a boolean"])),
         };
-        let retention = parse_retention(f[K_RETENTION])?;
-        let limits = parse_limits(f[K_LIMITS])?;
-        let hash = machine_hash(&def);
+        parse_retention(f[K_RETENTION], &mut m.retention)?;
+        m.limits = parse_limits(f[K_LIMITS])?;
+        m.hash = machine_hash(&def);
 
-        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), outcomes: NameSet::default(), raw: Vec::new() };
-        b.add_state(&id, None, &f, "")?;
+        let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, raw: Vec::new() };
+        b.add_state(&m.id, None, &f, "")?;
         let raw = b.raw;
-        let mut m = Machine {
-            id,
-            version,
-            hash,
-            states: b.states,
-            initial_context,
-            retention,
-            record_ignored,
-            limits,
-            event_types: NameSet::default(),
-            outcome_types: b.outcomes,
-            exprs: b.exprs,
-            definition: Value::Null,
-            by_id: NameMap::default(),
-            state_values: Vec::new(),
-        };
         for (i, s) in m.states.iter().enumerate() {
             if let Some(did) = &s.declared_id {
                 if m.by_id.insert(did.clone(), i as u64).is_some() {
@@ -762,21 +765,21 @@ enum Slot<'a> {
     After(u64),
 }
 
-struct Builder<'a> {
-    states: Vec<StateNode>,
-    exprs: Exprs,
+struct Builder<'a, 'm> {
+    states: &'m mut Vec<StateNode>,
+    exprs: &'m mut Exprs,
     /// `<effect>.succeeded` and `<effect>.failed` of every effect parsed.
-    outcomes: NameSet,
+    outcomes: &'m mut NameSet,
     /// In document order within a state: `on`, `always`, `after`.
     raw: Vec<Raw<'a>>,
 }
 
-impl<'a> Builder<'a> {
+impl<'a> Builder<'a, '_> {
     /// The actions of a state's `entry` or `exit` (`key`), if it has them.
     fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Result<Vec<Action>> {
         match v {
             None => Ok(Vec::new()),
-            Some(a) => parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(path, key)),
+            Some(a) => parse_actions(self.exprs, self.outcomes, a, &join(path, key)),
         }
     }
 
@@ -1037,9 +1040,10 @@ fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
     Ok(r)
 }
 
-fn parse_retention(v: Option<&Value>) -> Result<Retention> {
-    let mut r = Retention::default();
-    let Some(v) = v else { return Ok(r) };
+/// Fill `r` (the defaults) from the definition's `retention`: in place, as
+/// dropping the default's map would bring a B-tree's teardown to the build.
+fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Result<()> {
+    let Some(v) = v else { return Ok(()) };
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "retention", &["retention must be an object"])) };
     let f = fields(o, RETENTION_KEYS, "retention")?;
     if let Some(x) = f[0] {
@@ -1061,7 +1065,7 @@ fn parse_retention(v: Option<&Value>) -> Result<Retention> {
             r.per_type.insert(k.clone(), ms);
         }
     }
-    Ok(r)
+    Ok(())
 }
 
 fn parse_limits(v: Option<&Value>) -> Result<Limits> {
