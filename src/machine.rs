@@ -546,17 +546,19 @@ impl Machine {
     }
 
     /// The transitions of one candidate or an array of them, at `path`.
-    fn transitions(&mut self, source: StateIdx, candidates: &Value, path: String) -> Result<Vec<Transition>> {
-        match candidates {
-            Value::Array(items) => {
-                let mut ts = Vec::with_capacity(items.len());
-                for (i, v) in items.iter().enumerate() {
-                    ts.push(self.transition(source, v, indexed(&path, i))?);
-                }
-                Ok(ts)
-            }
-            other => Ok(vec![self.transition(source, other, path)?]),
+    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String) -> Result<Vec<Transition>> {
+        // One loop for both forms, so that `transition` is called (and its
+        // result moved) at one place rather than two.
+        let (items, listed) = match candidates {
+            Value::Array(items) => (items.as_slice(), true),
+            other => (std::slice::from_ref(other), false),
+        };
+        let mut ts = Vec::with_capacity(items.len());
+        for (i, v) in items.iter().enumerate() {
+            let at = if listed { indexed(&path, i) } else { std::mem::take(&mut path) };
+            ts.push(self.transition(source, v, at)?);
         }
+        Ok(ts)
     }
 
     fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
@@ -648,9 +650,11 @@ impl Machine {
 
 /// The machine's hash: xxh3-128 of the canonical definition, hex.
 fn machine_hash(def: &Value) -> String {
-    let mut canon = String::new();
-    json::canonical(def, &mut canon);
-    json::hex128(crate::xxh3::xxh3_128(canon.as_bytes()))
+    // The canonical bytes, not `json::canonical`'s String: hashing needs no
+    // UTF-8 check of them (nor its code on the build).
+    let mut canon = Vec::new();
+    json::write_canonical(def, &mut canon);
+    json::hex128(crate::xxh3::xxh3_128(&canon))
 }
 
 /// A definition error at `path`. Every error of the builder is made by this
@@ -920,21 +924,22 @@ impl<'a> Builder<'a, '_> {
 
 /// The actions at `path`, adding the outcome types of their effects to `outcomes`.
 fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Result<Vec<Action>> {
-    match v {
-        Value::Array(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, a) in items.iter().enumerate() {
-                out.push(parse_action(exprs, outcomes, a, &indexed(path, i))?);
-            }
-            Ok(out)
-        }
-        other => Ok(vec![parse_action(exprs, outcomes, other, path)?]),
+    // One loop for both forms, as in `Machine::transitions`.
+    let (items, listed) = match v {
+        Value::Array(items) => (items.as_slice(), true),
+        other => (std::slice::from_ref(other), false),
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, a) in items.iter().enumerate() {
+        let at = if listed { indexed(path, i) } else { path.to_string() };
+        out.push(parse_action(exprs, outcomes, a, &at)?);
     }
+    Ok(out)
 }
 
 fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Result<Action> {
     let member = match a {
-        Value::Object(o) if o.len() == 1 => o.iter().next(),
+        Value::Object(o) if o.len() == 1 => members(o).next(),
         Value::String(name) => {
             let message = ["unknown action \"", name, "\" (actions are data: assign, effect or respond)"];
             return Err(fail(Code::UnknownAction, p, &message));
@@ -959,17 +964,23 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
         "respond" => Action::Respond(compile_at(exprs, body, p, "respond")?),
         "effect" => {
             let effect = parse_effect(exprs, body, join(p, "effect"))?;
-            for outcome in [".succeeded", ".failed"] {
-                // Not `concat`: its generic joiner is compiled for this alone.
-                let mut name = String::with_capacity(effect.effect_type.len() + outcome.len());
-                name.push_str(&effect.effect_type);
-                name.push_str(outcome);
-                outcomes.insert(name);
-            }
+            add_outcome(outcomes, &effect.effect_type, ".succeeded");
+            add_outcome(outcomes, &effect.effect_type, ".failed");
             Action::Effect(effect)
         }
         other => return Err(fail(Code::UnknownAction, p, &["unknown action \"", other, "\""])),
     })
+}
+
+/// Add `<effect><suffix>` to `outcomes`. Out of line: the two inlined
+/// (unrolled from a loop) were compiled twice on a cold start; not `concat`,
+/// whose generic joiner would be compiled for this alone.
+#[inline(never)]
+fn add_outcome(outcomes: &mut NameSet, effect: &str, suffix: &str) {
+    let mut name = String::with_capacity(effect.len() + suffix.len());
+    name.push_str(effect);
+    name.push_str(suffix);
+    outcomes.insert(name);
 }
 
 fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef> {
