@@ -261,6 +261,7 @@ const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes"];
 
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
+const NO_FIELDS: Fields<'static> = [None; MAX_KEYS];
 const MAX_KEYS: usize = 17;
 const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
 const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
@@ -281,11 +282,16 @@ impl Machine {
 
     /// Validate a definition already parsed.
     pub fn from_value(def: Value) -> Result<Machine> {
+        Machine::build(def).map_err(|e| *e)
+    }
+
+    fn build(def: Value) -> Built<Machine> {
         json::check_depth(&def, "definition")?;
         let Some(obj) = def.as_object() else {
             return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
         };
-        let f = fields(obj, MACHINE_KEYS, "")?;
+        let mut f = NO_FIELDS;
+        fields(obj, MACHINE_KEYS, "", &mut f)?;
         // The machine is filled in place, so that every error below has the
         // same things to drop (`m`, `def`) and shares one cleanup: the builder
         // is compiled whole on a cold start, error paths and all.
@@ -485,7 +491,7 @@ impl Machine {
         self.retention.window_for(event_type)
     }
 
-    fn resolve_target(&self, source: StateIdx, target: &str, path: &str, field: &str) -> Result<StateIdx> {
+    fn resolve_target(&self, source: StateIdx, target: &str, path: &str, field: &str) -> Built<StateIdx> {
         match self.find_target(source, target) {
             Some(i) => Ok(i),
             None => {
@@ -529,7 +535,7 @@ impl Machine {
 
     /// Attach transitions to their state, adding the external event types
     /// it accepts to `events`.
-    fn attach_transitions(&mut self, raw: Raw<'_>, events: &mut Vec<String>) -> Result<()> {
+    fn attach_transitions(&mut self, raw: Raw<'_>, events: &mut Vec<String>) -> Built<()> {
         let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
         let node = &mut self.states[raw.source];
         match raw.slot {
@@ -546,7 +552,7 @@ impl Machine {
     }
 
     /// The transitions of one candidate or an array of them, at `path`.
-    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String) -> Result<Vec<Transition>> {
+    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String) -> Built<Vec<Transition>> {
         // One loop for both forms, so that `transition` is called (and its
         // result moved) at one place rather than two.
         let (items, listed) = match candidates {
@@ -561,12 +567,13 @@ impl Machine {
         Ok(ts)
     }
 
-    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
+    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Built<Transition> {
         let mut t = Transition { source, target: None, guard: None, actions: Vec::new(), reenter: false, json_path: String::new() };
         match v {
             Value::String(s) => t.target = Some(self.resolve_target(source, s, &path, "")?),
             Value::Object(o) => {
-                let f = fields(o, TRANSITION_KEYS, &path)?;
+                let mut f = NO_FIELDS;
+                fields(o, TRANSITION_KEYS, &path, &mut f)?;
                 let one = match f[0] {
                     Some(Value::Array(a)) => a.as_slice(),
                     _ => &[],
@@ -583,7 +590,7 @@ impl Machine {
                     t.target = Some(self.resolve_target(source, s, &path, "target")?);
                 }
                 if let Some(g) = f[1] {
-                    t.guard = Some(self.exprs.compile_guard(g, &join(&path, "guard"))?);
+                    t.guard = Some(self.exprs.compile_guard_boxed(g, &join(&path, "guard"))?);
                 }
                 if let Some(a) = f[2] {
                     t.actions = parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?;
@@ -603,7 +610,7 @@ impl Machine {
     /// An unguarded cycle of `always` transitions never settles: refuse it on load.
     /// Only transitions that are certainly taken are followed (the first candidate
     /// of the deepest state that has any, when it has no guard).
-    fn check_always_loops(&self) -> Result<()> {
+    fn check_always_loops(&self) -> Built<()> {
         for start in 0..self.states.len() {
             if !self.states[start].children.is_empty() {
                 continue;
@@ -627,7 +634,7 @@ impl Machine {
 
     #[cold]
     #[inline(never)]
-    fn always_loop(&self, seen: &[StateIdx], next: StateIdx, path: &str) -> Error {
+    fn always_loop(&self, seen: &[StateIdx], next: StateIdx, path: &str) -> Box<Error> {
         let mut message = String::from("always transitions loop without a guard (");
         for &i in seen {
             message.push_str(&self.states[i].path);
@@ -635,7 +642,7 @@ impl Machine {
         }
         message.push_str(&self.states[next].path);
         message.push(')');
-        Error::at(Code::AlwaysLoop, path.to_string(), message)
+        Box::new(Error::at(Code::AlwaysLoop, path.to_string(), message))
     }
 
     fn certain_always(&self, leaf: StateIdx) -> Option<&Transition> {
@@ -657,20 +664,25 @@ fn machine_hash(def: &Value) -> String {
     json::hex128(crate::xxh3::xxh3_128(&canon))
 }
 
+/// The builder's results. Its errors are boxed: a `?` then moves one pointer,
+/// not an [`Error`]'s seven words, at each of the builder's many exits (code
+/// a cold start compiles whole).
+type Built<T> = std::result::Result<T, Box<Error>>;
+
 /// A definition error at `path`. Every error of the builder is made by this
 /// function or [`fail_in`], out of line, its message joined from static pieces
 /// and names: one copy of that work in the module, not one per site.
 #[cold]
 #[inline(never)]
-fn fail(code: Code, path: &str, message: &[&str]) -> Error {
-    Error::at(code, path.to_string(), message.concat())
+fn fail(code: Code, path: &str, message: &[&str]) -> Box<Error> {
+    Box::new(Error::at(code, path.to_string(), message.concat()))
 }
 
 /// A definition error at `path.field` (at `field` when `path` is empty).
 #[cold]
 #[inline(never)]
-fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Error {
-    Error::at(code, join(path, field), message.concat())
+fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Box<Error> {
+    Box::new(Error::at(code, join(path, field), message.concat()))
 }
 
 /// `s` split at its first dot. By hand: `str::split` and `split_once` bring a
@@ -714,8 +726,8 @@ fn join(path: &str, key: &str) -> String {
 
 /// The expression `e`, compiled with `path.key` as its path.
 #[inline(never)]
-fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Result<ExprId> {
-    exprs.compile(e, &join(path, key))
+fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Built<ExprId> {
+    exprs.compile_boxed(e, &join(path, key))
 }
 
 /// `path[i]`.
@@ -735,11 +747,12 @@ fn indexed(path: &str, i: usize) -> String {
     out
 }
 
-/// The members of `o` by their index in `allowed`, in one pass over it; the
-/// first key (in the map's order) that is not allowed is an error at `path.key`.
+/// The members of `o` by their index in `allowed`, put in `f` (empty), in one
+/// pass over it; the first key (in the map's order) that is not allowed is an
+/// error at `path.key`. Filled in place rather than returned: a returned array
+/// is copied at every call, in code a cold start compiles.
 #[inline(never)]
-fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result<Fields<'a>> {
-    let mut f: Fields<'a> = [None; MAX_KEYS];
+fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str, f: &mut Fields<'a>) -> Built<()> {
     for (k, v) in members(o) {
         match allowed.iter().position(|a| *a == k) {
             Some(i) => {
@@ -750,7 +763,7 @@ fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result
             None => return Err(fail_in(Code::InvalidDefinition, path, k, &["unknown key \"", k, "\""])),
         }
     }
-    Ok(f)
+    Ok(())
 }
 
 /// Transitions as written (the candidates of one event, delay or `always` of
@@ -780,7 +793,7 @@ struct Builder<'a, 'm> {
 
 impl<'a> Builder<'a, '_> {
     /// The actions of a state's `entry` or `exit` (`key`), if it has them.
-    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Result<Vec<Action>> {
+    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Built<Vec<Action>> {
         match v {
             None => Ok(Vec::new()),
             Some(a) => parse_actions(self.exprs, self.outcomes, a, &join(path, key)),
@@ -789,7 +802,7 @@ impl<'a> Builder<'a, '_> {
 
     /// Add a state whose members are `f` (checked against [`STATE_KEYS`], or
     /// for the root against [`MACHINE_KEYS`]), then its child states.
-    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Result<StateIdx> {
+    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Built<StateIdx> {
         let (path, depth) = match parent {
             None => (String::new(), 0),
             Some(p) => (join(&self.states[p].path, key), self.states[p].depth + 1),
@@ -846,7 +859,8 @@ impl<'a> Builder<'a, '_> {
                     let Some(o) = child.as_object() else {
                         return Err(fail(Code::InvalidDefinition, &cp, &["a state must be an object"]));
                     };
-                    let cf = fields(o, STATE_KEYS, &cp)?;
+                    let mut cf = NO_FIELDS;
+                    fields(o, STATE_KEYS, &cp, &mut cf)?;
                     self.add_state(k, Some(idx), &cf, &cp)?;
                 }
             }
@@ -906,7 +920,7 @@ impl<'a> Builder<'a, '_> {
 
     /// The delayed transitions of state `idx` (`after`), kept for the second pass.
     #[inline(never)]
-    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, json_path: &str) -> Result<()> {
+    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, json_path: &str) -> Built<()> {
         let Value::Object(after) = after else {
             return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"]));
         };
@@ -923,7 +937,7 @@ impl<'a> Builder<'a, '_> {
 }
 
 /// The actions at `path`, adding the outcome types of their effects to `outcomes`.
-fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Result<Vec<Action>> {
+fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Built<Vec<Action>> {
     // One loop for both forms, as in `Machine::transitions`.
     let (items, listed) = match v {
         Value::Array(items) => (items.as_slice(), true),
@@ -937,7 +951,7 @@ fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &st
     Ok(out)
 }
 
-fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Result<Action> {
+fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Built<Action> {
     let member = match a {
         Value::Object(o) if o.len() == 1 => members(o).next(),
         Value::String(name) => {
@@ -983,9 +997,10 @@ fn add_outcome(outcomes: &mut NameSet, effect: &str, suffix: &str) {
     outcomes.insert(name);
 }
 
-fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef> {
+fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Built<EffectDef> {
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, &path, &["effect must be an object"])) };
-    let f = fields(o, EFFECT_KEYS, &path)?;
+    let mut f = NO_FIELDS;
+    fields(o, EFFECT_KEYS, &path, &mut f)?;
     let effect_type = match f[0] {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => return Err(fail_in(Code::InvalidDefinition, &path, "type", &["effect type must be a non-empty string"])),
@@ -1011,7 +1026,7 @@ fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef>
 }
 
 /// A whole number from `lo` to `hi` (`message` says so), if the member is there.
-fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: &str) -> Result<Option<u64>> {
+fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: &str) -> Built<Option<u64>> {
     match v {
         None => Ok(None),
         Some(x) => match x.as_u64() {
@@ -1026,10 +1041,11 @@ const _: () = assert!(MAX_ATTEMPTS == 1_000, "the message for maxAttempts names 
 // Out of line, as are delayed transitions: the builder is compiled whole on
 // a cold start, and these are then compiled only for definitions that have them.
 #[inline(never)]
-fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
+fn parse_retry(v: &Value, path: &str) -> Built<RetryPolicy> {
     let mut r = RetryPolicy::default();
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, path, &["retry must be an object"])) };
-    let f = fields(o, RETRY_KEYS, path)?;
+    let mut f = NO_FIELDS;
+    fields(o, RETRY_KEYS, path, &mut f)?;
     if let Some(n) = bounded(f[0], 1, MAX_ATTEMPTS as u64, path, "maxAttempts", "maxAttempts must be an integer from 1 to 1000")? {
         r.max_attempts = n as u32;
     }
@@ -1053,10 +1069,11 @@ fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
 
 /// Fill `r` (the defaults) from the definition's `retention`: in place, as
 /// dropping the default's map would bring a B-tree's teardown to the build.
-fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Result<()> {
+fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Built<()> {
     let Some(v) = v else { return Ok(()) };
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "retention", &["retention must be an object"])) };
-    let f = fields(o, RETENTION_KEYS, "retention")?;
+    let mut f = NO_FIELDS;
+    fields(o, RETENTION_KEYS, "retention", &mut f)?;
     if let Some(x) = f[0] {
         match x.as_u64() {
             Some(ms) => r.default_ms = ms,
@@ -1079,11 +1096,12 @@ fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Result<()> {
     Ok(())
 }
 
-fn parse_limits(v: Option<&Value>) -> Result<Limits> {
+fn parse_limits(v: Option<&Value>) -> Built<Limits> {
     let mut l = Limits::default();
     let Some(v) = v else { return Ok(l) };
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "limits", &["limits must be an object"])) };
-    let f = fields(o, LIMITS_KEYS, "limits")?;
+    let mut f = NO_FIELDS;
+    fields(o, LIMITS_KEYS, "limits", &mut f)?;
     let message = "maxPayloadBytes must be from 1 to 1048576";
     if let Some(n) = bounded(f[0], 1, 1 << 20, "limits", "maxPayloadBytes", message)? {
         l.max_payload_bytes = n as usize;
