@@ -283,7 +283,7 @@ impl Exprs {
     #[inline(never)]
     pub(crate) fn compile_boxed(&mut self, rule: &Value, path: &str) -> Compiled<ExprId> {
         let node = compile(rule, path, 0)?;
-        self.compiled.push((node, path.to_string(), cloned(rule)));
+        self.compiled.push((node, crate::machine::owned(path), cloned(rule)));
         Ok(ExprId(self.compiled.len() as u32 - 1))
     }
 
@@ -346,7 +346,8 @@ type Compiled<T> = std::result::Result<T, Box<Error>>;
 
 /// Each of `items`, compiled one level below `depth`.
 fn compile_all(items: &[Value], path: &str, depth: usize) -> Compiled<Vec<Node>> {
-    let mut nodes = Vec::with_capacity(items.len());
+    // Grown by `push`, as the builder's lists are (`Machine::transitions`).
+    let mut nodes = Vec::new();
     for item in items {
         nodes.push(compile(item, path, depth + 1)?);
     }
@@ -380,7 +381,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Compiled<Node> {
                     return Ok(Node::Op(op, op_fn(op), args));
                 }
             }
-            let mut fields = Vec::with_capacity(m.len());
+            let mut fields = Vec::new();
             for (k, v) in crate::machine::members(m) {
                 fields.push((k.clone(), compile(v, path, depth + 1)?));
             }
@@ -412,10 +413,10 @@ fn var_parts(key: &str) -> Vec<String> {
     }
     let mut rest = key;
     while let Some((part, tail)) = crate::machine::split_dot(rest) {
-        parts.push(part.to_string());
+        parts.push(crate::machine::owned(part));
         rest = tail;
     }
-    parts.push(rest.to_string());
+    parts.push(crate::machine::owned(rest));
     parts
 }
 

@@ -541,9 +541,9 @@ impl Machine {
         match raw.slot {
             Slot::On(event) => {
                 if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
-                    events.push(event.to_string());
+                    events.push(owned(event));
                 }
-                node.on.push((event.to_string(), ts));
+                node.on.push((owned(event), ts));
             }
             Slot::Always => node.always = ts,
             Slot::After(delay) => node.after.push((delay, ts)),
@@ -559,7 +559,9 @@ impl Machine {
             Value::Array(items) => (items.as_slice(), true),
             other => (std::slice::from_ref(other), false),
         };
-        let mut ts = Vec::with_capacity(items.len());
+        // Grown by `push`, not sized first: `with_capacity` inlines an
+        // allocation and its failure path per site (so in the builder's loops).
+        let mut ts = Vec::new();
         for (i, v) in items.iter().enumerate() {
             let at = if listed { indexed(&path, i) } else { std::mem::take(&mut path) };
             ts.push(self.transition(source, v, at)?);
@@ -712,6 +714,13 @@ pub(crate) fn members(o: &Map<String, Value>) -> Members<'_> {
     Members(o.iter())
 }
 
+/// `s.to_string()`, out of line: inlined, each is an allocation, its failure
+/// path and a copy, at every site of the builder.
+#[inline(never)]
+pub(crate) fn owned(s: &str) -> String {
+    s.to_string()
+}
+
 /// `path.key`, or `key` when `path` is empty (the root).
 #[inline(never)]
 fn join(path: &str, key: &str) -> String {
@@ -828,9 +837,9 @@ impl<'a> Builder<'a, '_> {
         let exit = self.actions_at(f[K_EXIT], json_path, "exit")?;
         let idx = self.states.len();
         self.states.push(StateNode {
-            key: key.to_string(),
+            key: owned(key),
             path,
-            json_path: json_path.to_string(),
+            json_path: owned(json_path),
             declared_id,
             parent,
             children: Vec::new(),
@@ -943,9 +952,9 @@ fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &st
         Value::Array(items) => (items.as_slice(), true),
         other => (std::slice::from_ref(other), false),
     };
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = Vec::new();
     for (i, a) in items.iter().enumerate() {
-        let at = if listed { indexed(path, i) } else { path.to_string() };
+        let at = if listed { indexed(path, i) } else { owned(path) };
         out.push(parse_action(exprs, outcomes, a, &at)?);
     }
     Ok(out)
@@ -969,7 +978,7 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
                 return Err(fail_in(Code::InvalidDefinition, p, "assign", &["assign must be an object of field expressions"]));
             };
             let base = join(p, "assign");
-            let mut assigns = Vec::with_capacity(fields.len());
+            let mut assigns = Vec::new();
             for (field, e) in members(fields) {
                 assigns.push((field.clone(), compile_at(exprs, e, &base, field)?));
             }
