@@ -60,51 +60,58 @@ enum Op {
     Substr,
 }
 
-/// The operators by name, searched in order: a `match` on the names compiles
-/// to a few hundred bytes more, and a cold start compiles it when it builds a
-/// machine.
-const OPS: &[(&str, Op)] = {
+/// The operators by name, searched in order, with the function that evaluates
+/// each one's family. A table rather than a `match` on the names and one on
+/// the operators: those compile to a few hundred bytes more, which a cold
+/// start compiles when it builds a machine.
+///
+/// Each family is a function of its own, called through the pointer its node
+/// keeps, so that neither the compiler nor wasm-opt folds them back into
+/// [`eval`]: the wasm engine compiles a function when it is first called, and
+/// an expression then compiles only the operators it uses (a cold start's
+/// first event compiled the whole evaluator, 22 KB of code, before).
+const OPS: &[(&str, Op, OpFn)] = {
     use Op::*;
     &[
-        ("var", Var),
-        ("missing", Missing),
-        ("missing_some", MissingSome),
-        ("if", If),
-        ("?:", If),
-        ("==", Eq),
-        ("===", StrictEq),
-        ("!=", Ne),
-        ("!==", StrictNe),
-        ("!", Not),
-        ("!!", NotNot),
-        ("or", Or),
-        ("and", And),
-        (">", Gt),
-        (">=", Ge),
-        ("<", Lt),
-        ("<=", Le),
-        ("max", Max),
-        ("min", Min),
-        ("+", Add),
-        ("-", Sub),
-        ("*", Mul),
-        ("/", Div),
-        ("%", Mod),
-        ("map", Map),
-        ("filter", Filter),
-        ("reduce", Reduce),
-        ("all", All),
-        ("none", NoneOf),
-        ("some", SomeOf),
-        ("merge", Merge),
-        ("in", In),
-        ("cat", Cat),
-        ("substr", Substr),
+        ("var", Var, op_var),
+        ("missing", Missing, op_missing),
+        ("missing_some", MissingSome, op_missing),
+        ("if", If, op_logic),
+        ("?:", If, op_logic),
+        ("==", Eq, op_test),
+        ("===", StrictEq, op_test),
+        ("!=", Ne, op_test),
+        ("!==", StrictNe, op_test),
+        ("!", Not, op_test),
+        ("!!", NotNot, op_test),
+        ("or", Or, op_logic),
+        ("and", And, op_logic),
+        (">", Gt, op_test),
+        (">=", Ge, op_test),
+        ("<", Lt, op_test),
+        ("<=", Le, op_test),
+        ("max", Max, op_arith),
+        ("min", Min, op_arith),
+        ("+", Add, op_arith),
+        ("-", Sub, op_arith),
+        ("*", Mul, op_arith),
+        ("/", Div, op_arith),
+        ("%", Mod, op_arith),
+        ("map", Map, op_each),
+        ("filter", Filter, op_each),
+        ("reduce", Reduce, op_reduce),
+        ("all", All, op_each),
+        ("none", NoneOf, op_each),
+        ("some", SomeOf, op_each),
+        ("merge", Merge, op_merge),
+        ("in", In, op_in),
+        ("cat", Cat, op_cat),
+        ("substr", Substr, op_substr),
     ]
 };
 
-fn op_of(name: &str) -> Option<Op> {
-    OPS.iter().find(|(n, _)| *n == name).map(|&(_, op)| op)
+fn op_of(name: &str) -> Option<(Op, OpFn)> {
+    OPS.iter().find(|(n, ..)| *n == name).map(|&(_, op, f)| (op, f))
 }
 
 #[derive(Debug, Clone)]
@@ -113,7 +120,7 @@ enum Node {
     Array(Vec<Node>),
     /// An object literal whose values are expressions (idem's one extension).
     Object(Vec<(String, Node)>),
-    /// An operator, with the function that evaluates its family (see [`op_fn`]).
+    /// An operator, with the function that evaluates its family (see [`OPS`]).
     Op(Op, OpFn, Vec<Node>),
     /// `var` whose key is a literal string, its path split into parts once at
     /// compile time (no parts: the empty path, the whole scope). `args` are the
@@ -292,7 +299,7 @@ impl Exprs {
         if let Value::Object(m) = rule {
             let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
             if m.len() != 1 || name.and_then(op_of).is_none() {
-                return Err(unknown_operator(name.unwrap_or(""), path));
+                return Err(compile_error(path, Some(name.unwrap_or(""))));
             }
         }
         self.compile_boxed(rule, path)
@@ -328,16 +335,16 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
         .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
 }
 
+/// The compiler's errors: an unknown operator at the top of a guard, or (no
+/// operator) nesting too deep. One function for both, so that it has two
+/// callers and is not inlined back into either by wasm-opt.
 #[cold]
 #[inline(never)]
-fn unknown_operator(name: &str, path: &str) -> Box<Error> {
-    Box::new(Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")))
-}
-
-#[cold]
-#[inline(never)]
-fn too_deep(path: &str) -> Box<Error> {
-    Box::new(Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"))
+fn compile_error(path: &str, operator: Option<&str>) -> Box<Error> {
+    Box::new(match operator {
+        Some(name) => Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")),
+        None => Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"),
+    })
 }
 
 /// Compiling's results: errors boxed, so that a `?` moves one pointer (the
@@ -356,7 +363,7 @@ fn compile_all(items: &[Value], path: &str, depth: usize) -> Compiled<Vec<Node>>
 
 fn compile(rule: &Value, path: &str, depth: usize) -> Compiled<Node> {
     if depth > crate::json::MAX_DEPTH {
-        return Err(too_deep(path));
+        return Err(compile_error(path, None));
     }
     match rule {
         Value::Array(items) => {
@@ -368,7 +375,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Compiled<Node> {
         Value::Object(m) => {
             let mut members = crate::machine::members(m);
             if let (Some((name, args)), None) = (members.next(), members.next()) {
-                if let Some(op) = op_of(name) {
+                if let Some((op, f)) = op_of(name) {
                     let args = match args {
                         Value::Array(a) => compile_all(a, path, depth)?,
                         other => vec![compile(other, path, depth + 1)?],
@@ -378,7 +385,7 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Compiled<Node> {
                         let root = Root::of(&parts);
                         return Ok(Node::Var(parts, args, root));
                     }
-                    return Ok(Node::Op(op, op_fn(op), args));
+                    return Ok(Node::Op(op, f, args));
                 }
             }
             let mut fields = Vec::new();
@@ -739,28 +746,6 @@ impl<'a> Args<'a, '_> {
 
 /// The function that evaluates one family of operators.
 type OpFn = for<'a, 'b> fn(Op, Args<'a, 'b>) -> Eval<'a>;
-
-/// The function of `op`'s family, found once at compile time. Each family is a
-/// function of its own, called through the pointer its node keeps, so that
-/// neither the compiler nor wasm-opt folds them back into [`eval`]: the wasm
-/// engine compiles a function when it is first called, and an expression then
-/// compiles only the operators it uses (a cold start's first event compiled the
-/// whole evaluator, 22 KB of code, before).
-fn op_fn(op: Op) -> OpFn {
-    match op {
-        Op::Var => op_var,
-        Op::Missing | Op::MissingSome => op_missing,
-        Op::If | Op::Or | Op::And => op_logic,
-        Op::Eq | Op::Ne | Op::StrictEq | Op::StrictNe | Op::Not | Op::NotNot | Op::Gt | Op::Ge | Op::Lt | Op::Le => op_test,
-        Op::Max | Op::Min | Op::Add | Op::Mul | Op::Sub | Op::Div | Op::Mod => op_arith,
-        Op::Map | Op::Filter | Op::All | Op::NoneOf | Op::SomeOf => op_each,
-        Op::Reduce => op_reduce,
-        Op::Merge => op_merge,
-        Op::In => op_in,
-        Op::Cat => op_cat,
-        Op::Substr => op_substr,
-    }
-}
 
 #[inline(never)]
 fn op_var<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
