@@ -570,43 +570,44 @@ impl Machine {
     }
 
     fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Built<Transition> {
-        let mut t = Transition { source, target: None, guard: None, actions: Vec::new(), reenter: false, json_path: String::new() };
-        match v {
-            Value::String(s) => t.target = Some(self.resolve_target(source, s, &path, "")?),
-            Value::Object(o) => {
-                let mut f = NO_FIELDS;
-                fields(o, TRANSITION_KEYS, &path, &mut f)?;
-                let one = match f[0] {
-                    Some(Value::Array(a)) => a.as_slice(),
-                    _ => &[],
-                };
-                let target = match (f[0], one) {
-                    (None | Some(Value::Null), _) => None,
-                    (Some(Value::String(s)), _) | (_, [Value::String(s)]) => Some(s),
-                    _ => {
-                        let message = "target must be a state name (parallel targets are not supported)";
-                        return Err(fail_in(Code::InvalidDefinition, &path, "target", &[message]));
-                    }
-                };
-                if let Some(s) = target {
-                    t.target = Some(self.resolve_target(source, s, &path, "target")?);
-                }
-                if let Some(g) = f[1] {
-                    t.guard = Some(self.exprs.compile_guard_boxed(g, &join(&path, "guard"))?);
-                }
-                if let Some(a) = f[2] {
-                    t.actions = parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?;
-                }
-                match f[3] {
-                    None => {}
-                    Some(Value::Bool(b)) => t.reenter = *b,
-                    Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
-                }
+        let o = match v {
+            Value::String(s) => {
+                let target = Some(self.resolve_target(source, s, &path, "")?);
+                return Ok(Transition { source, target, guard: None, actions: Vec::new(), reenter: false, json_path: path });
             }
+            Value::Object(o) => o,
             _ => return Err(fail(Code::InvalidDefinition, &path, &["a transition must be a target string or an object"])),
-        }
-        t.json_path = path;
-        Ok(t)
+        };
+        let mut f = NO_FIELDS;
+        fields(o, TRANSITION_KEYS, &path, &mut f)?;
+        let one = match f[0] {
+            Some(Value::Array(a)) => a.as_slice(),
+            _ => &[],
+        };
+        let target = match (f[0], one) {
+            (None | Some(Value::Null), _) => None,
+            (Some(Value::String(s)), _) | (_, [Value::String(s)]) => Some(self.resolve_target(source, s, &path, "target")?),
+            _ => {
+                let message = "target must be a state name (parallel targets are not supported)";
+                return Err(fail_in(Code::InvalidDefinition, &path, "target", &[message]));
+            }
+        };
+        // Each member made once, none assigned over a default: the drop of
+        // that default would be compiled, and called, on a cold start's build.
+        let guard = match f[1] {
+            Some(g) => Some(self.exprs.compile_guard_boxed(g, &join(&path, "guard"))?),
+            None => None,
+        };
+        let actions = match f[2] {
+            Some(a) => parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?,
+            None => Vec::new(),
+        };
+        let reenter = match f[3] {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
+        };
+        Ok(Transition { source, target, guard, actions, reenter, json_path: path })
     }
 
     /// An unguarded cycle of `always` transitions never settles: refuse it on load.
@@ -617,34 +618,50 @@ impl Machine {
             if !self.states[start].children.is_empty() {
                 continue;
             }
-            let mut seen = vec![start];
+            // No list of the leaves passed: a walk of more steps than there
+            // are states has come back to one, and `always_loop` then walks
+            // again to name them (out of line, so that a cold start compiles
+            // less for definitions without a loop).
             let mut leaf = start;
+            let mut steps = 0;
             while let Some(t) = self.certain_always(leaf) {
                 let Some(target) = t.target else {
                     return Err(fail(Code::AlwaysLoop, &t.json_path, &["unguarded targetless always transition never settles"]));
                 };
-                let next = self.initial_leaf(target);
-                if seen.contains(&next) {
-                    return Err(self.always_loop(&seen, next, &t.json_path));
+                leaf = self.initial_leaf(target);
+                steps += 1;
+                if steps > self.states.len() {
+                    return Err(self.always_loop(start));
                 }
-                seen.push(next);
-                leaf = next;
             }
         }
         Ok(())
     }
 
+    /// The error for the loop that the walk of certain `always` transitions
+    /// from `start` comes to: the leaves passed, up to the first one passed twice.
     #[cold]
     #[inline(never)]
-    fn always_loop(&self, seen: &[StateIdx], next: StateIdx, path: &str) -> Box<Error> {
-        let mut message = String::from("always transitions loop without a guard (");
-        for &i in seen {
-            message.push_str(&self.states[i].path);
-            message.push_str(" -> ");
+    fn always_loop(&self, start: StateIdx) -> Box<Error> {
+        let mut seen = vec![start];
+        let mut leaf = start;
+        while let Some((t, target)) = self.certain_always(leaf).and_then(|t| Some((t, t.target?))) {
+            let next = self.initial_leaf(target);
+            if seen.contains(&next) {
+                let mut message = String::from("always transitions loop without a guard (");
+                for &i in &seen {
+                    message.push_str(&self.states[i].path);
+                    message.push_str(" -> ");
+                }
+                message.push_str(&self.states[next].path);
+                message.push(')');
+                return Box::new(Error::at(Code::AlwaysLoop, t.json_path.clone(), message));
+            }
+            seen.push(next);
+            leaf = next;
         }
-        message.push_str(&self.states[next].path);
-        message.push(')');
-        Box::new(Error::at(Code::AlwaysLoop, path.to_string(), message))
+        // Not reached: `check_always_loops` calls this only for a walk that loops.
+        fail(Code::AlwaysLoop, "", &["always transitions loop without a guard"])
     }
 
     fn certain_always(&self, leaf: StateIdx) -> Option<&Transition> {
