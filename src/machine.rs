@@ -271,12 +271,16 @@ impl Machine {
     /// Parse and validate a definition from JSON text.
     pub fn from_json(text: &str) -> Result<Machine> {
         if text.len() > MAX_DEFINITION_BYTES {
-            return Err(Error::new(
-                Code::DefinitionTooLarge,
-                format!("definition is {} bytes, more than the {} allowed", text.len(), MAX_DEFINITION_BYTES),
-            ));
+            return Err(unreadable(text));
         }
-        let value = json::parse(text, Code::InvalidJson, "definition")?;
+        // Read as the event path reads its JSON (`parse_prefix`), so that a
+        // cold start compiles one parser entry, not two. Text that is not one
+        // JSON value goes to `json::parse`, called only then, for the error it
+        // has always had; too deep a value gets that error from `from_value`.
+        let value = match json::parse_prefix(text) {
+            Ok((v, end, _)) if only_whitespace(text.as_bytes().get(end..)) => v,
+            _ => return Err(unreadable(text)),
+        };
         Machine::from_value(value)
     }
 
@@ -672,6 +676,31 @@ impl Machine {
         }
         None
     }
+}
+
+/// Why definition text is not read: too large, or (for `json::parse`) not one
+/// JSON value. Out of line and cold, one function for both (two callers, so
+/// that wasm-opt leaves it out of line).
+#[cold]
+#[inline(never)]
+fn unreadable(text: &str) -> Error {
+    if text.len() > MAX_DEFINITION_BYTES {
+        return Error::new(
+            Code::DefinitionTooLarge,
+            format!("definition is {} bytes, more than the {} allowed", text.len(), MAX_DEFINITION_BYTES),
+        );
+    }
+    match json::parse(text, Code::InvalidJson, "definition") {
+        Err(e) => e,
+        // Not reached: what `parse_prefix` refuses, or leaves more than
+        // whitespace after, `json::parse` refuses too.
+        Ok(_) => Error::new(Code::InvalidJson, "definition is not valid json"),
+    }
+}
+
+/// Whether `rest` is JSON whitespace alone (as `json::parse` allows after a value).
+fn only_whitespace(rest: Option<&[u8]>) -> bool {
+    rest.is_some_and(|r| r.iter().all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r')))
 }
 
 /// The machine's hash: xxh3-128 of the canonical definition, hex.
