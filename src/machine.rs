@@ -320,7 +320,7 @@ impl Machine {
             _ => return Err(fail(Code::InvalidDefinition, "id", &["machine id must be a non-empty string"])),
         };
         m.version = match f[K_VERSION] {
-            None => "1".to_string(),
+            None => owned("1"),
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
             Some(_) => return Err(fail(Code::InvalidDefinition, "version", &["version must be a string or number"])),
@@ -1033,23 +1033,14 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
         "respond" => Action::Respond(compile_at(exprs, body, p, "respond")?),
         "effect" => {
             let effect = parse_effect(exprs, body, join(p, "effect"))?;
-            add_outcome(outcomes, &effect.effect_type, ".succeeded");
-            add_outcome(outcomes, &effect.effect_type, ".failed");
+            // `<effect>.succeeded` and `<effect>.failed`, made by the builder's
+            // path joiner (the type is not empty): no code of their own.
+            outcomes.insert(join(&effect.effect_type, "succeeded"));
+            outcomes.insert(join(&effect.effect_type, "failed"));
             Action::Effect(effect)
         }
         other => return Err(fail(Code::UnknownAction, p, &["unknown action \"", other, "\""])),
     })
-}
-
-/// Add `<effect><suffix>` to `outcomes`. Out of line: the two inlined
-/// (unrolled from a loop) were compiled twice on a cold start; not `concat`,
-/// whose generic joiner would be compiled for this alone.
-#[inline(never)]
-fn add_outcome(outcomes: &mut NameSet, effect: &str, suffix: &str) {
-    let mut name = String::with_capacity(effect.len() + suffix.len());
-    name.push_str(effect);
-    name.push_str(suffix);
-    outcomes.insert(name);
 }
 
 fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Built<EffectDef> {
