@@ -359,8 +359,8 @@ impl Machine {
         // and the event types are filled only once they are all known: no sort
         // and no removal in the module.
         for event in events {
-            if !m.outcome_types.contains(&event) {
-                m.event_types.insert(event);
+            if !m.outcome_types.contains(event) {
+                m.event_types.insert(owned(event));
             }
         }
         m.definition = def;
@@ -539,13 +539,13 @@ impl Machine {
 
     /// Attach transitions to their state, adding the external event types
     /// it accepts to `events`.
-    fn attach_transitions(&mut self, raw: Raw<'_>, events: &mut Vec<String>) -> Built<()> {
+    fn attach_transitions<'a>(&mut self, raw: Raw<'a>, events: &mut Vec<&'a str>) -> Built<()> {
         let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
         let node = &mut self.states[raw.source];
         match raw.slot {
             Slot::On(event) => {
                 if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
-                    events.push(owned(event));
+                    events.push(event);
                 }
                 node.on.push((owned(event), ts));
             }
