@@ -404,9 +404,10 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Compiled<Node> {
 }
 
 /// `v.clone()` out of line: `Value::clone` is inlined where it is called, and
-/// the compiler would carry a copy per call, all compiled on a cold start.
+/// the compiler (and the builder) would carry a copy per call, all compiled on
+/// a cold start.
 #[inline(never)]
-fn cloned(v: &Value) -> Value {
+pub(crate) fn cloned(v: &Value) -> Value {
     v.clone()
 }
 

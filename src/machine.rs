@@ -327,7 +327,7 @@ impl Machine {
         };
         m.initial_context = match f[K_CONTEXT] {
             None => Value::Object(Map::new()),
-            Some(c @ Value::Object(_)) => c.clone(),
+            Some(c @ Value::Object(_)) => crate::expr::cloned(c),
             Some(_) => return Err(fail(Code::InvalidDefinition, "context", &["context must be an object"])),
         };
         m.record_ignored = match f[K_RECORD_IGNORED] {
