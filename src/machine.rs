@@ -785,21 +785,16 @@ fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Built<Expr
     exprs.compile_boxed(e, &join(path, key))
 }
 
-/// `path[i]`.
+/// `path[i]`, its digits written by the JSON writer's `push_u64`, which the
+/// event path compiles too, rather than by code of its own.
 #[inline(never)]
 fn indexed(path: &str, i: usize) -> String {
-    fn push_decimal(out: &mut String, n: usize) {
-        if n >= 10 {
-            push_decimal(out, n / 10);
-        }
-        out.push(char::from(b'0' + (n % 10) as u8));
-    }
-    let mut out = String::with_capacity(path.len() + 8);
-    out.push_str(path);
-    out.push('[');
-    push_decimal(&mut out, i);
-    out.push(']');
-    out
+    let mut out = Vec::with_capacity(path.len() + 8);
+    out.extend_from_slice(path.as_bytes());
+    out.push(b'[');
+    json::push_u64(i as u64, &mut out);
+    out.push(b']');
+    json::utf8(out)
 }
 
 /// The members of `o` by their index in `allowed`, put in `f` (empty), in one
