@@ -60,44 +60,58 @@ enum Op {
     Substr,
 }
 
-fn op_of(name: &str) -> Option<Op> {
+/// The operators by name, searched in order, with the function that evaluates
+/// each one's family. A table rather than a `match` on the names and one on
+/// the operators: those compile to a few hundred bytes more, which a cold
+/// start compiles when it builds a machine.
+///
+/// Each family is a function of its own, called through the pointer its node
+/// keeps, so that neither the compiler nor wasm-opt folds them back into
+/// [`eval`]: the wasm engine compiles a function when it is first called, and
+/// an expression then compiles only the operators it uses (a cold start's
+/// first event compiled the whole evaluator, 22 KB of code, before).
+const OPS: &[(&str, Op, OpFn)] = {
     use Op::*;
-    Some(match name {
-        "var" => Var,
-        "missing" => Missing,
-        "missing_some" => MissingSome,
-        "if" | "?:" => If,
-        "==" => Eq,
-        "===" => StrictEq,
-        "!=" => Ne,
-        "!==" => StrictNe,
-        "!" => Not,
-        "!!" => NotNot,
-        "or" => Or,
-        "and" => And,
-        ">" => Gt,
-        ">=" => Ge,
-        "<" => Lt,
-        "<=" => Le,
-        "max" => Max,
-        "min" => Min,
-        "+" => Add,
-        "-" => Sub,
-        "*" => Mul,
-        "/" => Div,
-        "%" => Mod,
-        "map" => Map,
-        "filter" => Filter,
-        "reduce" => Reduce,
-        "all" => All,
-        "none" => NoneOf,
-        "some" => SomeOf,
-        "merge" => Merge,
-        "in" => In,
-        "cat" => Cat,
-        "substr" => Substr,
-        _ => return None,
-    })
+    &[
+        ("var", Var, op_var),
+        ("missing", Missing, op_missing),
+        ("missing_some", MissingSome, op_missing),
+        ("if", If, op_logic),
+        ("?:", If, op_logic),
+        ("==", Eq, op_test),
+        ("===", StrictEq, op_test),
+        ("!=", Ne, op_test),
+        ("!==", StrictNe, op_test),
+        ("!", Not, op_test),
+        ("!!", NotNot, op_test),
+        ("or", Or, op_logic),
+        ("and", And, op_logic),
+        (">", Gt, op_test),
+        (">=", Ge, op_test),
+        ("<", Lt, op_test),
+        ("<=", Le, op_test),
+        ("max", Max, op_arith),
+        ("min", Min, op_arith),
+        ("+", Add, op_arith),
+        ("-", Sub, op_arith),
+        ("*", Mul, op_arith),
+        ("/", Div, op_arith),
+        ("%", Mod, op_arith),
+        ("map", Map, op_each),
+        ("filter", Filter, op_each),
+        ("reduce", Reduce, op_reduce),
+        ("all", All, op_each),
+        ("none", NoneOf, op_each),
+        ("some", SomeOf, op_each),
+        ("merge", Merge, op_merge),
+        ("in", In, op_in),
+        ("cat", Cat, op_cat),
+        ("substr", Substr, op_substr),
+    ]
+};
+
+fn op_of(name: &str) -> Option<(Op, OpFn)> {
+    OPS.iter().find(|(n, ..)| *n == name).map(|&(_, op, f)| (op, f))
 }
 
 #[derive(Debug, Clone)]
@@ -106,7 +120,7 @@ enum Node {
     Array(Vec<Node>),
     /// An object literal whose values are expressions (idem's one extension).
     Object(Vec<(String, Node)>),
-    /// An operator, with the function that evaluates its family (see [`op_fn`]).
+    /// An operator, with the function that evaluates its family (see [`OPS`]).
     Op(Op, OpFn, Vec<Node>),
     /// `var` whose key is a literal string, its path split into parts once at
     /// compile time (no parts: the empty path, the whole scope). `args` are the
@@ -260,24 +274,35 @@ fn charge(budget: &Budget, units: usize) -> std::result::Result<(), Stop> {
 impl Exprs {
     /// Compile a computed value, naming `path` in the error when it is not valid.
     pub fn compile(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
-        let node = compile(rule, path, 0)?;
-        self.compiled.push((node, path.to_string(), rule.clone()));
-        Ok(ExprId(self.compiled.len() as u32 - 1))
+        self.compile_boxed(rule, path).map_err(|e| *e)
     }
 
     /// Compile a guard: as [`Exprs::compile`], but its top must be an operator
     /// or a literal, so a misspelt operator is an error rather than an object
     /// literal that is always true.
     pub fn compile_guard(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
+        self.compile_guard_boxed(rule, path).map_err(|e| *e)
+    }
+
+    /// [`Exprs::compile`] with the error boxed, as the definition builder
+    /// passes its errors. Out of line, and the one copy of this work that
+    /// guards share: the builder is compiled on a cold start's first call, whole.
+    #[inline(never)]
+    pub(crate) fn compile_boxed(&mut self, rule: &Value, path: &str) -> Compiled<ExprId> {
+        let node = compile(rule, path, 0)?;
+        self.compiled.push((node, crate::machine::owned(path), cloned(rule)));
+        Ok(ExprId(self.compiled.len() as u32 - 1))
+    }
+
+    /// [`Exprs::compile_guard`] with the error boxed.
+    pub(crate) fn compile_guard_boxed(&mut self, rule: &Value, path: &str) -> Compiled<ExprId> {
         if let Value::Object(m) = rule {
-            if m.len() != 1 || op_of(m.keys().next().expect("len checked")).is_none() {
-                let name = m.keys().next().map(String::as_str).unwrap_or("");
-                return Err(Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")));
+            let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
+            if m.len() != 1 || name.and_then(op_of).is_none() {
+                return Err(compile_error(path, Some(name.unwrap_or(""))));
             }
         }
-        let node = compile(rule, path, 0)?;
-        self.compiled.push((node, path.to_string(), rule.clone()));
-        Ok(ExprId(self.compiled.len() as u32 - 1))
+        self.compile_boxed(rule, path)
     }
 
     /// The expression as written in the definition.
@@ -304,60 +329,103 @@ impl Exprs {
 
 /// Compile and evaluate once against plain data (for tests and tools).
 pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
-    let node = compile(rule, "", 0)?;
+    let node = compile(rule, "", 0).map_err(|e| *e)?;
     eval(&node, Data::Value(data), 0, &Budget::new(EVAL_BUDGET))
         .map(Cow::into_owned)
         .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
 }
 
+/// The compiler's errors: an unknown operator at the top of a guard, or (no
+/// operator) nesting too deep. One function for both, so that it has two
+/// callers and is not inlined back into either by wasm-opt.
+#[cold]
+#[inline(never)]
+fn compile_error(path: &str, operator: Option<&str>) -> Box<Error> {
+    Box::new(match operator {
+        Some(name) => Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")),
+        None => Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"),
+    })
+}
+
+/// Compiling's results: errors boxed, so that a `?` moves one pointer (the
+/// compiler is recursive, and a cold start compiles it whole).
+type Compiled<T> = std::result::Result<T, Box<Error>>;
+
 /// Each of `items`, compiled one level below `depth`.
-fn compile_all(items: &[Value], path: &str, depth: usize) -> Result<Vec<Node>> {
-    let mut nodes = Vec::with_capacity(items.len());
+fn compile_all(items: &[Value], path: &str, depth: usize) -> Compiled<Vec<Node>> {
+    // Grown by `push`, as the builder's lists are (`Machine::transitions`).
+    let mut nodes = Vec::new();
     for item in items {
         nodes.push(compile(item, path, depth + 1)?);
     }
     Ok(nodes)
 }
 
-fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
+fn compile(rule: &Value, path: &str, depth: usize) -> Compiled<Node> {
     if depth > crate::json::MAX_DEPTH {
-        return Err(Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"));
+        return Err(compile_error(path, None));
     }
     match rule {
         Value::Array(items) => {
             let nodes = compile_all(items, path, depth)?;
-            if nodes.iter().all(|n| matches!(n, Node::Lit(_))) {
-                return Ok(Node::Lit(rule.clone()));
+            if !nodes.iter().all(|n| matches!(n, Node::Lit(_))) {
+                return Ok(Node::Array(nodes));
             }
-            Ok(Node::Array(nodes))
         }
         Value::Object(m) => {
-            let mut members = m.iter();
+            let mut members = crate::machine::members(m);
             if let (Some((name, args)), None) = (members.next(), members.next()) {
-                if let Some(op) = op_of(name) {
+                if let Some((op, f)) = op_of(name) {
                     let args = match args {
                         Value::Array(a) => compile_all(a, path, depth)?,
                         other => vec![compile(other, path, depth + 1)?],
                     };
                     if let (Op::Var, Some(Node::Lit(Value::String(key)))) = (op, args.first()) {
-                        let parts = if key.is_empty() { Vec::new() } else { key.split('.').map(str::to_string).collect() };
+                        let parts = var_parts(key);
                         let root = Root::of(&parts);
                         return Ok(Node::Var(parts, args, root));
                     }
-                    return Ok(Node::Op(op, op_fn(op), args));
+                    return Ok(Node::Op(op, f, args));
                 }
             }
-            let mut fields = Vec::with_capacity(m.len());
-            for (k, v) in m {
+            let mut fields = Vec::new();
+            for (k, v) in crate::machine::members(m) {
                 fields.push((k.clone(), compile(v, path, depth + 1)?));
             }
-            if fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
-                return Ok(Node::Lit(rule.clone()));
+            if !fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
+                return Ok(Node::Object(fields));
             }
-            Ok(Node::Object(fields))
         }
-        other => Ok(Node::Lit(other.clone())),
+        _ => {}
     }
+    // A literal, or an array or object of literals: the value as written,
+    // cloned in one place.
+    Ok(Node::Lit(cloned(rule)))
+}
+
+/// `v.clone()` out of line: `Value::clone` is inlined where it is called, and
+/// the compiler (and the builder) would carry a copy per call, all compiled on
+/// a cold start.
+#[inline(never)]
+pub(crate) fn cloned(v: &Value) -> Value {
+    v.clone()
+}
+
+/// A literal `var` key split at its dots (none for the empty key), by the
+/// builder's splitter rather than `str::split`, whose searcher and memchr a
+/// cold start would compile for this alone.
+fn var_parts(key: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    if key.is_empty() {
+        return parts;
+    }
+    let mut rest = key;
+    while let Some((part, tail)) = crate::machine::split_dot(rest) {
+        parts.push(crate::machine::owned(part));
+        rest = tail;
+    }
+    parts.push(crate::machine::owned(rest));
+    parts
 }
 
 type Eval<'a> = std::result::Result<Cow<'a, Value>, Stop>;
@@ -679,28 +747,6 @@ impl<'a> Args<'a, '_> {
 
 /// The function that evaluates one family of operators.
 type OpFn = for<'a, 'b> fn(Op, Args<'a, 'b>) -> Eval<'a>;
-
-/// The function of `op`'s family, found once at compile time. Each family is a
-/// function of its own, called through the pointer its node keeps, so that
-/// neither the compiler nor wasm-opt folds them back into [`eval`]: the wasm
-/// engine compiles a function when it is first called, and an expression then
-/// compiles only the operators it uses (a cold start's first event compiled the
-/// whole evaluator, 22 KB of code, before).
-fn op_fn(op: Op) -> OpFn {
-    match op {
-        Op::Var => op_var,
-        Op::Missing | Op::MissingSome => op_missing,
-        Op::If | Op::Or | Op::And => op_logic,
-        Op::Eq | Op::Ne | Op::StrictEq | Op::StrictNe | Op::Not | Op::NotNot | Op::Gt | Op::Ge | Op::Lt | Op::Le => op_test,
-        Op::Max | Op::Min | Op::Add | Op::Mul | Op::Sub | Op::Div | Op::Mod => op_arith,
-        Op::Map | Op::Filter | Op::All | Op::NoneOf | Op::SomeOf => op_each,
-        Op::Reduce => op_reduce,
-        Op::Merge => op_merge,
-        Op::In => op_in,
-        Op::Cat => op_cat,
-        Op::Substr => op_substr,
-    }
-}
 
 #[inline(never)]
 fn op_var<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {

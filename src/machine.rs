@@ -261,6 +261,7 @@ const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes"];
 
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
+const NO_FIELDS: Fields<'static> = [None; MAX_KEYS];
 const MAX_KEYS: usize = 17;
 const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
 const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
@@ -270,65 +271,77 @@ impl Machine {
     /// Parse and validate a definition from JSON text.
     pub fn from_json(text: &str) -> Result<Machine> {
         if text.len() > MAX_DEFINITION_BYTES {
-            return Err(Error::new(
-                Code::DefinitionTooLarge,
-                format!("definition is {} bytes, more than the {} allowed", text.len(), MAX_DEFINITION_BYTES),
-            ));
+            return Err(unreadable(text));
         }
-        let value = json::parse(text, Code::InvalidJson, "definition")?;
+        // Read as the event path reads its JSON (`parse_prefix`), so that a
+        // cold start compiles one parser entry, not two. Text that is not one
+        // JSON value goes to `json::parse`, called only then, for the error it
+        // has always had; too deep a value gets that error from `from_value`.
+        let value = match json::parse_prefix(text) {
+            Ok((v, end, _)) if only_whitespace(text.as_bytes().get(end..)) => v,
+            _ => return Err(unreadable(text)),
+        };
         Machine::from_value(value)
     }
 
     /// Validate a definition already parsed.
     pub fn from_value(def: Value) -> Result<Machine> {
+        Machine::build(def).map_err(|e| *e)
+    }
+
+    fn build(def: Value) -> Built<Machine> {
         json::check_depth(&def, "definition")?;
         let Some(obj) = def.as_object() else {
             return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
         };
-        let f = fields(obj, MACHINE_KEYS, "")?;
-        let id = match f[K_ID] {
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            _ => return Err(fail(Code::InvalidDefinition, "id", &["machine id must be a non-empty string"])),
-        };
-        let version = match f[K_VERSION] {
-            None => "1".to_string(),
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            Some(_) => return Err(fail(Code::InvalidDefinition, "version", &["version must be a string or number"])),
-        };
-        let initial_context = match f[K_CONTEXT] {
-            None => Value::Object(Map::new()),
-            Some(c @ Value::Object(_)) => c.clone(),
-            Some(_) => return Err(fail(Code::InvalidDefinition, "context", &["context must be an object"])),
-        };
-        let record_ignored = match f[K_RECORD_IGNORED] {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(fail(Code::InvalidDefinition, "recordIgnored", &["recordIgnored must be a boolean"])),
-        };
-        let retention = parse_retention(f[K_RETENTION])?;
-        let limits = parse_limits(f[K_LIMITS])?;
-        let hash = machine_hash(&def);
-
-        let mut b = Builder { states: Vec::new(), exprs: Exprs::default(), outcomes: NameSet::default(), raw: Vec::new() };
-        b.add_state(&id, None, &f, "")?;
-        let raw = b.raw;
+        let mut f = NO_FIELDS;
+        fields(obj, MACHINE_KEYS, "", &mut f)?;
+        // The machine is filled in place, so that every error below has the
+        // same things to drop (`m`, `def`) and shares one cleanup: the builder
+        // is compiled whole on a cold start, error paths and all.
         let mut m = Machine {
-            id,
-            version,
-            hash,
-            states: b.states,
-            initial_context,
-            retention,
-            record_ignored,
-            limits,
+            id: String::new(),
+            version: String::new(),
+            hash: String::new(),
+            states: Vec::new(),
+            initial_context: Value::Null,
+            retention: Retention::default(),
+            record_ignored: false,
+            limits: Limits::default(),
             event_types: NameSet::default(),
-            outcome_types: b.outcomes,
-            exprs: b.exprs,
+            outcome_types: NameSet::default(),
+            exprs: Exprs::default(),
             definition: Value::Null,
             by_id: NameMap::default(),
             state_values: Vec::new(),
         };
+        m.id = match f[K_ID] {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err(fail(Code::InvalidDefinition, "id", &["machine id must be a non-empty string"])),
+        };
+        m.version = match f[K_VERSION] {
+            None => owned("1"),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(_) => return Err(fail(Code::InvalidDefinition, "version", &["version must be a string or number"])),
+        };
+        m.initial_context = match f[K_CONTEXT] {
+            None => Value::Object(Map::new()),
+            Some(c @ Value::Object(_)) => crate::expr::cloned(c),
+            Some(_) => return Err(fail(Code::InvalidDefinition, "context", &["context must be an object"])),
+        };
+        m.record_ignored = match f[K_RECORD_IGNORED] {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(fail(Code::InvalidDefinition, "recordIgnored", &["recordIgnored must be a boolean"])),
+        };
+        parse_retention(f[K_RETENTION], &mut m.retention)?;
+        m.limits = parse_limits(f[K_LIMITS])?;
+        m.hash = machine_hash(&def);
+
+        let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, raw: Vec::new() };
+        b.add_state(&m.id, None, &f, "")?;
+        let raw = b.raw;
         for (i, s) in m.states.iter().enumerate() {
             if let Some(did) = &s.declared_id {
                 if m.by_id.insert(did.clone(), i as u64).is_some() {
@@ -346,8 +359,8 @@ impl Machine {
         // and the event types are filled only once they are all known: no sort
         // and no removal in the module.
         for event in events {
-            if !m.outcome_types.contains(&event) {
-                m.event_types.insert(event);
+            if !m.outcome_types.contains(event) {
+                m.event_types.insert(owned(event));
             }
         }
         m.definition = def;
@@ -482,7 +495,7 @@ impl Machine {
         self.retention.window_for(event_type)
     }
 
-    fn resolve_target(&self, source: StateIdx, target: &str, path: &str, field: &str) -> Result<StateIdx> {
+    fn resolve_target(&self, source: StateIdx, target: &str, path: &str, field: &str) -> Built<StateIdx> {
         match self.find_target(source, target) {
             Some(i) => Ok(i),
             None => {
@@ -505,7 +518,7 @@ impl Machine {
                 return self.state_by_path(p);
             }
             // `#declaredId.child.path`
-            let (head, tail) = rest.split_once('.')?;
+            let (head, tail) = split_dot(rest)?;
             let base = self.by_id.get(head)?;
             return self.descend(base as StateIdx, tail);
         }
@@ -516,23 +529,25 @@ impl Machine {
     }
 
     fn descend(&self, mut from: StateIdx, dotted: &str) -> Option<StateIdx> {
-        for part in dotted.split('.') {
+        let mut rest = dotted;
+        while let Some((part, tail)) = split_dot(rest) {
             from = self.child(from, part)?;
+            rest = tail;
         }
-        Some(from)
+        self.child(from, rest)
     }
 
     /// Attach transitions to their state, adding the external event types
     /// it accepts to `events`.
-    fn attach_transitions(&mut self, raw: Raw<'_>, events: &mut Vec<String>) -> Result<()> {
+    fn attach_transitions<'a>(&mut self, raw: Raw<'a>, events: &mut Vec<&'a str>) -> Built<()> {
         let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
         let node = &mut self.states[raw.source];
         match raw.slot {
             Slot::On(event) => {
                 if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
-                    events.push(event.to_string());
+                    events.push(event);
                 }
-                node.on.push((event.to_string(), ts));
+                node.on.push((owned(event), ts));
             }
             Slot::Always => node.always = ts,
             Slot::After(delay) => node.after.push((delay, ts)),
@@ -541,94 +556,116 @@ impl Machine {
     }
 
     /// The transitions of one candidate or an array of them, at `path`.
-    fn transitions(&mut self, source: StateIdx, candidates: &Value, path: String) -> Result<Vec<Transition>> {
-        match candidates {
-            Value::Array(items) => {
-                let mut ts = Vec::with_capacity(items.len());
-                for (i, v) in items.iter().enumerate() {
-                    ts.push(self.transition(source, v, indexed(&path, i))?);
-                }
-                Ok(ts)
-            }
-            other => Ok(vec![self.transition(source, other, path)?]),
+    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String) -> Built<Vec<Transition>> {
+        // One loop for both forms, so that `transition` is called (and its
+        // result moved) at one place rather than two.
+        let (items, listed) = match candidates {
+            Value::Array(items) => (items.as_slice(), true),
+            other => (std::slice::from_ref(other), false),
+        };
+        // Grown by `push`, not sized first: `with_capacity` inlines an
+        // allocation and its failure path per site (so in the builder's loops).
+        let mut ts = Vec::new();
+        for (i, v) in items.iter().enumerate() {
+            let at = if listed { indexed(&path, i) } else { std::mem::take(&mut path) };
+            ts.push(self.transition(source, v, at)?);
         }
+        Ok(ts)
     }
 
-    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
-        let mut t = Transition { source, target: None, guard: None, actions: Vec::new(), reenter: false, json_path: String::new() };
-        match v {
-            Value::String(s) => t.target = Some(self.resolve_target(source, s, &path, "")?),
-            Value::Object(o) => {
-                let f = fields(o, TRANSITION_KEYS, &path)?;
-                let one = match f[0] {
-                    Some(Value::Array(a)) => a.as_slice(),
-                    _ => &[],
-                };
-                let target = match (f[0], one) {
-                    (None | Some(Value::Null), _) => None,
-                    (Some(Value::String(s)), _) | (_, [Value::String(s)]) => Some(s),
-                    _ => {
-                        let message = "target must be a state name (parallel targets are not supported)";
-                        return Err(fail_in(Code::InvalidDefinition, &path, "target", &[message]));
-                    }
-                };
-                if let Some(s) = target {
-                    t.target = Some(self.resolve_target(source, s, &path, "target")?);
-                }
-                if let Some(g) = f[1] {
-                    t.guard = Some(self.exprs.compile_guard(g, &join(&path, "guard"))?);
-                }
-                if let Some(a) = f[2] {
-                    t.actions = parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?;
-                }
-                match f[3] {
-                    None => {}
-                    Some(Value::Bool(b)) => t.reenter = *b,
-                    Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
-                }
+    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Built<Transition> {
+        let o = match v {
+            Value::String(s) => {
+                let target = Some(self.resolve_target(source, s, &path, "")?);
+                return Ok(Transition { source, target, guard: None, actions: Vec::new(), reenter: false, json_path: path });
             }
+            Value::Object(o) => o,
             _ => return Err(fail(Code::InvalidDefinition, &path, &["a transition must be a target string or an object"])),
-        }
-        t.json_path = path;
-        Ok(t)
+        };
+        let mut f = NO_FIELDS;
+        fields(o, TRANSITION_KEYS, &path, &mut f)?;
+        let one = match f[0] {
+            Some(Value::Array(a)) => a.as_slice(),
+            _ => &[],
+        };
+        let target = match (f[0], one) {
+            (None | Some(Value::Null), _) => None,
+            (Some(Value::String(s)), _) | (_, [Value::String(s)]) => Some(self.resolve_target(source, s, &path, "target")?),
+            _ => {
+                let message = "target must be a state name (parallel targets are not supported)";
+                return Err(fail_in(Code::InvalidDefinition, &path, "target", &[message]));
+            }
+        };
+        // Each member made once, none assigned over a default: the drop of
+        // that default would be compiled, and called, on a cold start's build.
+        let guard = match f[1] {
+            Some(g) => Some(self.exprs.compile_guard_boxed(g, &join(&path, "guard"))?),
+            None => None,
+        };
+        let actions = match f[2] {
+            Some(a) => parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?,
+            None => Vec::new(),
+        };
+        let reenter = match f[3] {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
+        };
+        Ok(Transition { source, target, guard, actions, reenter, json_path: path })
     }
 
     /// An unguarded cycle of `always` transitions never settles: refuse it on load.
     /// Only transitions that are certainly taken are followed (the first candidate
     /// of the deepest state that has any, when it has no guard).
-    fn check_always_loops(&self) -> Result<()> {
+    fn check_always_loops(&self) -> Built<()> {
         for start in 0..self.states.len() {
             if !self.states[start].children.is_empty() {
                 continue;
             }
-            let mut seen = vec![start];
+            // No list of the leaves passed: a walk of more steps than there
+            // are states has come back to one, and `always_loop` then walks
+            // again to name them (out of line, so that a cold start compiles
+            // less for definitions without a loop).
             let mut leaf = start;
+            let mut steps = 0;
             while let Some(t) = self.certain_always(leaf) {
                 let Some(target) = t.target else {
                     return Err(fail(Code::AlwaysLoop, &t.json_path, &["unguarded targetless always transition never settles"]));
                 };
-                let next = self.initial_leaf(target);
-                if seen.contains(&next) {
-                    return Err(self.always_loop(&seen, next, &t.json_path));
+                leaf = self.initial_leaf(target);
+                steps += 1;
+                if steps > self.states.len() {
+                    return Err(self.always_loop(start));
                 }
-                seen.push(next);
-                leaf = next;
             }
         }
         Ok(())
     }
 
+    /// The error for the loop that the walk of certain `always` transitions
+    /// from `start` comes to: the leaves passed, up to the first one passed twice.
     #[cold]
     #[inline(never)]
-    fn always_loop(&self, seen: &[StateIdx], next: StateIdx, path: &str) -> Error {
-        let mut message = String::from("always transitions loop without a guard (");
-        for &i in seen {
-            message.push_str(&self.states[i].path);
-            message.push_str(" -> ");
+    fn always_loop(&self, start: StateIdx) -> Box<Error> {
+        let mut seen = vec![start];
+        let mut leaf = start;
+        while let Some((t, target)) = self.certain_always(leaf).and_then(|t| Some((t, t.target?))) {
+            let next = self.initial_leaf(target);
+            if seen.contains(&next) {
+                let mut message = String::from("always transitions loop without a guard (");
+                for &i in &seen {
+                    message.push_str(&self.states[i].path);
+                    message.push_str(" -> ");
+                }
+                message.push_str(&self.states[next].path);
+                message.push(')');
+                return Box::new(Error::at(Code::AlwaysLoop, t.json_path.clone(), message));
+            }
+            seen.push(next);
+            leaf = next;
         }
-        message.push_str(&self.states[next].path);
-        message.push(')');
-        Error::at(Code::AlwaysLoop, path.to_string(), message)
+        // Not reached: `check_always_loops` calls this only for a walk that loops.
+        fail(Code::AlwaysLoop, "", &["always transitions loop without a guard"])
     }
 
     fn certain_always(&self, leaf: StateIdx) -> Option<&Transition> {
@@ -641,27 +678,93 @@ impl Machine {
     }
 }
 
+/// Why definition text is not read: too large, or (for `json::parse`) not one
+/// JSON value. Out of line and cold, one function for both (two callers, so
+/// that wasm-opt leaves it out of line).
+#[cold]
+#[inline(never)]
+fn unreadable(text: &str) -> Error {
+    if text.len() > MAX_DEFINITION_BYTES {
+        return Error::new(
+            Code::DefinitionTooLarge,
+            format!("definition is {} bytes, more than the {} allowed", text.len(), MAX_DEFINITION_BYTES),
+        );
+    }
+    match json::parse(text, Code::InvalidJson, "definition") {
+        Err(e) => e,
+        // Not reached: what `parse_prefix` refuses, or leaves more than
+        // whitespace after, `json::parse` refuses too.
+        Ok(_) => Error::new(Code::InvalidJson, "definition is not valid json"),
+    }
+}
+
+/// Whether `rest` is JSON whitespace alone (as `json::parse` allows after a value).
+fn only_whitespace(rest: Option<&[u8]>) -> bool {
+    rest.is_some_and(|r| r.iter().all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r')))
+}
+
 /// The machine's hash: xxh3-128 of the canonical definition, hex.
 fn machine_hash(def: &Value) -> String {
-    let mut canon = String::new();
-    json::canonical(def, &mut canon);
-    json::hex128(crate::xxh3::xxh3_128(canon.as_bytes()))
+    // The canonical bytes, not `json::canonical`'s String: hashing needs no
+    // UTF-8 check of them (nor its code on the build).
+    let mut canon = Vec::new();
+    json::write_canonical(def, &mut canon);
+    json::hex128(crate::xxh3::xxh3_128(&canon))
 }
+
+/// The builder's results. Its errors are boxed: a `?` then moves one pointer,
+/// not an [`Error`]'s seven words, at each of the builder's many exits (code
+/// a cold start compiles whole).
+type Built<T> = std::result::Result<T, Box<Error>>;
 
 /// A definition error at `path`. Every error of the builder is made by this
 /// function or [`fail_in`], out of line, its message joined from static pieces
 /// and names: one copy of that work in the module, not one per site.
 #[cold]
 #[inline(never)]
-fn fail(code: Code, path: &str, message: &[&str]) -> Error {
-    Error::at(code, path.to_string(), message.concat())
+fn fail(code: Code, path: &str, message: &[&str]) -> Box<Error> {
+    Box::new(Error::at(code, path.to_string(), message.concat()))
 }
 
 /// A definition error at `path.field` (at `field` when `path` is empty).
 #[cold]
 #[inline(never)]
-fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Error {
-    Error::at(code, join(path, field), message.concat())
+fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Box<Error> {
+    Box::new(Error::at(code, join(path, field), message.concat()))
+}
+
+/// `s` split at its first dot. By hand: `str::split` and `split_once` bring a
+/// searcher and memchr, which a cold start compiles for the builder alone.
+pub(crate) fn split_dot(s: &str) -> Option<(&str, &str)> {
+    let i = s.bytes().position(|b| b == b'.')?;
+    // `get`, not indexing: a dot is a char boundary, and no slicing panic's
+    // formatting comes along.
+    Some((s.get(..i)?, s.get(i + 1..)?))
+}
+
+/// The members of a definition object in order, through one out-of-line step
+/// of the B-tree's iterator: inlined, that step is a few hundred bytes in each
+/// of the builder's loops, all compiled whole on a cold start.
+pub(crate) struct Members<'a>(serde_json::map::Iter<'a>);
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a String, &'a Value);
+
+    #[inline(never)]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next()
+    }
+}
+
+pub(crate) fn members(o: &Map<String, Value>) -> Members<'_> {
+    Members(o.iter())
+}
+
+/// `s.to_string()`, out of line: inlined, each is an allocation, its failure
+/// path and a copy, at every site of the builder.
+#[inline(never)]
+pub(crate) fn owned(s: &str) -> String {
+    s.to_string()
 }
 
 /// `path.key`, or `key` when `path` is empty (the root).
@@ -678,33 +781,29 @@ fn join(path: &str, key: &str) -> String {
 
 /// The expression `e`, compiled with `path.key` as its path.
 #[inline(never)]
-fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Result<ExprId> {
-    exprs.compile(e, &join(path, key))
+fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Built<ExprId> {
+    exprs.compile_boxed(e, &join(path, key))
 }
 
-/// `path[i]`.
+/// `path[i]`, its digits written by the JSON writer's `push_u64`, which the
+/// event path compiles too, rather than by code of its own.
 #[inline(never)]
 fn indexed(path: &str, i: usize) -> String {
-    fn push_decimal(out: &mut String, n: usize) {
-        if n >= 10 {
-            push_decimal(out, n / 10);
-        }
-        out.push(char::from(b'0' + (n % 10) as u8));
-    }
-    let mut out = String::with_capacity(path.len() + 8);
-    out.push_str(path);
-    out.push('[');
-    push_decimal(&mut out, i);
-    out.push(']');
-    out
+    let mut out = Vec::with_capacity(path.len() + 8);
+    out.extend_from_slice(path.as_bytes());
+    out.push(b'[');
+    json::push_u64(i as u64, &mut out);
+    out.push(b']');
+    json::utf8(out)
 }
 
-/// The members of `o` by their index in `allowed`, in one pass over it; the
-/// first key (in the map's order) that is not allowed is an error at `path.key`.
+/// The members of `o` by their index in `allowed`, put in `f` (empty), in one
+/// pass over it; the first key (in the map's order) that is not allowed is an
+/// error at `path.key`. Filled in place rather than returned: a returned array
+/// is copied at every call, in code a cold start compiles.
 #[inline(never)]
-fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result<Fields<'a>> {
-    let mut f: Fields<'a> = [None; MAX_KEYS];
-    for (k, v) in o {
+fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str, f: &mut Fields<'a>) -> Built<()> {
+    for (k, v) in members(o) {
         match allowed.iter().position(|a| *a == k) {
             Some(i) => {
                 if let Some(slot) = f.get_mut(i) {
@@ -714,7 +813,7 @@ fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str) -> Result
             None => return Err(fail_in(Code::InvalidDefinition, path, k, &["unknown key \"", k, "\""])),
         }
     }
-    Ok(f)
+    Ok(())
 }
 
 /// Transitions as written (the candidates of one event, delay or `always` of
@@ -733,32 +832,32 @@ enum Slot<'a> {
     After(u64),
 }
 
-struct Builder<'a> {
-    states: Vec<StateNode>,
-    exprs: Exprs,
+struct Builder<'a, 'm> {
+    states: &'m mut Vec<StateNode>,
+    exprs: &'m mut Exprs,
     /// `<effect>.succeeded` and `<effect>.failed` of every effect parsed.
-    outcomes: NameSet,
+    outcomes: &'m mut NameSet,
     /// In document order within a state: `on`, `always`, `after`.
     raw: Vec<Raw<'a>>,
 }
 
-impl<'a> Builder<'a> {
+impl<'a> Builder<'a, '_> {
     /// The actions of a state's `entry` or `exit` (`key`), if it has them.
-    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Result<Vec<Action>> {
+    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Built<Vec<Action>> {
         match v {
             None => Ok(Vec::new()),
-            Some(a) => parse_actions(&mut self.exprs, &mut self.outcomes, a, &join(path, key)),
+            Some(a) => parse_actions(self.exprs, self.outcomes, a, &join(path, key)),
         }
     }
 
     /// Add a state whose members are `f` (checked against [`STATE_KEYS`], or
     /// for the root against [`MACHINE_KEYS`]), then its child states.
-    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Result<StateIdx> {
+    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Built<StateIdx> {
         let (path, depth) = match parent {
             None => (String::new(), 0),
             Some(p) => (join(&self.states[p].path, key), self.states[p].depth + 1),
         };
-        if parent.is_some() && (key.is_empty() || key.contains('.') || key.starts_with('#')) {
+        if parent.is_some() && (key.is_empty() || key.bytes().any(|b| b == b'.') || key.starts_with('#')) {
             return Err(fail(Code::InvalidDefinition, json_path, &["invalid state name \"", key, "\""]));
         }
         let declared_id = match (parent, f[K_ID]) {
@@ -779,9 +878,9 @@ impl<'a> Builder<'a> {
         let exit = self.actions_at(f[K_EXIT], json_path, "exit")?;
         let idx = self.states.len();
         self.states.push(StateNode {
-            key: key.to_string(),
+            key: owned(key),
             path,
-            json_path: json_path.to_string(),
+            json_path: owned(json_path),
             declared_id,
             parent,
             children: Vec::new(),
@@ -805,12 +904,13 @@ impl<'a> Builder<'a> {
                     return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["a final state cannot have child states"]));
                 }
                 let base = join(json_path, "states");
-                for (k, child) in children {
+                for (k, child) in members(children) {
                     let cp = join(&base, k);
                     let Some(o) = child.as_object() else {
                         return Err(fail(Code::InvalidDefinition, &cp, &["a state must be an object"]));
                     };
-                    let cf = fields(o, STATE_KEYS, &cp)?;
+                    let mut cf = NO_FIELDS;
+                    fields(o, STATE_KEYS, &cp, &mut cf)?;
                     self.add_state(k, Some(idx), &cf, &cp)?;
                 }
             }
@@ -850,7 +950,7 @@ impl<'a> Builder<'a> {
             None => {}
             Some(Value::Object(on)) => {
                 let base = join(json_path, "on");
-                for (event, cands) in on {
+                for (event, cands) in members(on) {
                     if event.is_empty() {
                         return Err(fail(Code::InvalidDefinition, &base, &["event names must not be empty"]));
                     }
@@ -862,41 +962,48 @@ impl<'a> Builder<'a> {
         if let Some(a) = f[K_ALWAYS] {
             self.raw.push(Raw { source: idx, slot: Slot::Always, candidates: a, path: join(json_path, "always") });
         }
-        match f[K_AFTER] {
-            None => {}
-            Some(Value::Object(after)) => {
-                let base = join(json_path, "after");
-                for (delay, cands) in after {
-                    let p = join(&base, delay);
-                    let Ok(ms) = delay.parse::<u64>() else {
-                        return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
-                    };
-                    self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: cands, path: p });
-                }
-            }
-            Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"])),
+        if let Some(after) = f[K_AFTER] {
+            self.add_delays(idx, after, json_path)?;
         }
         Ok(idx)
+    }
+
+    /// The delayed transitions of state `idx` (`after`), kept for the second pass.
+    #[inline(never)]
+    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, json_path: &str) -> Built<()> {
+        let Value::Object(after) = after else {
+            return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"]));
+        };
+        let base = join(json_path, "after");
+        for (delay, cands) in members(after) {
+            let p = join(&base, delay);
+            let Ok(ms) = delay.parse::<u64>() else {
+                return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
+            };
+            self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: cands, path: p });
+        }
+        Ok(())
     }
 }
 
 /// The actions at `path`, adding the outcome types of their effects to `outcomes`.
-fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Result<Vec<Action>> {
-    match v {
-        Value::Array(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, a) in items.iter().enumerate() {
-                out.push(parse_action(exprs, outcomes, a, &indexed(path, i))?);
-            }
-            Ok(out)
-        }
-        other => Ok(vec![parse_action(exprs, outcomes, other, path)?]),
+fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Built<Vec<Action>> {
+    // One loop for both forms, as in `Machine::transitions`.
+    let (items, listed) = match v {
+        Value::Array(items) => (items.as_slice(), true),
+        other => (std::slice::from_ref(other), false),
+    };
+    let mut out = Vec::new();
+    for (i, a) in items.iter().enumerate() {
+        let at = if listed { indexed(path, i) } else { owned(path) };
+        out.push(parse_action(exprs, outcomes, a, &at)?);
     }
+    Ok(out)
 }
 
-fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Result<Action> {
+fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Built<Action> {
     let member = match a {
-        Value::Object(o) if o.len() == 1 => o.iter().next(),
+        Value::Object(o) if o.len() == 1 => members(o).next(),
         Value::String(name) => {
             let message = ["unknown action \"", name, "\" (actions are data: assign, effect or respond)"];
             return Err(fail(Code::UnknownAction, p, &message));
@@ -912,8 +1019,8 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
                 return Err(fail_in(Code::InvalidDefinition, p, "assign", &["assign must be an object of field expressions"]));
             };
             let base = join(p, "assign");
-            let mut assigns = Vec::with_capacity(fields.len());
-            for (field, e) in fields {
+            let mut assigns = Vec::new();
+            for (field, e) in members(fields) {
                 assigns.push((field.clone(), compile_at(exprs, e, &base, field)?));
             }
             Action::Assign(assigns)
@@ -921,18 +1028,20 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
         "respond" => Action::Respond(compile_at(exprs, body, p, "respond")?),
         "effect" => {
             let effect = parse_effect(exprs, body, join(p, "effect"))?;
-            for outcome in [".succeeded", ".failed"] {
-                outcomes.insert([effect.effect_type.as_str(), outcome].concat());
-            }
+            // `<effect>.succeeded` and `<effect>.failed`, made by the builder's
+            // path joiner (the type is not empty): no code of their own.
+            outcomes.insert(join(&effect.effect_type, "succeeded"));
+            outcomes.insert(join(&effect.effect_type, "failed"));
             Action::Effect(effect)
         }
         other => return Err(fail(Code::UnknownAction, p, &["unknown action \"", other, "\""])),
     })
 }
 
-fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef> {
+fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Built<EffectDef> {
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, &path, &["effect must be an object"])) };
-    let f = fields(o, EFFECT_KEYS, &path)?;
+    let mut f = NO_FIELDS;
+    fields(o, EFFECT_KEYS, &path, &mut f)?;
     let effect_type = match f[0] {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => return Err(fail_in(Code::InvalidDefinition, &path, "type", &["effect type must be a non-empty string"])),
@@ -958,7 +1067,7 @@ fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef>
 }
 
 /// A whole number from `lo` to `hi` (`message` says so), if the member is there.
-fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: &str) -> Result<Option<u64>> {
+fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: &str) -> Built<Option<u64>> {
     match v {
         None => Ok(None),
         Some(x) => match x.as_u64() {
@@ -970,10 +1079,14 @@ fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: 
 
 const _: () = assert!(MAX_ATTEMPTS == 1_000, "the message for maxAttempts names it");
 
-fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
+// Out of line, as are delayed transitions: the builder is compiled whole on
+// a cold start, and these are then compiled only for definitions that have them.
+#[inline(never)]
+fn parse_retry(v: &Value, path: &str) -> Built<RetryPolicy> {
     let mut r = RetryPolicy::default();
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, path, &["retry must be an object"])) };
-    let f = fields(o, RETRY_KEYS, path)?;
+    let mut f = NO_FIELDS;
+    fields(o, RETRY_KEYS, path, &mut f)?;
     if let Some(n) = bounded(f[0], 1, MAX_ATTEMPTS as u64, path, "maxAttempts", "maxAttempts must be an integer from 1 to 1000")? {
         r.max_attempts = n as u32;
     }
@@ -995,11 +1108,13 @@ fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
     Ok(r)
 }
 
-fn parse_retention(v: Option<&Value>) -> Result<Retention> {
-    let mut r = Retention::default();
-    let Some(v) = v else { return Ok(r) };
+/// Fill `r` (the defaults) from the definition's `retention`: in place, as
+/// dropping the default's map would bring a B-tree's teardown to the build.
+fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Built<()> {
+    let Some(v) = v else { return Ok(()) };
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "retention", &["retention must be an object"])) };
-    let f = fields(o, RETENTION_KEYS, "retention")?;
+    let mut f = NO_FIELDS;
+    fields(o, RETENTION_KEYS, "retention", &mut f)?;
     if let Some(x) = f[0] {
         match x.as_u64() {
             Some(ms) => r.default_ms = ms,
@@ -1011,7 +1126,7 @@ fn parse_retention(v: Option<&Value>) -> Result<Retention> {
     }
     if let Some(x) = f[1] {
         let Some(m) = x.as_object() else { return Err(fail(Code::InvalidDefinition, "retention.perType", &["perType must be an object"])) };
-        for (k, ms) in m {
+        for (k, ms) in members(m) {
             let Some(ms) = ms.as_u64() else {
                 let message = "a retention window must be a non-negative integer of ms";
                 return Err(fail_in(Code::InvalidDefinition, "retention.perType", k, &[message]));
@@ -1019,14 +1134,15 @@ fn parse_retention(v: Option<&Value>) -> Result<Retention> {
             r.per_type.insert(k.clone(), ms);
         }
     }
-    Ok(r)
+    Ok(())
 }
 
-fn parse_limits(v: Option<&Value>) -> Result<Limits> {
+fn parse_limits(v: Option<&Value>) -> Built<Limits> {
     let mut l = Limits::default();
     let Some(v) = v else { return Ok(l) };
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "limits", &["limits must be an object"])) };
-    let f = fields(o, LIMITS_KEYS, "limits")?;
+    let mut f = NO_FIELDS;
+    fields(o, LIMITS_KEYS, "limits", &mut f)?;
     let message = "maxPayloadBytes must be from 1 to 1048576";
     if let Some(n) = bounded(f[0], 1, 1 << 20, "limits", "maxPayloadBytes", message)? {
         l.max_payload_bytes = n as usize;
