@@ -273,36 +273,26 @@ fn charge(budget: &Budget, units: usize) -> std::result::Result<(), Stop> {
 
 impl Exprs {
     /// Compile a computed value, naming `path` in the error when it is not valid.
+    /// Out of line, and the one copy of this work that guards share: the
+    /// builder is compiled on a cold start's first call, whole.
+    #[inline(never)]
     pub fn compile(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
-        self.compile_boxed(rule, path).map_err(|e| *e)
+        let node = compile(rule, path, 0)?;
+        self.compiled.push((node, crate::machine::owned(path), cloned(rule)));
+        Ok(ExprId(self.compiled.len() as u32 - 1))
     }
 
     /// Compile a guard: as [`Exprs::compile`], but its top must be an operator
     /// or a literal, so a misspelt operator is an error rather than an object
     /// literal that is always true.
     pub fn compile_guard(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
-        self.compile_guard_boxed(rule, path).map_err(|e| *e)
-    }
-
-    /// [`Exprs::compile`] with the error boxed, as the definition builder
-    /// passes its errors. Out of line, and the one copy of this work that
-    /// guards share: the builder is compiled on a cold start's first call, whole.
-    #[inline(never)]
-    pub(crate) fn compile_boxed(&mut self, rule: &Value, path: &str) -> Compiled<ExprId> {
-        let node = compile(rule, path, 0)?;
-        self.compiled.push((node, crate::machine::owned(path), cloned(rule)));
-        Ok(ExprId(self.compiled.len() as u32 - 1))
-    }
-
-    /// [`Exprs::compile_guard`] with the error boxed.
-    pub(crate) fn compile_guard_boxed(&mut self, rule: &Value, path: &str) -> Compiled<ExprId> {
         if let Value::Object(m) = rule {
             let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
             if m.len() != 1 || name.and_then(op_of).is_none() {
                 return Err(compile_error(path, Some(name.unwrap_or(""))));
             }
         }
-        self.compile_boxed(rule, path)
+        self.compile(rule, path)
     }
 
     /// The expression as written in the definition.
@@ -329,7 +319,7 @@ impl Exprs {
 
 /// Compile and evaluate once against plain data (for tests and tools).
 pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
-    let node = compile(rule, "", 0).map_err(|e| *e)?;
+    let node = compile(rule, "", 0)?;
     eval(&node, Data::Value(data), 0, &Budget::new(EVAL_BUDGET))
         .map(Cow::into_owned)
         .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
@@ -340,16 +330,16 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
 /// callers and is not inlined back into either by wasm-opt.
 #[cold]
 #[inline(never)]
-fn compile_error(path: &str, operator: Option<&str>) -> Box<Error> {
-    Box::new(match operator {
+fn compile_error(path: &str, operator: Option<&str>) -> Error {
+    match operator {
         Some(name) => Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")),
         None => Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"),
-    })
+    }
 }
 
-/// Compiling's results: errors boxed, so that a `?` moves one pointer (the
-/// compiler is recursive, and a cold start compiles it whole).
-type Compiled<T> = std::result::Result<T, Box<Error>>;
+/// Compiling's results (an [`Error`] is one pointer, so a `?` moves little:
+/// the compiler is recursive, and a cold start compiles it whole).
+type Compiled<T> = Result<T>;
 
 /// Each of `items`, compiled one level below `depth`.
 fn compile_all(items: &[Value], path: &str, depth: usize) -> Compiled<Vec<Node>> {

@@ -286,7 +286,7 @@ impl Machine {
 
     /// Validate a definition already parsed.
     pub fn from_value(def: Value) -> Result<Machine> {
-        Machine::build(def).map_err(|e| *e)
+        Machine::build(def)
     }
 
     fn build(def: Value) -> Built<Machine> {
@@ -599,7 +599,7 @@ impl Machine {
         // Each member made once, none assigned over a default: the drop of
         // that default would be compiled, and called, on a cold start's build.
         let guard = match f[1] {
-            Some(g) => Some(self.exprs.compile_guard_boxed(g, &join(&path, "guard"))?),
+            Some(g) => Some(self.exprs.compile_guard(g, &join(&path, "guard"))?),
             None => None,
         };
         let actions = match f[2] {
@@ -646,7 +646,7 @@ impl Machine {
     /// from `start` comes to: the leaves passed, up to the first one passed twice.
     #[cold]
     #[inline(never)]
-    fn always_loop(&self, start: StateIdx) -> Box<Error> {
+    fn always_loop(&self, start: StateIdx) -> Error {
         let mut seen = vec![start];
         let mut leaf = start;
         while let Some((t, target)) = self.certain_always(leaf).and_then(|t| Some((t, t.target?))) {
@@ -659,7 +659,7 @@ impl Machine {
                 }
                 message.push_str(&self.states[next].path);
                 message.push(')');
-                return Box::new(Error::at(Code::AlwaysLoop, t.json_path.clone(), message));
+                return Error::at(Code::AlwaysLoop, t.json_path.clone(), message);
             }
             seen.push(next);
             leaf = next;
@@ -712,25 +712,24 @@ fn machine_hash(def: &Value) -> String {
     json::hex128(crate::xxh3::xxh3_128(&canon))
 }
 
-/// The builder's results. Its errors are boxed: a `?` then moves one pointer,
-/// not an [`Error`]'s seven words, at each of the builder's many exits (code
-/// a cold start compiles whole).
-type Built<T> = std::result::Result<T, Box<Error>>;
+/// The builder's results (an [`Error`] is one pointer, so a `?` moves little
+/// at each of the builder's many exits: code a cold start compiles whole).
+type Built<T> = Result<T>;
 
 /// A definition error at `path`. Every error of the builder is made by this
 /// function or [`fail_in`], out of line, its message joined from static pieces
 /// and names: one copy of that work in the module, not one per site.
 #[cold]
 #[inline(never)]
-fn fail(code: Code, path: &str, message: &[&str]) -> Box<Error> {
-    Box::new(Error::at(code, path.to_string(), message.concat()))
+fn fail(code: Code, path: &str, message: &[&str]) -> Error {
+    Error::at(code, path.to_string(), message.concat())
 }
 
 /// A definition error at `path.field` (at `field` when `path` is empty).
 #[cold]
 #[inline(never)]
-fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Box<Error> {
-    Box::new(Error::at(code, join(path, field), message.concat()))
+fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Error {
+    Error::at(code, join(path, field), message.concat())
 }
 
 /// `s` split at its first dot. By hand: `str::split` and `split_once` bring a
@@ -782,7 +781,7 @@ fn join(path: &str, key: &str) -> String {
 /// The expression `e`, compiled with `path.key` as its path.
 #[inline(never)]
 fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Built<ExprId> {
-    exprs.compile_boxed(e, &join(path, key))
+    exprs.compile(e, &join(path, key))
 }
 
 /// `path[i]`, its digits written by the JSON writer's `push_u64`, which the
