@@ -294,9 +294,12 @@ impl Parser<'_> {
         let mut out = String::new();
         let mut start = self.i;
         loop {
-            // Eight bytes at a time while none of them ends the run of plain text.
+            // Eight bytes at a time while none of them ends the run of plain
+            // text; then straight to the first that does.
             while let Some(word) = self.b.get(self.i..self.i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes) {
-                if any_escaped(word) {
+                let m = escaped(word);
+                if m != 0 {
+                    self.i += (m.trailing_zeros() / 8) as usize;
                     break;
                 }
                 self.i += 8;
@@ -710,7 +713,7 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     while i < bytes.len() {
         // Eight bytes at a time while none of them is escaped.
         if let Some(word) = bytes.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes) {
-            if !any_escaped(word) {
+            if escaped(word) == 0 {
                 i += 8;
                 continue;
             }
@@ -740,17 +743,19 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-/// Whether any of the eight bytes of `word` is one `write_str` escapes: a
-/// control character (below 0x20), `"` or `\\`. Exact (no false positives): a
-/// borrow in `x - ONES` starts only at a byte that is zero, and in
-/// `word - 0x20..` only at a byte below 0x20; bytes from 0x80 on never match.
+/// The bytes of `word` that `write_str` escapes, each marked by its high bit:
+/// control characters (below 0x20), `"` and `\\`. The lowest mark is always
+/// one of them (so it is not zero exactly when one is there): a borrow in
+/// `x - ONES` starts only at a byte that is zero, and in `word - 0x20..` only
+/// at a byte below 0x20, and only bytes above it can be marked by mistake;
+/// bytes from 0x80 on are never marked.
 #[inline(always)]
-fn any_escaped(word: u64) -> bool {
+fn escaped(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    control | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64)) != 0
+    control | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64))
 }
 
 /// JSON text of a scalar (null, boolean, number, string) as serde_json writes it.
@@ -909,16 +914,29 @@ pub fn hex128(h: u128) -> String {
 
 /// The 32 lowercase hex digits of `h`, appended.
 fn push_hex128(h: u128, out: &mut Vec<u8>) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = [0u8; 32];
-    let (mut hi, mut lo) = ((h >> 64) as u64, h as u64);
-    for i in (0..16).rev() {
-        hex[i] = DIGITS[(hi & 0xf) as usize];
-        hex[i + 16] = DIGITS[(lo & 0xf) as usize];
-        hi >>= 4;
-        lo >>= 4;
-    }
-    out.extend_from_slice(&hex);
+    out.extend_from_slice(&hex_digits((h >> 64) as u64));
+    out.extend_from_slice(&hex_digits(h as u64));
+}
+
+/// The 16 lowercase hex digits of `v`, most significant first, all at once:
+/// each nibble moved to a byte of its own, the most significant to the lowest
+/// byte (little-endian order: wasm has no byte swap), then made its digit
+/// without a table or a branch (a digit loop was a tenth of encoding a snapshot).
+/// Each step is written out for both halves: at opt-level "z" a closure is a call.
+pub(crate) fn hex_digits(v: u64) -> [u8; 16] {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const BYTES: u64 = 0x0000_00ff_0000_00ff;
+    const NIBBLES: u64 = 0x000f_000f_000f_000f;
+    let (mut hi, mut lo) = (v >> 48 | (v >> 32 & 0xffff) << 32, v >> 16 & 0xffff | (v & 0xffff) << 32);
+    hi = (hi >> 8 & BYTES) | (hi & BYTES) << 16;
+    lo = (lo >> 8 & BYTES) | (lo & BYTES) << 16;
+    hi = (hi >> 4 & NIBBLES) | (hi & NIBBLES) << 8;
+    lo = (lo >> 4 & NIBBLES) | (lo & NIBBLES) << 8;
+    // A nibble plus 6 carries into bit 4 exactly when its digit is a letter,
+    // which is 39 places further on than `'0' + nibble`.
+    hi += b'0' as u64 * L + ((hi + 6 * L) >> 4 & L) * 39;
+    lo += b'0' as u64 * L + ((lo + 6 * L) >> 4 & L) * 39;
+    (hi as u128 | (lo as u128) << 64).to_le_bytes()
 }
 
 #[cfg(test)]
@@ -1004,9 +1022,23 @@ mod tests {
                     let mut w = [fill; 8];
                     w[pos] = b;
                     let want = w.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
-                    assert_eq!(any_escaped(u64::from_le_bytes(w)), want, "{w:?}");
+                    let m = escaped(u64::from_le_bytes(w));
+                    assert_eq!(m != 0, want, "{w:?}");
+                    assert!(!want || m.trailing_zeros() / 8 == pos as u32, "{w:?}");
                 }
             }
+        }
+        // Words of bytes near the escaped ones: the lowest mark is the first escaped byte.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let near = [0u8, 1, 0x1f, 0x20, 0x21, b'"', b'#', b'\\', 0x5b, 0x5d, 0x80, 0xa2, 0xff, b'a'];
+        for _ in 0..200_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let w: [u8; 8] = std::array::from_fn(|k| near[((seed >> (k * 4)) & 0xf) as usize % near.len()]);
+            let first = w.iter().position(|&c| c < 0x20 || c == b'"' || c == b'\\');
+            let m = escaped(u64::from_le_bytes(w));
+            assert_eq!((m != 0).then(|| m.trailing_zeros() as usize / 8), first, "{w:?}");
         }
         for len in 0..40 {
             for pos in 0..len {
@@ -1060,6 +1092,21 @@ mod tests {
         write_canonical(&v, &mut ordered);
         write_sorted(v.as_object().unwrap(), &mut sorted);
         assert_eq!(String::from_utf8(sorted).unwrap(), String::from_utf8(ordered).unwrap());
+    }
+
+    #[test]
+    fn hex_digits_are_format_x() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut values = vec![0, 1, 9, 10, 15, 16, u64::MAX, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210];
+        for _ in 0..1000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            values.push(seed >> (seed % 64));
+        }
+        for v in values {
+            assert_eq!(hex_digits(v).as_slice(), format!("{v:016x}").as_bytes(), "{v:#x}");
+        }
     }
 
     #[test]

@@ -1556,11 +1556,11 @@ fn ascii_string(bytes: Vec<u8>) -> String {
 }
 
 /// The low `dst.len()` hex digits of `v`, lowercase.
-fn put_hex(dst: &mut [u8], mut v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+fn put_hex(dst: &mut [u8], v: u64) {
+    let digits = json::hex_digits(v);
+    let mut from = digits.iter().rev();
     for d in dst.iter_mut().rev() {
-        *d = DIGITS[(v & 0xf) as usize];
-        v >>= 4;
+        *d = *from.next().unwrap_or(&b'0');
     }
 }
 
@@ -1571,9 +1571,11 @@ fn hex_width(v: u64, width: usize) -> usize {
 
 /// `{:0width$x}`: lowercase hex, at least `width` digits.
 fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
-    let at = t.len();
-    t.resize(at + hex_width(v, width), b'0');
-    put_hex(&mut t[at..], v);
+    let n = hex_width(v, width);
+    if n > 16 {
+        t.resize(t.len() + n - 16, b'0');
+    }
+    t.extend_from_slice(&json::hex_digits(v)[16 - n.min(16)..]);
 }
 
 /// JSON text written by `body`, made ASCII and preceded by its length in hex
