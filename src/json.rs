@@ -894,7 +894,8 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     // The hex digits take the place of the text hashed, in its buffer.
     s.clear();
     push_hex128(h, &mut s);
-    (utf8(s), size)
+    // SAFETY: hex digits only.
+    (unsafe { String::from_utf8_unchecked(s) }, size)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).

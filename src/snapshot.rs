@@ -1042,8 +1042,9 @@ impl Snapshot {
             }
         };
         ledger.synced = Some(Synced { len: split, state });
-        // The trailer, the head and the checksum, written into one buffer.
-        let mut t: Vec<u8> = Vec::with_capacity(256);
+        // The trailer, the head and the checksum, written into one buffer
+        // (the head of a new process is already longer than 200 bytes).
+        let mut t: Vec<u8> = Vec::with_capacity(512);
         t.push(b'#');
         json::push_u64(ledger.recs.len() as u64, &mut t);
         t.push(b' ');
@@ -1055,7 +1056,11 @@ impl Snapshot {
         t.push(b'\n');
         hasher.update(&t);
         push_hex(&mut t, hasher.digest(), 16);
-        Encoded { tail: ascii_string(t), split, shared }
+        debug_assert!(t.is_ascii());
+        // SAFETY: ASCII only: the trailer's digits, the head made ASCII by
+        // `ascii_from`, newlines and hex digits (not checked again: a
+        // UTF-8 check was as costly as making the head ASCII).
+        Encoded { tail: unsafe { String::from_utf8_unchecked(t) }, split, shared }
     }
 
     /// The head's JSON: what serde_json writes for the head's fields in this
@@ -1385,7 +1390,7 @@ fn checked_tail(text: &str) -> Result<Option<(&str, u64)>> {
         return Ok(None);
     }
     // Sixteen lowercase hex digits always fit a `u64`.
-    match hex(check) {
+    match hex16(check.as_bytes()) {
         Some(expected) => Ok(Some((body, expected))),
         None => Err(corrupt("checksum is not lowercase hex")),
     }
@@ -1416,8 +1421,8 @@ impl V3 {
 fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     // The head is the last line, the trailer (`#<count> <prune at>`) the one before.
     let layout = body.strip_suffix('\n').and_then(|b| {
-        let head_start = b.rfind('\n')? + 1;
-        let trailer_start = b.get(..head_start - 1)?.rfind('\n')? + 1;
+        let head_start = last_newline(b.as_bytes())? + 1;
+        let trailer_start = last_newline(b.as_bytes().get(..head_start - 1)?)? + 1;
         (trailer_start >= V3_MAGIC.len()).then_some((trailer_start, head_start))
     });
     let Some((trailer_start, head_start)) = layout else {
@@ -1450,6 +1455,24 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     let recs = walk.finish(trailer_start, count)?;
     let head = parse_head(body.get(head_start..body.len() - 1).unwrap_or(""), 3)?;
     Ok((V3 { head, recs, prune_at, state }, trailer_start))
+}
+
+/// Where the last `\n` of `b` is, found eight bytes at a time from the end
+/// (the head, which has none, is scanned on every decode).
+fn last_newline(b: &[u8]) -> Option<usize> {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut end = b.len();
+    while let Some(w) = end.checked_sub(8).and_then(|at| b.get(at..end)).and_then(|w| w.try_into().ok()) {
+        // The high bit of each byte of `z` is set exactly where that byte of `x` is zero (see `newlines`).
+        let x = u64::from_le_bytes(w) ^ (L * b'\n' as u64);
+        let z = !(((x & LOW7) + LOW7) | x | LOW7);
+        if z != 0 {
+            return Some(end - 8 + (63 - z.leading_zeros() as usize) / 8);
+        }
+        end -= 8;
+    }
+    b.get(..end)?.iter().rposition(|&c| c == b'\n')
 }
 
 /// How [`Snapshot::encode_split`] wrote a snapshot.
@@ -1868,6 +1891,9 @@ impl Ledger {
     /// The live record for an event id, if any (newest first). Only records whose
     /// id matches are read beyond their id.
     pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
+        if self.recs.is_empty() {
+            return Ok(None);
+        }
         let literal = id_literal(id);
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
         // A record starts with its id literal's length in four hex digits, then
@@ -2140,7 +2166,7 @@ fn check(machine: &Machine, snap: Snapshot) -> Result<Loaded> {
 
 #[cfg(test)]
 mod newline_tests {
-    use super::newlines;
+    use super::{last_newline, newlines};
 
     /// The scan finds exactly the newlines a byte-by-byte loop finds, at every
     /// length and alignment, next to bytes one bit away from `\n` and above 0x7f.
@@ -2160,6 +2186,10 @@ mod newline_tests {
             newlines(&b, |i| got.push(i));
             let want: Vec<usize> = (0..len).filter(|&i| b[i] == b'\n').collect();
             assert_eq!(got, want, "{b:?}");
+            assert_eq!(last_newline(&b), want.last().copied(), "{b:?}");
+            // And with newlines rarer than in a word, as in a head.
+            let sparse: Vec<u8> = b.iter().map(|&c| if c == b'\n' && next() % 16 != 0 { b'a' } else { c }).collect();
+            assert_eq!(last_newline(&sparse), sparse.iter().rposition(|&c| c == b'\n'), "{sparse:?}");
         }
     }
 }
