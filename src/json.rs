@@ -823,7 +823,8 @@ fn write_value(value: &Value, out: &mut Vec<u8>, canonical: bool) {
             let mut prev: Option<&String> = None;
             for (k, v) in map {
                 if let Some(p) = prev {
-                    if canonical && p >= k {
+                    // Keys whose first bytes differ are ordered by those alone.
+                    if canonical && p.as_bytes().first() >= k.as_bytes().first() && p >= k {
                         out.truncate(start);
                         return write_sorted(map, out);
                     }
