@@ -712,11 +712,13 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     let mut i = 0;
     while i < bytes.len() {
         // Eight bytes at a time while none of them is escaped.
-        if let Some(word) = bytes.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes) {
-            if escaped(word) == 0 {
-                i += 8;
-                continue;
-            }
+        let word = match bytes.get(i..i + 8).and_then(|w| w.try_into().ok()) {
+            Some(w) => u64::from_le_bytes(w),
+            None => last_word(bytes, i),
+        };
+        if escaped(word) == 0 {
+            i += 8;
+            continue;
         }
         let b = bytes[i];
         i += 1;
@@ -756,6 +758,33 @@ fn escaped(word: u64) -> u64 {
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
     control | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64))
+}
+
+/// The last bytes of `b`, from `i` (fewer than eight), as a word whose other
+/// bytes are spaces, which are never escaped: most strings end, or are, shorter
+/// than eight bytes, read in one or two loads rather than byte by byte.
+#[inline(always)]
+fn last_word(b: &[u8], i: usize) -> u64 {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    let n = b.len() - i;
+    if n >= 8 || n == 0 {
+        return SPACES;
+    }
+    let end = b.len();
+    if let Some(w) = end.checked_sub(8).and_then(|at| b.get(at..)).and_then(|w| w.try_into().ok()) {
+        // The last eight, those before `i` made spaces.
+        let keep = !0u64 << ((8 - n) * 8);
+        return (u64::from_le_bytes(w) & keep) | (SPACES & !keep);
+    }
+    // Two loads that overlap when `n` is not a power of two.
+    let u32_at = |at: usize| b.get(at..at + 4).and_then(|w| w.try_into().ok()).map_or(0, u32::from_le_bytes) as u64;
+    let u16_at = |at: usize| b.get(at..at + 2).and_then(|w| w.try_into().ok()).map_or(0, u16::from_le_bytes) as u64;
+    let w = match n {
+        4.. => u32_at(i) | u32_at(end - 4) << ((n - 4) * 8),
+        2.. => u16_at(i) | u16_at(end - 2) << ((n - 2) * 8),
+        _ => b.get(i).map_or(0, |&c| c as u64),
+    };
+    w | SPACES << (n * 8)
 }
 
 /// JSON text of a scalar (null, boolean, number, string) as serde_json writes it.

@@ -205,10 +205,11 @@ fn fail(entry: &mut OutboxEntry, reason: &str, now: u64) -> Report {
     entry.state = EffectState::Failed;
     entry.due_at = None;
     entry.done_at = Some(now);
+    let payload = object! { "key": entry.key, "reason": reason, "error": entry.error, "attempts": entry.attempts };
     Report::Raise(Event {
         id: format!("{}:failed", entry.key).into(),
         event_type: format!("{}.failed", entry.effect_type).into(),
-        payload: Cow::Owned(object! { "key": entry.key, "reason": reason, "error": entry.error, "attempts": entry.attempts }),
+        payload: Cow::Owned(payload),
     })
 }
 

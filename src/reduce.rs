@@ -369,7 +369,12 @@ impl Machine {
     }
 
     /// [`Machine::take_event`] of the members [`read_event`] read.
-    fn take_fields(&self, id: Option<Value>, event_type: Option<Value>, payload: Option<Value>) -> Result<(Event<'static>, String)> {
+    fn take_fields(
+        &self,
+        id: Option<Value>,
+        event_type: Option<Value>,
+        payload: Option<Value>,
+    ) -> Result<(Event<'static>, String)> {
         self.check_fields(id.as_ref(), event_type.as_ref())?;
         let (Some(Value::String(id)), Some(Value::String(event_type))) = (id, event_type) else {
             unreachable!("check_fields accepts strings only")
