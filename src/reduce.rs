@@ -133,11 +133,8 @@ impl Outcome {
     /// Join a snapshot left in two parts by `reduce_parts` into its whole text.
     fn materialize(&mut self, after: Option<&snapshot::Loaded>) {
         if let (Some(at), Some(tail), Some(l)) = (self.split, self.snapshot.as_mut(), after) {
-            let prefix = l.snap.ledger.prefix(at);
-            let mut whole = String::with_capacity(prefix.len() + tail.len());
-            whole.push_str(prefix);
-            whole.push_str(tail);
-            *tail = whole;
+            // In the tail's own buffer when there is room (a short ledger's).
+            tail.insert_str(0, l.snap.ledger.prefix(at));
             self.split = None;
         }
     }

@@ -1275,9 +1275,9 @@ fn read_head(text: &str) -> Option<Head> {
     let mut read = || {
         let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
         let mut r = HeadReader { text, i: at };
-        for (slot, name) in fields.iter_mut().zip(FIELDS).skip(skip) {
-            r.lit(name)?;
-            *slot = r.value()?;
+        for i in skip..FIELDS.len() {
+            r.lit(FIELDS[i])?;
+            fields[i] = r.value()?;
         }
         r.lit("}")?;
         let whole = r.i == text.len()
