@@ -1042,8 +1042,8 @@ impl Snapshot {
             }
         };
         ledger.synced = Some(Synced { len: split, state });
-        // The trailer, the head and the checksum, written into one buffer
-        // (the head of a new process is already longer than 200 bytes).
+        // The trailer, the head and the checksum, written into one buffer; 512
+        // bytes, as 256 were outgrown by even a new process's (its head is ~210).
         let mut t: Vec<u8> = Vec::with_capacity(512);
         t.push(b'#');
         json::push_u64(ledger.recs.len() as u64, &mut t);
