@@ -706,17 +706,38 @@ pub fn utf8(bytes: Vec<u8>) -> String {
 pub fn write_str(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        // Eight bytes at a time while none of them is escaped.
+    // Eight bytes at a time while none of them is escaped.
+    let plain = |i: usize| {
         let word = match bytes.get(i..i + 8).and_then(|w| w.try_into().ok()) {
             Some(w) => u64::from_le_bytes(w),
             None => last_word(bytes, i),
         };
-        if escaped(word) == 0 {
+        escaped(word) == 0
+    };
+    let mut i = 0;
+    while i < bytes.len() && plain(i) {
+        i += 8;
+    }
+    out.reserve(bytes.len() + 2);
+    if i >= bytes.len() {
+        // Nothing to escape (the usual): the quotes and the bytes written at
+        // once, not as three appends.
+        let at = out.len();
+        // SAFETY: `reserve` left room for `bytes.len() + 2` bytes from `at`,
+        // and all of them are written before the length takes them in.
+        unsafe {
+            let p = out.as_mut_ptr().add(at);
+            p.write(b'"');
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(1), bytes.len());
+            p.add(bytes.len() + 1).write(b'"');
+            out.set_len(at + bytes.len() + 2);
+        }
+        return;
+    }
+    out.push(b'"');
+    let mut start = 0;
+    while i < bytes.len() {
+        if plain(i) {
             i += 8;
             continue;
         }
