@@ -707,15 +707,8 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     // Eight bytes at a time while none of them is escaped.
-    let plain = |i: usize| {
-        let word = match bytes.get(i..i + 8).and_then(|w| w.try_into().ok()) {
-            Some(w) => u64::from_le_bytes(w),
-            None => last_word(bytes, i),
-        };
-        escaped(word) == 0
-    };
     let mut i = 0;
-    while i < bytes.len() && plain(i) {
+    while i < bytes.len() && plain(bytes, i) {
         i += 8;
     }
     out.reserve(bytes.len() + 2);
@@ -737,7 +730,7 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let mut start = 0;
     while i < bytes.len() {
-        if plain(i) {
+        if plain(bytes, i) {
             i += 8;
             continue;
         }
@@ -779,6 +772,16 @@ fn escaped(word: u64) -> u64 {
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
     control | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64))
+}
+
+/// Whether none of the (at most) eight bytes of `b` from `i` is escaped.
+#[inline(always)]
+fn plain(b: &[u8], i: usize) -> bool {
+    let word = match b.get(i..i + 8).and_then(|w| w.try_into().ok()) {
+        Some(w) => u64::from_le_bytes(w),
+        None => last_word(b, i),
+    };
+    escaped(word) == 0
 }
 
 /// The last bytes of `b`, from `i` (fewer than eight), as a word whose other
