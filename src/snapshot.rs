@@ -1085,6 +1085,10 @@ impl Snapshot {
         json::put(t, b",\"revision\":");
         json::push_u64(self.revision, t);
         json::put(t, if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
+        if self.outbox.is_empty() && self.timers.is_empty() {
+            // The usual end, in one piece.
+            return json::put(t, b"[],\"timers\":[]}");
+        }
         write_array(&self.outbox, t, write_outbox_entry);
         json::put(t, b",\"timers\":");
         write_array(&self.timers, t, write_timer);
