@@ -1280,6 +1280,13 @@ fn read_head(text: &str) -> Option<Head> {
         let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
         let mut r = HeadReader { text, i: at };
         for i in skip..FIELDS.len() {
+            // The usual end (not done, no outbox entry, no timer) matched whole.
+            if i == 6 && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
+                fields[6] = Value::Bool(false);
+                fields[7] = Value::Array(Vec::new());
+                fields[8] = Value::Array(Vec::new());
+                break;
+            }
             r.lit(FIELDS[i])?;
             fields[i] = r.value()?;
         }
