@@ -935,7 +935,12 @@ fn op_merge<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
             }
             Cow::Owned(Value::Array(arr)) => {
                 merged = merged.saturating_add(arr.len());
-                out.extend(arr)
+                // The first array built is taken whole rather than copied.
+                if out.is_empty() {
+                    out = arr;
+                } else {
+                    out.extend(arr)
+                }
             }
             other => out.push(other.into_owned()),
         }

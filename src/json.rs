@@ -294,9 +294,12 @@ impl Parser<'_> {
         let mut out = String::new();
         let mut start = self.i;
         loop {
-            // Eight bytes at a time while none of them ends the run of plain text.
+            // Eight bytes at a time while none of them ends the run of plain
+            // text; then straight to the first that does.
             while let Some(word) = self.b.get(self.i..self.i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes) {
-                if any_escaped(word) {
+                let m = escaped(word);
+                if m != 0 {
+                    self.i += (m.trailing_zeros() / 8) as usize;
                     break;
                 }
                 self.i += 8;
@@ -703,17 +706,33 @@ pub fn utf8(bytes: Vec<u8>) -> String {
 pub fn write_str(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
+    // Eight bytes at a time while none of them is escaped.
+    let mut i = 0;
+    while i < bytes.len() && plain(bytes, i) {
+        i += 8;
+    }
     out.reserve(bytes.len() + 2);
+    if i >= bytes.len() {
+        // Nothing to escape (the usual): the quotes and the bytes written at
+        // once, not as three appends.
+        let at = out.len();
+        // SAFETY: `reserve` left room for `bytes.len() + 2` bytes from `at`,
+        // and all of them are written before the length takes them in.
+        unsafe {
+            let p = out.as_mut_ptr().add(at);
+            p.write(b'"');
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(1), bytes.len());
+            p.add(bytes.len() + 1).write(b'"');
+            out.set_len(at + bytes.len() + 2);
+        }
+        return;
+    }
     out.push(b'"');
     let mut start = 0;
-    let mut i = 0;
     while i < bytes.len() {
-        // Eight bytes at a time while none of them is escaped.
-        if let Some(word) = bytes.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes) {
-            if !any_escaped(word) {
-                i += 8;
-                continue;
-            }
+        if plain(bytes, i) {
+            i += 8;
+            continue;
         }
         let b = bytes[i];
         i += 1;
@@ -740,17 +759,56 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-/// Whether any of the eight bytes of `word` is one `write_str` escapes: a
-/// control character (below 0x20), `"` or `\\`. Exact (no false positives): a
-/// borrow in `x - ONES` starts only at a byte that is zero, and in
-/// `word - 0x20..` only at a byte below 0x20; bytes from 0x80 on never match.
+/// The bytes of `word` that `write_str` escapes, each marked by its high bit:
+/// control characters (below 0x20), `"` and `\\`. The lowest mark is always
+/// one of them (so it is not zero exactly when one is there): a borrow in
+/// `x - ONES` starts only at a byte that is zero, and in `word - 0x20..` only
+/// at a byte below 0x20, and only bytes above it can be marked by mistake;
+/// bytes from 0x80 on are never marked.
 #[inline(always)]
-fn any_escaped(word: u64) -> bool {
+fn escaped(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    control | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64)) != 0
+    control | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64))
+}
+
+/// Whether none of the (at most) eight bytes of `b` from `i` is escaped.
+#[inline(always)]
+fn plain(b: &[u8], i: usize) -> bool {
+    let word = match b.get(i..i + 8).and_then(|w| w.try_into().ok()) {
+        Some(w) => u64::from_le_bytes(w),
+        None => last_word(b, i),
+    };
+    escaped(word) == 0
+}
+
+/// The last bytes of `b`, from `i` (fewer than eight), as a word whose other
+/// bytes are spaces, which are never escaped: most strings end, or are, shorter
+/// than eight bytes, read in one or two loads rather than byte by byte.
+#[inline(always)]
+fn last_word(b: &[u8], i: usize) -> u64 {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    let n = b.len() - i;
+    if n >= 8 || n == 0 {
+        return SPACES;
+    }
+    let end = b.len();
+    if let Some(w) = end.checked_sub(8).and_then(|at| b.get(at..)).and_then(|w| w.try_into().ok()) {
+        // The last eight, those before `i` made spaces.
+        let keep = !0u64 << ((8 - n) * 8);
+        return (u64::from_le_bytes(w) & keep) | (SPACES & !keep);
+    }
+    // Two loads that overlap when `n` is not a power of two.
+    let u32_at = |at: usize| b.get(at..at + 4).and_then(|w| w.try_into().ok()).map_or(0, u32::from_le_bytes) as u64;
+    let u16_at = |at: usize| b.get(at..at + 2).and_then(|w| w.try_into().ok()).map_or(0, u16::from_le_bytes) as u64;
+    let w = match n {
+        4.. => u32_at(i) | u32_at(end - 4) << ((n - 4) * 8),
+        2.. => u16_at(i) | u16_at(end - 2) << ((n - 2) * 8),
+        _ => b.get(i).map_or(0, |&c| c as u64),
+    };
+    w | SPACES << (n * 8)
 }
 
 /// JSON text of a scalar (null, boolean, number, string) as serde_json writes it.
@@ -818,7 +876,8 @@ fn write_value(value: &Value, out: &mut Vec<u8>, canonical: bool) {
             let mut prev: Option<&String> = None;
             for (k, v) in map {
                 if let Some(p) = prev {
-                    if canonical && p >= k {
+                    // Keys whose first bytes differ are ordered by those alone.
+                    if canonical && p.as_bytes().first() >= k.as_bytes().first() && p >= k {
                         out.truncate(start);
                         return write_sorted(map, out);
                     }
@@ -889,7 +948,8 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     // The hex digits take the place of the text hashed, in its buffer.
     s.clear();
     push_hex128(h, &mut s);
-    (utf8(s), size)
+    // SAFETY: hex digits only.
+    (unsafe { String::from_utf8_unchecked(s) }, size)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -909,16 +969,29 @@ pub fn hex128(h: u128) -> String {
 
 /// The 32 lowercase hex digits of `h`, appended.
 fn push_hex128(h: u128, out: &mut Vec<u8>) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = [0u8; 32];
-    let (mut hi, mut lo) = ((h >> 64) as u64, h as u64);
-    for i in (0..16).rev() {
-        hex[i] = DIGITS[(hi & 0xf) as usize];
-        hex[i + 16] = DIGITS[(lo & 0xf) as usize];
-        hi >>= 4;
-        lo >>= 4;
-    }
-    out.extend_from_slice(&hex);
+    out.extend_from_slice(&hex_digits((h >> 64) as u64));
+    out.extend_from_slice(&hex_digits(h as u64));
+}
+
+/// The 16 lowercase hex digits of `v`, most significant first, all at once:
+/// each nibble moved to a byte of its own, the most significant to the lowest
+/// byte (little-endian order: wasm has no byte swap), then made its digit
+/// without a table or a branch (a digit loop was a tenth of encoding a snapshot).
+/// Each step is written out for both halves: at opt-level "z" a closure is a call.
+pub(crate) fn hex_digits(v: u64) -> [u8; 16] {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const BYTES: u64 = 0x0000_00ff_0000_00ff;
+    const NIBBLES: u64 = 0x000f_000f_000f_000f;
+    let (mut hi, mut lo) = (v >> 48 | (v >> 32 & 0xffff) << 32, v >> 16 & 0xffff | (v & 0xffff) << 32);
+    hi = (hi >> 8 & BYTES) | (hi & BYTES) << 16;
+    lo = (lo >> 8 & BYTES) | (lo & BYTES) << 16;
+    hi = (hi >> 4 & NIBBLES) | (hi & NIBBLES) << 8;
+    lo = (lo >> 4 & NIBBLES) | (lo & NIBBLES) << 8;
+    // A nibble plus 6 carries into bit 4 exactly when its digit is a letter,
+    // which is 39 places further on than `'0' + nibble`.
+    hi += b'0' as u64 * L + ((hi + 6 * L) >> 4 & L) * 39;
+    lo += b'0' as u64 * L + ((lo + 6 * L) >> 4 & L) * 39;
+    (hi as u128 | (lo as u128) << 64).to_le_bytes()
 }
 
 #[cfg(test)]
@@ -1004,9 +1077,23 @@ mod tests {
                     let mut w = [fill; 8];
                     w[pos] = b;
                     let want = w.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
-                    assert_eq!(any_escaped(u64::from_le_bytes(w)), want, "{w:?}");
+                    let m = escaped(u64::from_le_bytes(w));
+                    assert_eq!(m != 0, want, "{w:?}");
+                    assert!(!want || m.trailing_zeros() / 8 == pos as u32, "{w:?}");
                 }
             }
+        }
+        // Words of bytes near the escaped ones: the lowest mark is the first escaped byte.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let near = [0u8, 1, 0x1f, 0x20, 0x21, b'"', b'#', b'\\', 0x5b, 0x5d, 0x80, 0xa2, 0xff, b'a'];
+        for _ in 0..200_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let w: [u8; 8] = std::array::from_fn(|k| near[((seed >> (k * 4)) & 0xf) as usize % near.len()]);
+            let first = w.iter().position(|&c| c < 0x20 || c == b'"' || c == b'\\');
+            let m = escaped(u64::from_le_bytes(w));
+            assert_eq!((m != 0).then(|| m.trailing_zeros() as usize / 8), first, "{w:?}");
         }
         for len in 0..40 {
             for pos in 0..len {
@@ -1060,6 +1147,21 @@ mod tests {
         write_canonical(&v, &mut ordered);
         write_sorted(v.as_object().unwrap(), &mut sorted);
         assert_eq!(String::from_utf8(sorted).unwrap(), String::from_utf8(ordered).unwrap());
+    }
+
+    #[test]
+    fn hex_digits_are_format_x() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut values = vec![0, 1, 9, 10, 15, 16, u64::MAX, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210];
+        for _ in 0..1000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            values.push(seed >> (seed % 64));
+        }
+        for v in values {
+            assert_eq!(hex_digits(v).as_slice(), format!("{v:016x}").as_bytes(), "{v:#x}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::machine::{Machine, RetryPolicy};
 use crate::reduce::{EmittedEffect, Event};
 use crate::snapshot::{self, EffectState, OutboxEntry, Snapshot};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// How long an attempt may stay `in_flight` before it is presumed lost (ms).
 pub const ATTEMPT_LEASE_MS: u64 = 30_000;
@@ -91,12 +92,12 @@ pub(crate) enum Report {
     /// The effect moved; nothing for the machine.
     Updated,
     /// The effect finished: the machine gets this event.
-    Raise(Event),
+    Raise(Event<'static>),
 }
 
 /// Apply an attempt report (`idem.effect.*`) to the outbox.
-pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event, now: u64) -> Result<Report> {
-    let p = &event.payload;
+pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event<'_>, now: u64) -> Result<Report> {
+    let p = &*event.payload;
     let bad = |m: &str| Error::at(Code::InvalidEffectReport, "payload", m.to_string());
     let key = p.get("key").and_then(Value::as_str).ok_or_else(|| bad("effect report needs a string key"))?;
     let entry = outbox
@@ -115,7 +116,7 @@ pub(crate) fn report(outbox: &mut [OutboxEntry], event: &Event, now: u64) -> Res
     let retry = entry.retry;
     let exhausted = |e: &OutboxEntry| e.attempts >= retry.max_attempts;
 
-    match event.event_type.as_str() {
+    match &*event.event_type {
         STARTED => {
             let next = entry.attempts.saturating_add(1);
             let allowed = matches!(entry.state, EffectState::Pending | EffectState::Unknown) && next <= retry.max_attempts;
@@ -194,9 +195,9 @@ fn succeed(entry: &mut OutboxEntry, result: Value, now: u64) -> Report {
     entry.result = Some(result.clone());
     entry.error = None;
     Report::Raise(Event {
-        id: format!("{}:succeeded", entry.key),
-        event_type: format!("{}.succeeded", entry.effect_type),
-        payload: object! { "key": entry.key, "result": result, "attempts": entry.attempts },
+        id: format!("{}:succeeded", entry.key).into(),
+        event_type: format!("{}.succeeded", entry.effect_type).into(),
+        payload: Cow::Owned(object! { "key": entry.key, "result": result, "attempts": entry.attempts }),
     })
 }
 
@@ -204,10 +205,11 @@ fn fail(entry: &mut OutboxEntry, reason: &str, now: u64) -> Report {
     entry.state = EffectState::Failed;
     entry.due_at = None;
     entry.done_at = Some(now);
+    let payload = object! { "key": entry.key, "reason": reason, "error": entry.error, "attempts": entry.attempts };
     Report::Raise(Event {
-        id: format!("{}:failed", entry.key),
-        event_type: format!("{}.failed", entry.effect_type),
-        payload: object! { "key": entry.key, "reason": reason, "error": entry.error, "attempts": entry.attempts },
+        id: format!("{}:failed", entry.key).into(),
+        event_type: format!("{}.failed", entry.effect_type).into(),
+        payload: Cow::Owned(payload),
     })
 }
 

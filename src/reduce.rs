@@ -27,17 +27,19 @@ pub enum Current<'a> {
     Loaded(Box<snapshot::Loaded>),
 }
 
-/// An event as the engine sees it, validated.
+/// An event as the engine sees it, validated. Its fields borrow from the
+/// value it was read from when they can (`Machine::reduce` is given one by
+/// reference: copying it, and freeing the copy, took a twentieth of a reduce).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    pub id: String,
-    pub event_type: String,
-    pub payload: Value,
+pub struct Event<'a> {
+    pub id: Cow<'a, str>,
+    pub event_type: Cow<'a, str>,
+    pub payload: Cow<'a, Value>,
 }
 
-impl Event {
+impl Event<'_> {
     pub fn to_value(&self) -> Value {
-        object! { "id": self.id, "type": self.event_type, "payload": self.payload }
+        object! { "id": *self.id, "type": *self.event_type, "payload": *self.payload }
     }
 }
 
@@ -131,11 +133,8 @@ impl Outcome {
     /// Join a snapshot left in two parts by `reduce_parts` into its whole text.
     fn materialize(&mut self, after: Option<&snapshot::Loaded>) {
         if let (Some(at), Some(tail), Some(l)) = (self.split, self.snapshot.as_mut(), after) {
-            let prefix = l.snap.ledger.prefix(at);
-            let mut whole = String::with_capacity(prefix.len() + tail.len());
-            whole.push_str(prefix);
-            whole.push_str(tail);
-            *tail = whole;
+            // In the tail's own buffer when there is room (a short ledger's).
+            tail.insert_str(0, l.snap.ledger.prefix(at));
             self.split = None;
         }
     }
@@ -269,8 +268,20 @@ impl Machine {
     /// As [`Machine::reduce`], naming the process; the name scopes default effect
     /// keys so that two processes with colliding event ids never share a key.
     pub fn reduce_in(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Outcome {
-        match self.try_reduce(process, snapshot, event, now) {
-            Ok(o) => o,
+        // One `match` on what `reduce_event` returns, so that the outcome is
+        // moved once on its way out (each move is a copy of a few hundred bytes).
+        let result = self.checked_event(event).and_then(|(event, fp)| {
+            let current = match snapshot {
+                Some(text) => Some(snapshot::load(self, text)?),
+                None => None,
+            };
+            self.reduce_event(process, current, event, fp, now)
+        });
+        match result {
+            Ok((mut o, after)) => {
+                o.materialize(after.as_ref());
+                o
+            }
             Err(e) => Outcome::rejected(e),
         }
     }
@@ -324,19 +335,24 @@ impl Machine {
     }
 
     /// Validate an event against this machine's limits and event types.
-    pub fn parse_event(&self, v: &Value) -> Result<Event> {
+    pub fn parse_event<'v>(&self, v: &'v Value) -> Result<Event<'v>> {
         self.checked_event(v).map(|(e, _)| e)
     }
 
     /// [`Machine::parse_event`], with the event's fingerprint.
-    fn checked_event(&self, v: &Value) -> Result<(Event, String)> {
+    fn checked_event<'v>(&self, v: &'v Value) -> Result<(Event<'v>, String)> {
         let (id, event_type, payload) = self.check_event(v)?;
-        self.event_of(id.to_string(), event_type.to_string(), payload.cloned())
+        let payload = match payload {
+            None | Some(Value::Null) => Cow::Owned(Value::Object(Map::new())),
+            Some(p) => Cow::Borrowed(p),
+        };
+        let fp = self.check_payload(event_type, &payload)?;
+        Ok((Event { id: Cow::Borrowed(id), event_type: Cow::Borrowed(event_type), payload }, fp))
     }
 
     /// [`Machine::checked_event`] of a value the caller gives up: its strings and
     /// payload are moved into the event rather than copied.
-    fn take_event(&self, v: Value) -> Result<(Event, String)> {
+    fn take_event(&self, v: Value) -> Result<(Event<'static>, String)> {
         self.check_event(&v)?;
         let Value::Object(o) = v else { unreachable!("check_event accepts objects only") };
         // check_event accepts no other fields, and only strings as id and type.
@@ -353,7 +369,12 @@ impl Machine {
     }
 
     /// [`Machine::take_event`] of the members [`read_event`] read.
-    fn take_fields(&self, id: Option<Value>, event_type: Option<Value>, payload: Option<Value>) -> Result<(Event, String)> {
+    fn take_fields(
+        &self,
+        id: Option<Value>,
+        event_type: Option<Value>,
+        payload: Option<Value>,
+    ) -> Result<(Event<'static>, String)> {
         self.check_fields(id.as_ref(), event_type.as_ref())?;
         let (Some(Value::String(id)), Some(Value::String(event_type))) = (id, event_type) else {
             unreachable!("check_fields accepts strings only")
@@ -363,13 +384,13 @@ impl Machine {
 
     /// The event of checked fields (an absent or null payload is `{}`), with
     /// its fingerprint once the payload passes its checks.
-    fn event_of(&self, id: String, event_type: String, payload: Option<Value>) -> Result<(Event, String)> {
+    fn event_of(&self, id: String, event_type: String, payload: Option<Value>) -> Result<(Event<'static>, String)> {
         let payload = match payload {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(p) => p,
         };
         let fp = self.check_payload(&event_type, &payload)?;
-        Ok((Event { id, event_type, payload }, fp))
+        Ok((Event { id: Cow::Owned(id), event_type: Cow::Owned(event_type), payload: Cow::Owned(payload) }, fp))
     }
 
     /// Every check of [`Machine::parse_event`] but the payload's: the id, the
@@ -450,14 +471,6 @@ impl Machine {
         Ok(fp)
     }
 
-    fn try_reduce(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Result<Outcome> {
-        let (event, fp) = self.checked_event(event)?;
-        let current = snapshot.map(|text| snapshot::load(self, text)).transpose()?;
-        let (mut o, after) = self.reduce_event(process, current, event, fp, now)?;
-        o.materialize(after.as_ref());
-        Ok(o)
-    }
-
     /// Reduce against a snapshot already decoded (for example one a host keeps
     /// in memory between events). Returns the outcome and the snapshot as it
     /// stands afterwards, decoded (`None` when no process exists): the same
@@ -475,7 +488,7 @@ impl Machine {
     }
 
     /// `fp`: the event's fingerprint (`json::fingerprint` of its type and payload).
-    fn reduce_event(&self, process: &str, current: Option<snapshot::Loaded>, event: Event, fp: String, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
+    fn reduce_event(&self, process: &str, mut current: Option<snapshot::Loaded>, event: Event, fp: String, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
         let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {
@@ -483,18 +496,19 @@ impl Machine {
         } else {
             Cow::Borrowed(&event.id)
         };
-        let (mut snap, leaf, upgraded_from, fresh) = match current {
-            Some(l) => (l.snap, l.leaf, l.upgraded_from, false),
-            None => {
-                let leaf = self.initial_leaf(self.root());
-                (Snapshot::initial(self, leaf), leaf, None, true)
-            }
-        };
+        // Worked on where it is: each move of a decoded snapshot is a copy of a
+        // few hundred bytes.
+        let fresh = current.is_none();
+        let l = current.get_or_insert_with(|| {
+            let leaf = self.initial_leaf(self.root());
+            snapshot::Loaded { snap: Snapshot::initial(self, leaf), leaf, upgraded_from: None }
+        });
+        let (snap, leaf) = (&mut l.snap, l.leaf);
 
         // 1. Seen before? A live ledger entry answers without touching anything.
         if let Some(entry) = snap.ledger.find(&ledger_id, now)? {
-            let o = self.seen(&snap, leaf, upgraded_from.clone(), &entry, &event.id, &fp)?;
-            return Ok((o, (!fresh).then_some(snapshot::Loaded { snap, leaf, upgraded_from })));
+            let o = self.seen(snap, leaf, l.upgraded_from.clone(), &entry, &event.id, &fp)?;
+            return Ok((o, if fresh { None } else { current }));
         }
 
         // 2. Run the macrostep on a working copy.
@@ -530,7 +544,7 @@ impl Machine {
             snap.value = run.value;
             snap.timers = run.timers;
             snap.outbox = run.outbox;
-            let loaded = snapshot::Loaded { snap, leaf, upgraded_from };
+            let Some(loaded) = current else { unreachable!("filled above") };
             return self.ignored(loaded, fresh, &ledger_id, &event, &fp, now);
         }
 
@@ -538,27 +552,28 @@ impl Machine {
         let revision = run.revision;
         let response = run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision });
         // The snapshot's machine reference is this machine's unless it was written by another version.
-        let machine = if snap.machine.names(self) { snap.machine } else { snapshot::MachineRef::of(self) };
-        let mut next = Snapshot {
-            format: snapshot::FORMAT,
-            machine,
-            // The working copy's value when it is already this one (no
-            // transition with a target was taken): kept rather than copied.
-            value: if run.value == state { run.value } else { state.clone() },
-            context: run.context,
-            revision,
-            done: run.done,
-            ledger: snap.ledger,
-            outbox: run.outbox,
-            timers: run.timers,
-        };
-        for e in &run.effects {
-            next.outbox.push(outbox::new_entry(e, &event.id, now));
+        if !snap.machine.names(self) {
+            snap.machine = snapshot::MachineRef::of(self);
         }
-        outbox::prune(&mut next.outbox, now, self.retention.default_ms);
-        self.remember(&mut next, &ledger_id, &event, &fp, now, false, &response)?;
-        let next_due_at = next_due(&next);
-        let encoded = self.encode_within_limit(&mut next)?;
+        // The new snapshot is the old one's ledger with the working copy's
+        // fields, written in place rather than moved into a new struct.
+        snap.format = snapshot::FORMAT;
+        // The working copy's value when it is already this one (no transition
+        // with a target was taken): kept rather than copied.
+        snap.value = if run.value == state { run.value } else { state.clone() };
+        snap.context = run.context;
+        snap.revision = revision;
+        snap.done = run.done;
+        snap.outbox = run.outbox;
+        snap.timers = run.timers;
+        for e in &run.effects {
+            snap.outbox.push(outbox::new_entry(e, &event.id, now));
+        }
+        outbox::prune(&mut snap.outbox, now, self.retention.default_ms);
+        self.remember(snap, &ledger_id, &event, &fp, now, false, &response)?;
+        let next_due_at = next_due(snap);
+        let encoded = self.encode_within_limit(snap)?;
+        l.leaf = run.leaf;
         let outcome = Outcome {
             status: Status::Applied,
             duplicate: false,
@@ -568,13 +583,13 @@ impl Machine {
             error: None,
             state,
             revision,
-            upgraded_from,
+            upgraded_from: l.upgraded_from.take(),
             next_due_at,
             original: None,
             kept_prefix: encoded.shared,
             split: Some(encoded.split),
         };
-        Ok((outcome, Some(snapshot::Loaded { snap: next, leaf: run.leaf, upgraded_from: None })))
+        Ok((outcome, current))
     }
 
     // The branches a fresh event does not take are functions of their own (kept
@@ -765,7 +780,7 @@ struct Run<'a> {
     effects: Vec<(EmittedEffect, crate::machine::RetryPolicy)>,
     timers: Vec<Timer>,
     outbox: Vec<OutboxEntry>,
-    origin: &'a Event,
+    origin: &'a Event<'a>,
     process: &'a str,
     now: u64,
     revision: u64,

@@ -1042,8 +1042,9 @@ impl Snapshot {
             }
         };
         ledger.synced = Some(Synced { len: split, state });
-        // The trailer, the head and the checksum, written into one buffer.
-        let mut t: Vec<u8> = Vec::with_capacity(256);
+        // The trailer, the head and the checksum, written into one buffer; 512
+        // bytes, as 256 were outgrown by even a new process's (its head is ~210).
+        let mut t: Vec<u8> = Vec::with_capacity(512);
         t.push(b'#');
         json::push_u64(ledger.recs.len() as u64, &mut t);
         t.push(b' ');
@@ -1055,7 +1056,11 @@ impl Snapshot {
         t.push(b'\n');
         hasher.update(&t);
         push_hex(&mut t, hasher.digest(), 16);
-        Encoded { tail: ascii_string(t), split, shared }
+        debug_assert!(t.is_ascii());
+        // SAFETY: ASCII only: the trailer's digits, the head made ASCII by
+        // `ascii_from`, newlines and hex digits (not checked again: a
+        // UTF-8 check was as costly as making the head ASCII).
+        Encoded { tail: unsafe { String::from_utf8_unchecked(t) }, split, shared }
     }
 
     /// The head's JSON: what serde_json writes for the head's fields in this
@@ -1080,6 +1085,10 @@ impl Snapshot {
         json::put(t, b",\"revision\":");
         json::push_u64(self.revision, t);
         json::put(t, if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
+        if self.outbox.is_empty() && self.timers.is_empty() {
+            // The usual end, in one piece.
+            return json::put(t, b"[],\"timers\":[]}");
+        }
         write_array(&self.outbox, t, write_outbox_entry);
         json::put(t, b",\"timers\":");
         write_array(&self.timers, t, write_timer);
@@ -1270,9 +1279,16 @@ fn read_head(text: &str) -> Option<Head> {
     let mut read = || {
         let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
         let mut r = HeadReader { text, i: at };
-        for (slot, name) in fields.iter_mut().zip(FIELDS).skip(skip) {
-            r.lit(name)?;
-            *slot = r.value()?;
+        for i in skip..FIELDS.len() {
+            // The usual end (not done, no outbox entry, no timer) matched whole.
+            if i == 6 && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
+                fields[6] = Value::Bool(false);
+                fields[7] = Value::Array(Vec::new());
+                fields[8] = Value::Array(Vec::new());
+                break;
+            }
+            r.lit(FIELDS[i])?;
+            fields[i] = r.value()?;
         }
         r.lit("}")?;
         let whole = r.i == text.len()
@@ -1385,7 +1401,7 @@ fn checked_tail(text: &str) -> Result<Option<(&str, u64)>> {
         return Ok(None);
     }
     // Sixteen lowercase hex digits always fit a `u64`.
-    match hex(check) {
+    match hex16(check.as_bytes()) {
         Some(expected) => Ok(Some((body, expected))),
         None => Err(corrupt("checksum is not lowercase hex")),
     }
@@ -1416,8 +1432,8 @@ impl V3 {
 fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     // The head is the last line, the trailer (`#<count> <prune at>`) the one before.
     let layout = body.strip_suffix('\n').and_then(|b| {
-        let head_start = b.rfind('\n')? + 1;
-        let trailer_start = b.get(..head_start - 1)?.rfind('\n')? + 1;
+        let head_start = last_newline(b.as_bytes())? + 1;
+        let trailer_start = last_newline(b.as_bytes().get(..head_start - 1)?)? + 1;
         (trailer_start >= V3_MAGIC.len()).then_some((trailer_start, head_start))
     });
     let Some((trailer_start, head_start)) = layout else {
@@ -1450,6 +1466,24 @@ fn decode_v3(body: &str, expected: u64) -> Result<(V3, usize)> {
     let recs = walk.finish(trailer_start, count)?;
     let head = parse_head(body.get(head_start..body.len() - 1).unwrap_or(""), 3)?;
     Ok((V3 { head, recs, prune_at, state }, trailer_start))
+}
+
+/// Where the last `\n` of `b` is, found eight bytes at a time from the end
+/// (the head, which has none, is scanned on every decode).
+fn last_newline(b: &[u8]) -> Option<usize> {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut end = b.len();
+    while let Some(w) = end.checked_sub(8).and_then(|at| b.get(at..end)).and_then(|w| w.try_into().ok()) {
+        // The high bit of each byte of `z` is set exactly where that byte of `x` is zero (see `newlines`).
+        let x = u64::from_le_bytes(w) ^ (L * b'\n' as u64);
+        let z = !(((x & LOW7) + LOW7) | x | LOW7);
+        if z != 0 {
+            return Some(end - 8 + (63 - z.leading_zeros() as usize) / 8);
+        }
+        end -= 8;
+    }
+    b.get(..end)?.iter().rposition(|&c| c == b'\n')
 }
 
 /// How [`Snapshot::encode_split`] wrote a snapshot.
@@ -1556,11 +1590,11 @@ fn ascii_string(bytes: Vec<u8>) -> String {
 }
 
 /// The low `dst.len()` hex digits of `v`, lowercase.
-fn put_hex(dst: &mut [u8], mut v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+fn put_hex(dst: &mut [u8], v: u64) {
+    let digits = json::hex_digits(v);
+    let mut from = digits.iter().rev();
     for d in dst.iter_mut().rev() {
-        *d = DIGITS[(v & 0xf) as usize];
-        v >>= 4;
+        *d = *from.next().unwrap_or(&b'0');
     }
 }
 
@@ -1571,9 +1605,11 @@ fn hex_width(v: u64, width: usize) -> usize {
 
 /// `{:0width$x}`: lowercase hex, at least `width` digits.
 fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
-    let at = t.len();
-    t.resize(at + hex_width(v, width), b'0');
-    put_hex(&mut t[at..], v);
+    let n = hex_width(v, width);
+    if n > 16 {
+        t.resize(t.len() + n - 16, b'0');
+    }
+    t.extend_from_slice(&json::hex_digits(v)[16 - n.min(16)..]);
 }
 
 /// JSON text written by `body`, made ASCII and preceded by its length in hex
@@ -1866,6 +1902,9 @@ impl Ledger {
     /// The live record for an event id, if any (newest first). Only records whose
     /// id matches are read beyond their id.
     pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
+        if self.recs.is_empty() {
+            return Ok(None);
+        }
         let literal = id_literal(id);
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
         // A record starts with its id literal's length in four hex digits, then
@@ -2138,7 +2177,7 @@ fn check(machine: &Machine, snap: Snapshot) -> Result<Loaded> {
 
 #[cfg(test)]
 mod newline_tests {
-    use super::newlines;
+    use super::{last_newline, newlines};
 
     /// The scan finds exactly the newlines a byte-by-byte loop finds, at every
     /// length and alignment, next to bytes one bit away from `\n` and above 0x7f.
@@ -2158,6 +2197,10 @@ mod newline_tests {
             newlines(&b, |i| got.push(i));
             let want: Vec<usize> = (0..len).filter(|&i| b[i] == b'\n').collect();
             assert_eq!(got, want, "{b:?}");
+            assert_eq!(last_newline(&b), want.last().copied(), "{b:?}");
+            // And with newlines rarer than in a word, as in a head.
+            let sparse: Vec<u8> = b.iter().map(|&c| if c == b'\n' && next() % 16 != 0 { b'a' } else { c }).collect();
+            assert_eq!(last_newline(&sparse), sparse.iter().rposition(|&c| c == b'\n'), "{sparse:?}");
         }
     }
 }
