@@ -439,14 +439,17 @@ impl Machine {
                 format!("event ids starting with \"{RESERVED_ID_PREFIX}\" are reserved for the engine's own events"),
             ));
         }
-        if self.outcome_types.contains(event_type) {
+        // The builder leaves outcome types out of the event types, so a type
+        // accepted from outside is looked up once.
+        let accepted = self.event_types.contains(event_type);
+        if !accepted && self.outcome_types.contains(event_type) {
             return Err(Error::at(
                 Code::ReservedEvent,
                 "type",
                 format!("\"{event_type}\" is raised by the outbox when the effect finishes, never sent from outside"),
             ));
         }
-        if !reserved && !self.event_types.contains(event_type) {
+        if !reserved && !accepted {
             return Err(Error::at(
                 Code::UnknownEventType,
                 "type",

@@ -787,14 +787,15 @@ impl MachineRef {
         MachineRef { id: m.string("id"), version: m.string("version"), hash: m.string("hash") }
     }
 
-    /// The reference that names `machine`.
+    /// The reference that names `machine` (its own, shared).
     pub fn of(machine: &Machine) -> Arc<MachineRef> {
-        Arc::new(MachineRef { id: machine.id.clone(), version: machine.version.clone(), hash: machine.hash.clone() })
+        machine.reference.clone()
     }
 
     /// Whether this reference names `machine`.
     pub fn names(&self, machine: &Machine) -> bool {
-        self.id == machine.id && self.version == machine.version && self.hash == machine.hash
+        std::ptr::eq(self, &*machine.reference)
+            || (self.id == machine.id && self.version == machine.version && self.hash == machine.hash)
     }
 }
 
@@ -1944,10 +1945,14 @@ impl Ledger {
         let t = unsafe { self.text.as_mut_vec() };
         sized(t, 4, |t| json::write_str(id, t));
         t.extend_from_slice(fp.as_bytes());
-        push_hex(t, at, 16);
-        push_hex(t, exp, 16);
-        push_hex(t, rev & 0xffff_ffff_ffff, 12);
-        t.push(if ignored { b'i' } else { b'a' });
+        // `at` and `exp` in 16 digits, the revision's low 48 bits in 12, the
+        // status: put together here and appended at once.
+        let mut fixed = [0u8; 16 + 16 + 12 + 1];
+        fixed[..16].copy_from_slice(&json::hex_digits(at));
+        fixed[16..32].copy_from_slice(&json::hex_digits(exp));
+        fixed[32..44].copy_from_slice(&json::hex_digits(rev)[4..]);
+        fixed[44] = if ignored { b'i' } else { b'a' };
+        t.extend_from_slice(&fixed);
         sized(t, 8, |t| json::write_json(response, t));
         t.push(b'\n');
         let end = t.len();
@@ -2155,11 +2160,20 @@ pub fn load_owned(machine: &Machine, text: String) -> Result<Loaded> {
     check(machine, Snapshot::decode_owned(text, machine.limits.max_snapshot_bytes)?)
 }
 
-fn check(machine: &Machine, snap: Snapshot) -> Result<Loaded> {
-    if snap.machine.id != machine.id {
-        return Err(wrong_machine(&snap.machine.id, &machine.id));
-    }
-    let same = snap.machine.hash == machine.hash;
+fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
+    // A snapshot that names this machine by its own reference (the one shared
+    // through `KNOWN` once written) needs no comparison; one that names it by
+    // equal strings takes that reference, for the next time.
+    let same = Arc::ptr_eq(&snap.machine, &machine.reference) || {
+        if snap.machine.id != machine.id {
+            return Err(wrong_machine(&snap.machine.id, &machine.id));
+        }
+        let same = snap.machine.hash == machine.hash;
+        if same && snap.machine.version == machine.version {
+            snap.machine = machine.reference.clone();
+        }
+        same
+    };
     let leaf = match machine.leaf_of_value(&snap.value) {
         Some(l) => l,
         None if same => return Err(fail(Code::InvalidSnapshot, "snapshot state value does not name a state of its machine")),
