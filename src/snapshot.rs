@@ -1475,6 +1475,15 @@ fn last_newline(b: &[u8]) -> Option<usize> {
     const L: u64 = 0x0101_0101_0101_0101;
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     let mut end = b.len();
+    // Sixteen bytes at a time where the processor compares them at once.
+    #[cfg(any(all(target_arch = "wasm32", target_feature = "simd128"), all(target_arch = "x86_64", target_feature = "sse2")))]
+    while end >= 16 {
+        let m = newline_mask16(&b[end - 16..end]);
+        if m != 0 {
+            return Some(end - 1 - m.leading_zeros() as usize);
+        }
+        end -= 16;
+    }
     while let Some(w) = end.checked_sub(8).and_then(|at| b.get(at..end)).and_then(|w| w.try_into().ok()) {
         // The high bit of each byte of `z` is set exactly where that byte of `x` is zero (see `newlines`).
         let x = u64::from_le_bytes(w) ^ (L * b'\n' as u64);
@@ -1485,6 +1494,28 @@ fn last_newline(b: &[u8]) -> Option<usize> {
         end -= 8;
     }
     b.get(..end)?.iter().rposition(|&c| c == b'\n')
+}
+
+/// A bit for each byte of `b` (16 bytes) that is a newline, the first byte's lowest.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn newline_mask16(b: &[u8]) -> u16 {
+    use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128};
+    debug_assert!(b.len() == 16);
+    // SAFETY: the caller passes 16 bytes; v128 loads need no alignment.
+    let v = unsafe { (b.as_ptr() as *const v128).read_unaligned() };
+    u8x16_bitmask(u8x16_eq(v, u8x16_splat(b'\n')))
+}
+
+/// A bit for each byte of `b` (16 bytes) that is a newline, the first byte's lowest.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn newline_mask16(b: &[u8]) -> u16 {
+    use core::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    debug_assert!(b.len() == 16);
+    // SAFETY: the caller passes 16 readable bytes, loaded unaligned; SSE2 is
+    // enabled (the function's cfg).
+    unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(b.as_ptr().cast()), _mm_set1_epi8(b'\n' as i8))) as u16 }
 }
 
 /// How [`Snapshot::encode_split`] wrote a snapshot.
