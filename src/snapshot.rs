@@ -1276,16 +1276,15 @@ fn read_head(text: &str) -> Option<Head> {
         text.as_bytes().starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
     });
     let mut fields: [Value; FIELDS.len()] = Default::default();
+    // The usual end (not done, no outbox entry, no timer), matched whole.
+    let mut usual_end = false;
     // Every check before anything is moved out, and one way out when one fails.
     let mut read = || {
         let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
         let mut r = HeadReader { text, i: at };
         for i in skip..FIELDS.len() {
-            // The usual end (not done, no outbox entry, no timer) matched whole.
             if i == 6 && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
-                fields[6] = Value::Bool(false);
-                fields[7] = Value::Array(Vec::new());
-                fields[8] = Value::Array(Vec::new());
+                usual_end = true;
                 break;
             }
             r.lit(FIELDS[i])?;
@@ -1294,15 +1293,16 @@ fn read_head(text: &str) -> Option<Head> {
         r.lit("}")?;
         let whole = r.i == text.len()
             && fields[5].is_u64()
-            && fields[6].is_boolean()
             && (known.is_some() || fields[..3].iter().all(Value::is_string))
-            && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
-            && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok());
+            && (usual_end
+                || (fields[6].is_boolean()
+                    && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
+                    && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok())));
         whole.then_some(())
     };
     read()?;
     let (revision, done) = (fields[5].as_u64().unwrap_or(0), fields[6].as_bool().unwrap_or(false));
-    let (no_outbox, no_timers) = (none(&fields[7]), none(&fields[8]));
+    let (no_outbox, no_timers) = (usual_end || none(&fields[7]), usual_end || none(&fields[8]));
     let mut take = |i: usize| std::mem::take(&mut fields[i]);
     let machine = match known {
         Some((r, _)) => r,
