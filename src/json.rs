@@ -937,6 +937,26 @@ pub fn fingerprint(event_type: &str, payload: &Value) -> String {
 /// of its compact JSON as serde_json writes it, since serde_json's maps iterate
 /// in key order (so the canonical form is that text; see the tests).
 pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
+    let (fp, size) = fingerprint_digits(event_type, payload);
+    (String::from(&*fp), size)
+}
+
+/// A fingerprint's 32 hex digits, held in place rather than in a `String` of
+/// their own (read as a `str`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint([u8; 32]);
+
+impl std::ops::Deref for Fingerprint {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // SAFETY: only `fingerprint_digits` makes one, of hex digits (ASCII).
+        unsafe { std::str::from_utf8_unchecked(&self.0) }
+    }
+}
+
+/// [`fingerprint_sized`], its digits in a [`Fingerprint`].
+pub fn fingerprint_digits(event_type: &str, payload: &Value) -> (Fingerprint, usize) {
     let mut s = Vec::with_capacity(128);
     s.extend_from_slice(b"{\"payload\":");
     write_canonical(payload, &mut s);
@@ -945,11 +965,10 @@ pub fn fingerprint_sized(event_type: &str, payload: &Value) -> (String, usize) {
     write_str(event_type, &mut s);
     s.push(b'}');
     let h = crate::xxh3::xxh3_128(&s);
-    // The hex digits take the place of the text hashed, in its buffer.
-    s.clear();
-    push_hex128(h, &mut s);
-    // SAFETY: hex digits only.
-    (unsafe { String::from_utf8_unchecked(s) }, size)
+    let mut fp = [0u8; 32];
+    fp[..16].copy_from_slice(&hex_digits((h >> 64) as u64));
+    fp[16..].copy_from_slice(&hex_digits(h as u64));
+    (Fingerprint(fp), size)
 }
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
@@ -1006,6 +1025,22 @@ mod tests {
         assert_eq!(fingerprint("PAY", &a), fingerprint("PAY", &b));
         assert_ne!(fingerprint("PAY", &a), fingerprint("PAID", &a));
         assert_ne!(fingerprint("PAY", &json!({"b":2})), fingerprint("PAY", &json!({"b":1})));
+    }
+
+    /// The digits held in place are the hex of the 128-bit hash of the text.
+    #[test]
+    fn fingerprint_digits_are_the_hash_in_hex() {
+        let big = Value::String("x".repeat(10_000));
+        for payload in [json!({"a": 1}), big, json!({}), json!({"b": [1, 2, {"c": "d"}]}), json!(null)] {
+            let (fp, size) = fingerprint_digits("PAY", &payload);
+            let mut text = String::new();
+            canonical_reference(&json!({"payload": payload, "type": "PAY"}), &mut text);
+            let h = crate::xxh3::xxh3_128(text.as_bytes());
+            assert_eq!(&*fp, format!("{h:032x}"));
+            assert!(fp.bytes().all(|b| b.is_ascii_hexdigit()));
+            assert_eq!(size, serde_json::to_string(&payload).unwrap().len());
+            assert_eq!(fingerprint_sized("PAY", &payload), (fp.to_string(), size));
+        }
     }
 
     /// The canonical form as it was first written (a `String` per key and per

@@ -4,7 +4,9 @@
 use crate::error::{Code, Error, Result};
 use crate::expr::{ExprId, Exprs};
 use crate::json;
+use crate::snapshot::MachineRef;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// Index of a state node; the root is `0`.
 pub type StateIdx = usize;
@@ -228,6 +230,10 @@ pub struct Machine {
     by_id: NameMap,
     /// [`Machine::state_value`] of every state, built once.
     state_values: Vec<Value>,
+    /// The reference its snapshots name it by, shared by those it loads or
+    /// writes: the same pointer then says it names this machine, without a
+    /// comparison of the strings.
+    pub(crate) reference: Arc<MachineRef>,
 }
 
 /// The keys a state may have. A state's members are found by their index here
@@ -314,6 +320,7 @@ impl Machine {
             definition: Value::Null,
             by_id: NameMap::default(),
             state_values: Vec::new(),
+            reference: Arc::new(MachineRef { id: String::new(), version: String::new(), hash: String::new() }),
         };
         m.id = match f[K_ID] {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -365,6 +372,7 @@ impl Machine {
         }
         m.definition = def;
         m.state_values = (0..m.states.len()).map(|i| m.build_state_value(i)).collect();
+        m.reference = Arc::new(MachineRef { id: m.id.clone(), version: m.version.clone(), hash: m.hash.clone() });
         Ok(m)
     }
 

@@ -8,7 +8,7 @@
 
 use crate::error::{Code, Error, Result};
 use crate::expr::Data;
-use crate::json::{self, object};
+use crate::json::{self, object, Fingerprint};
 use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_PREFIX, MAX_MICROSTEPS, TIMER_EVENT};
 use crate::outbox;
 use crate::snapshot::{self, OutboxEntry, Snapshot, Timer};
@@ -340,7 +340,7 @@ impl Machine {
     }
 
     /// [`Machine::parse_event`], with the event's fingerprint.
-    fn checked_event<'v>(&self, v: &'v Value) -> Result<(Event<'v>, String)> {
+    fn checked_event<'v>(&self, v: &'v Value) -> Result<(Event<'v>, Fingerprint)> {
         let (id, event_type, payload) = self.check_event(v)?;
         let payload = match payload {
             None | Some(Value::Null) => Cow::Owned(Value::Object(Map::new())),
@@ -352,7 +352,7 @@ impl Machine {
 
     /// [`Machine::checked_event`] of a value the caller gives up: its strings and
     /// payload are moved into the event rather than copied.
-    fn take_event(&self, v: Value) -> Result<(Event<'static>, String)> {
+    fn take_event(&self, v: Value) -> Result<(Event<'static>, Fingerprint)> {
         self.check_event(&v)?;
         let Value::Object(o) = v else { unreachable!("check_event accepts objects only") };
         // check_event accepts no other fields, and only strings as id and type.
@@ -374,7 +374,7 @@ impl Machine {
         id: Option<Value>,
         event_type: Option<Value>,
         payload: Option<Value>,
-    ) -> Result<(Event<'static>, String)> {
+    ) -> Result<(Event<'static>, Fingerprint)> {
         self.check_fields(id.as_ref(), event_type.as_ref())?;
         let (Some(Value::String(id)), Some(Value::String(event_type))) = (id, event_type) else {
             unreachable!("check_fields accepts strings only")
@@ -384,7 +384,7 @@ impl Machine {
 
     /// The event of checked fields (an absent or null payload is `{}`), with
     /// its fingerprint once the payload passes its checks.
-    fn event_of(&self, id: String, event_type: String, payload: Option<Value>) -> Result<(Event<'static>, String)> {
+    fn event_of(&self, id: String, event_type: String, payload: Option<Value>) -> Result<(Event<'static>, Fingerprint)> {
         let payload = match payload {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(p) => p,
@@ -439,14 +439,17 @@ impl Machine {
                 format!("event ids starting with \"{RESERVED_ID_PREFIX}\" are reserved for the engine's own events"),
             ));
         }
-        if self.outcome_types.contains(event_type) {
+        // The builder leaves outcome types out of the event types, so a type
+        // accepted from outside is looked up once.
+        let accepted = self.event_types.contains(event_type);
+        if !accepted && self.outcome_types.contains(event_type) {
             return Err(Error::at(
                 Code::ReservedEvent,
                 "type",
                 format!("\"{event_type}\" is raised by the outbox when the effect finishes, never sent from outside"),
             ));
         }
-        if !reserved && !self.event_types.contains(event_type) {
+        if !reserved && !accepted {
             return Err(Error::at(
                 Code::UnknownEventType,
                 "type",
@@ -458,9 +461,9 @@ impl Machine {
 
     /// The payload's nesting and size (its compact JSON); returns the event's
     /// fingerprint, whose canonical JSON of the payload gives that size.
-    fn check_payload(&self, event_type: &str, payload: &Value) -> Result<String> {
+    fn check_payload(&self, event_type: &str, payload: &Value) -> Result<Fingerprint> {
         json::check_depth(payload, "event payload")?;
-        let (fp, size) = json::fingerprint_sized(event_type, payload);
+        let (fp, size) = json::fingerprint_digits(event_type, payload);
         if size > self.limits.max_payload_bytes {
             return Err(Error::at(
                 Code::PayloadTooLarge,
@@ -488,7 +491,7 @@ impl Machine {
     }
 
     /// `fp`: the event's fingerprint (`json::fingerprint` of its type and payload).
-    fn reduce_event(&self, process: &str, mut current: Option<snapshot::Loaded>, event: Event, fp: String, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
+    fn reduce_event(&self, process: &str, mut current: Option<snapshot::Loaded>, event: Event, fp: Fingerprint, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
         let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {

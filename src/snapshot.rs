@@ -787,14 +787,15 @@ impl MachineRef {
         MachineRef { id: m.string("id"), version: m.string("version"), hash: m.string("hash") }
     }
 
-    /// The reference that names `machine`.
+    /// The reference that names `machine` (its own, shared).
     pub fn of(machine: &Machine) -> Arc<MachineRef> {
-        Arc::new(MachineRef { id: machine.id.clone(), version: machine.version.clone(), hash: machine.hash.clone() })
+        machine.reference.clone()
     }
 
     /// Whether this reference names `machine`.
     pub fn names(&self, machine: &Machine) -> bool {
-        self.id == machine.id && self.version == machine.version && self.hash == machine.hash
+        std::ptr::eq(self, &*machine.reference)
+            || (self.id == machine.id && self.version == machine.version && self.hash == machine.hash)
     }
 }
 
@@ -1275,16 +1276,15 @@ fn read_head(text: &str) -> Option<Head> {
         text.as_bytes().starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
     });
     let mut fields: [Value; FIELDS.len()] = Default::default();
+    // The usual end (not done, no outbox entry, no timer), matched whole.
+    let mut usual_end = false;
     // Every check before anything is moved out, and one way out when one fails.
     let mut read = || {
         let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
         let mut r = HeadReader { text, i: at };
         for i in skip..FIELDS.len() {
-            // The usual end (not done, no outbox entry, no timer) matched whole.
             if i == 6 && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
-                fields[6] = Value::Bool(false);
-                fields[7] = Value::Array(Vec::new());
-                fields[8] = Value::Array(Vec::new());
+                usual_end = true;
                 break;
             }
             r.lit(FIELDS[i])?;
@@ -1293,15 +1293,16 @@ fn read_head(text: &str) -> Option<Head> {
         r.lit("}")?;
         let whole = r.i == text.len()
             && fields[5].is_u64()
-            && fields[6].is_boolean()
             && (known.is_some() || fields[..3].iter().all(Value::is_string))
-            && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
-            && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok());
+            && (usual_end
+                || (fields[6].is_boolean()
+                    && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
+                    && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok())));
         whole.then_some(())
     };
     read()?;
     let (revision, done) = (fields[5].as_u64().unwrap_or(0), fields[6].as_bool().unwrap_or(false));
-    let (no_outbox, no_timers) = (none(&fields[7]), none(&fields[8]));
+    let (no_outbox, no_timers) = (usual_end || none(&fields[7]), usual_end || none(&fields[8]));
     let mut take = |i: usize| std::mem::take(&mut fields[i]);
     let machine = match known {
         Some((r, _)) => r,
@@ -1474,6 +1475,15 @@ fn last_newline(b: &[u8]) -> Option<usize> {
     const L: u64 = 0x0101_0101_0101_0101;
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     let mut end = b.len();
+    // Sixteen bytes at a time where the processor compares them at once.
+    #[cfg(any(all(target_arch = "wasm32", target_feature = "simd128"), all(target_arch = "x86_64", target_feature = "sse2")))]
+    while end >= 16 {
+        let m = newline_mask16(&b[end - 16..end]);
+        if m != 0 {
+            return Some(end - 1 - m.leading_zeros() as usize);
+        }
+        end -= 16;
+    }
     while let Some(w) = end.checked_sub(8).and_then(|at| b.get(at..end)).and_then(|w| w.try_into().ok()) {
         // The high bit of each byte of `z` is set exactly where that byte of `x` is zero (see `newlines`).
         let x = u64::from_le_bytes(w) ^ (L * b'\n' as u64);
@@ -1484,6 +1494,28 @@ fn last_newline(b: &[u8]) -> Option<usize> {
         end -= 8;
     }
     b.get(..end)?.iter().rposition(|&c| c == b'\n')
+}
+
+/// A bit for each byte of `b` (16 bytes) that is a newline, the first byte's lowest.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn newline_mask16(b: &[u8]) -> u16 {
+    use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128};
+    debug_assert!(b.len() == 16);
+    // SAFETY: the caller passes 16 bytes; v128 loads need no alignment.
+    let v = unsafe { (b.as_ptr() as *const v128).read_unaligned() };
+    u8x16_bitmask(u8x16_eq(v, u8x16_splat(b'\n')))
+}
+
+/// A bit for each byte of `b` (16 bytes) that is a newline, the first byte's lowest.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn newline_mask16(b: &[u8]) -> u16 {
+    use core::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    debug_assert!(b.len() == 16);
+    // SAFETY: the caller passes 16 readable bytes, loaded unaligned; SSE2 is
+    // enabled (the function's cfg).
+    unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(b.as_ptr().cast()), _mm_set1_epi8(b'\n' as i8))) as u16 }
 }
 
 /// How [`Snapshot::encode_split`] wrote a snapshot.
@@ -1944,10 +1976,14 @@ impl Ledger {
         let t = unsafe { self.text.as_mut_vec() };
         sized(t, 4, |t| json::write_str(id, t));
         t.extend_from_slice(fp.as_bytes());
-        push_hex(t, at, 16);
-        push_hex(t, exp, 16);
-        push_hex(t, rev & 0xffff_ffff_ffff, 12);
-        t.push(if ignored { b'i' } else { b'a' });
+        // `at` and `exp` in 16 digits, the revision's low 48 bits in 12, the
+        // status: put together here and appended at once.
+        let mut fixed = [0u8; 16 + 16 + 12 + 1];
+        fixed[..16].copy_from_slice(&json::hex_digits(at));
+        fixed[16..32].copy_from_slice(&json::hex_digits(exp));
+        fixed[32..44].copy_from_slice(&json::hex_digits(rev)[4..]);
+        fixed[44] = if ignored { b'i' } else { b'a' };
+        t.extend_from_slice(&fixed);
         sized(t, 8, |t| json::write_json(response, t));
         t.push(b'\n');
         let end = t.len();
@@ -2155,11 +2191,20 @@ pub fn load_owned(machine: &Machine, text: String) -> Result<Loaded> {
     check(machine, Snapshot::decode_owned(text, machine.limits.max_snapshot_bytes)?)
 }
 
-fn check(machine: &Machine, snap: Snapshot) -> Result<Loaded> {
-    if snap.machine.id != machine.id {
-        return Err(wrong_machine(&snap.machine.id, &machine.id));
-    }
-    let same = snap.machine.hash == machine.hash;
+fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
+    // A snapshot that names this machine by its own reference (the one shared
+    // through `KNOWN` once written) needs no comparison; one that names it by
+    // equal strings takes that reference, for the next time.
+    let same = Arc::ptr_eq(&snap.machine, &machine.reference) || {
+        if snap.machine.id != machine.id {
+            return Err(wrong_machine(&snap.machine.id, &machine.id));
+        }
+        let same = snap.machine.hash == machine.hash;
+        if same && snap.machine.version == machine.version {
+            snap.machine = machine.reference.clone();
+        }
+        same
+    };
     let leaf = match machine.leaf_of_value(&snap.value) {
         Some(l) => l,
         None if same => return Err(fail(Code::InvalidSnapshot, "snapshot state value does not name a state of its machine")),
