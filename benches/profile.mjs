@@ -76,7 +76,7 @@ const CATEGORIES = {
   drop: [/^core::ptr::drop_in_place<idem::snapshot::(Loaded|Snapshot)>$/, /^core::ptr::drop_in_place<idem::reduce::Outcome>$/],
   statechart: [/^idem::reduce::Run::macrostep$/],
   // The fingerprint, computed with the payload size check (inside the event checks).
-  fingerprint: [/^idem::json::fingerprint(_sized)?$/],
+  fingerprint: [/^idem::json::fingerprint(_sized|_digits)?$/],
   // Recording the event in the ledger: `remember` (append the record, prune,
   // compact), or its parts when it was inlined (the larger of the two is kept).
   ledger: [/^idem::reduce::<impl idem::machine::Machine>::remember$/],
