@@ -611,11 +611,11 @@ impl Machine {
                 let (at, first) = o.original.as_ref().map_or((0.0, 0.0), |f| (f.at as f64, f.revision as f64));
                 let (ptr, len) = (plain.as_ptr() as u32, plain.len() as u32);
                 outcome_plain(m, flags, o.revision as f64, next, ptr, split as u32, len, at, first, &returned)
-            } else if let Some((flags, text)) = outcome_parts(&o) {
-                outcome_out(m, flags, o.revision as f64, next, text.as_ptr() as u32, text.len() as u32, &returned)
             } else {
-                let text = o.to_json_text();
-                outcome_text(m, text.as_ptr() as u32, text.len() as u32, &returned)
+                // Through a pointer: wasm-opt inlines a one-caller function this small, which would put
+                // these writers back into every first event's compile (V8 compiles a function whole).
+                let f: fn(&JsValue, &crate::reduce::Outcome, f64, &JsValue) -> JsValue = outcome_js;
+                std::hint::black_box(f)(m, &o, next, &returned)
             }
         });
         if plain.capacity() <= OUTCOME_ROOM_KEPT {
@@ -628,6 +628,19 @@ impl Machine {
             }
         }
         Ok(out)
+    }
+}
+
+/// An outcome that is not the common small one (`outcome_plain_parts`): effects,
+/// an error, a structured response. Out of line, so an event with the small
+/// outcome does not compile these writers.
+#[inline(never)]
+fn outcome_js(m: &JsValue, o: &crate::reduce::Outcome, next: f64, returned: &JsValue) -> JsValue {
+    if let Some((flags, text)) = outcome_parts(o) {
+        outcome_out(m, flags, o.revision as f64, next, text.as_ptr() as u32, text.len() as u32, returned)
+    } else {
+        let text = o.to_json_text();
+        outcome_text(m, text.as_ptr() as u32, text.len() as u32, returned)
     }
 }
 
