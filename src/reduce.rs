@@ -317,7 +317,7 @@ impl Machine {
         }
         let read = match read_event(event) {
             Some((id, event_type, payload)) => self.take_fields(id, event_type, payload),
-            None => json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v)),
+            None => self.parse_event_text(event),
         };
         let result = read.and_then(|(e, fp)| {
             let loaded = match current {
@@ -348,6 +348,13 @@ impl Machine {
         };
         let fp = self.check_payload(event_type, &payload)?;
         Ok((Event { id: Cow::Borrowed(id), event_type: Cow::Borrowed(event_type), payload }, fp))
+    }
+
+    /// An event text [`read_event`] does not read (another form, or not an
+    /// event), parsed whole. Out of line: a first event need not compile it.
+    #[inline(never)]
+    fn parse_event_text(&self, event: &str) -> Result<(Event<'static>, Fingerprint)> {
+        json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v))
     }
 
     /// [`Machine::checked_event`] of a value the caller gives up: its strings and
