@@ -337,12 +337,8 @@ fn compile_error(path: &str, operator: Option<&str>) -> Error {
     }
 }
 
-/// Compiling's results (an [`Error`] is one pointer, so a `?` moves little:
-/// the compiler is recursive, and a cold start compiles it whole).
-type Compiled<T> = Result<T>;
-
 /// Each of `items`, compiled one level below `depth`.
-fn compile_all(items: &[Value], path: &str, depth: usize) -> Compiled<Vec<Node>> {
+fn compile_all(items: &[Value], path: &str, depth: usize) -> Result<Vec<Node>> {
     // Grown by `push`, as the builder's lists are (`Machine::transitions`).
     let mut nodes = Vec::new();
     for item in items {
@@ -351,7 +347,7 @@ fn compile_all(items: &[Value], path: &str, depth: usize) -> Compiled<Vec<Node>>
     Ok(nodes)
 }
 
-fn compile(rule: &Value, path: &str, depth: usize) -> Compiled<Node> {
+fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
     if depth > crate::json::MAX_DEPTH {
         return Err(compile_error(path, None));
     }

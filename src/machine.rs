@@ -295,7 +295,7 @@ impl Machine {
         Machine::build(def)
     }
 
-    fn build(def: Value) -> Built<Machine> {
+    fn build(def: Value) -> Result<Machine> {
         json::check_depth(&def, "definition")?;
         let Some(obj) = def.as_object() else {
             return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
@@ -503,7 +503,7 @@ impl Machine {
         self.retention.window_for(event_type)
     }
 
-    fn resolve_target(&self, source: StateIdx, target: &str, path: &str, field: &str) -> Built<StateIdx> {
+    fn resolve_target(&self, source: StateIdx, target: &str, path: &str, field: &str) -> Result<StateIdx> {
         match self.find_target(source, target) {
             Some(i) => Ok(i),
             None => {
@@ -547,7 +547,7 @@ impl Machine {
 
     /// Attach transitions to their state, adding the external event types
     /// it accepts to `events`.
-    fn attach_transitions<'a>(&mut self, raw: Raw<'a>, events: &mut Vec<&'a str>) -> Built<()> {
+    fn attach_transitions<'a>(&mut self, raw: Raw<'a>, events: &mut Vec<&'a str>) -> Result<()> {
         let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
         let node = &mut self.states[raw.source];
         match raw.slot {
@@ -564,7 +564,7 @@ impl Machine {
     }
 
     /// The transitions of one candidate or an array of them, at `path`.
-    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String) -> Built<Vec<Transition>> {
+    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String) -> Result<Vec<Transition>> {
         // One loop for both forms, so that `transition` is called (and its
         // result moved) at one place rather than two.
         let (items, listed) = match candidates {
@@ -581,7 +581,7 @@ impl Machine {
         Ok(ts)
     }
 
-    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Built<Transition> {
+    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
         let o = match v {
             Value::String(s) => {
                 let target = Some(self.resolve_target(source, s, &path, "")?);
@@ -625,7 +625,7 @@ impl Machine {
     /// An unguarded cycle of `always` transitions never settles: refuse it on load.
     /// Only transitions that are certainly taken are followed (the first candidate
     /// of the deepest state that has any, when it has no guard).
-    fn check_always_loops(&self) -> Built<()> {
+    fn check_always_loops(&self) -> Result<()> {
         for start in 0..self.states.len() {
             if !self.states[start].children.is_empty() {
                 continue;
@@ -720,10 +720,6 @@ fn machine_hash(def: &Value) -> String {
     json::hex128(crate::xxh3::xxh3_128(&canon))
 }
 
-/// The builder's results (an [`Error`] is one pointer, so a `?` moves little
-/// at each of the builder's many exits: code a cold start compiles whole).
-type Built<T> = Result<T>;
-
 /// A definition error at `path`. Every error of the builder is made by this
 /// function or [`fail_in`], out of line, its message joined from static pieces
 /// and names: one copy of that work in the module, not one per site.
@@ -788,7 +784,7 @@ fn join(path: &str, key: &str) -> String {
 
 /// The expression `e`, compiled with `path.key` as its path.
 #[inline(never)]
-fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Built<ExprId> {
+fn compile_at(exprs: &mut Exprs, e: &Value, path: &str, key: &str) -> Result<ExprId> {
     exprs.compile(e, &join(path, key))
 }
 
@@ -809,7 +805,7 @@ fn indexed(path: &str, i: usize) -> String {
 /// error at `path.key`. Filled in place rather than returned: a returned array
 /// is copied at every call, in code a cold start compiles.
 #[inline(never)]
-fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str, f: &mut Fields<'a>) -> Built<()> {
+fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str, f: &mut Fields<'a>) -> Result<()> {
     for (k, v) in members(o) {
         match allowed.iter().position(|a| *a == k) {
             Some(i) => {
@@ -850,7 +846,7 @@ struct Builder<'a, 'm> {
 
 impl<'a> Builder<'a, '_> {
     /// The actions of a state's `entry` or `exit` (`key`), if it has them.
-    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Built<Vec<Action>> {
+    fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Result<Vec<Action>> {
         match v {
             None => Ok(Vec::new()),
             Some(a) => parse_actions(self.exprs, self.outcomes, a, &join(path, key)),
@@ -859,7 +855,7 @@ impl<'a> Builder<'a, '_> {
 
     /// Add a state whose members are `f` (checked against [`STATE_KEYS`], or
     /// for the root against [`MACHINE_KEYS`]), then its child states.
-    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Built<StateIdx> {
+    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Result<StateIdx> {
         let (path, depth) = match parent {
             None => (String::new(), 0),
             Some(p) => (join(&self.states[p].path, key), self.states[p].depth + 1),
@@ -977,7 +973,7 @@ impl<'a> Builder<'a, '_> {
 
     /// The delayed transitions of state `idx` (`after`), kept for the second pass.
     #[inline(never)]
-    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, json_path: &str) -> Built<()> {
+    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, json_path: &str) -> Result<()> {
         let Value::Object(after) = after else {
             return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"]));
         };
@@ -994,7 +990,7 @@ impl<'a> Builder<'a, '_> {
 }
 
 /// The actions at `path`, adding the outcome types of their effects to `outcomes`.
-fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Built<Vec<Action>> {
+fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Result<Vec<Action>> {
     // One loop for both forms, as in `Machine::transitions`.
     let (items, listed) = match v {
         Value::Array(items) => (items.as_slice(), true),
@@ -1008,7 +1004,7 @@ fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &st
     Ok(out)
 }
 
-fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Built<Action> {
+fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -> Result<Action> {
     let member = match a {
         Value::Object(o) if o.len() == 1 => members(o).next(),
         Value::String(name) => {
@@ -1045,7 +1041,7 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
     })
 }
 
-fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Built<EffectDef> {
+fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef> {
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, &path, &["effect must be an object"])) };
     let mut f = NO_FIELDS;
     fields(o, EFFECT_KEYS, &path, &mut f)?;
@@ -1074,7 +1070,7 @@ fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Built<EffectDef> 
 }
 
 /// A whole number from `lo` to `hi` (`message` says so), if the member is there.
-fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: &str) -> Built<Option<u64>> {
+fn bounded(v: Option<&Value>, lo: u64, hi: u64, path: &str, key: &str, message: &str) -> Result<Option<u64>> {
     match v {
         None => Ok(None),
         Some(x) => match x.as_u64() {
@@ -1089,7 +1085,7 @@ const _: () = assert!(MAX_ATTEMPTS == 1_000, "the message for maxAttempts names 
 // Out of line, as are delayed transitions: the builder is compiled whole on
 // a cold start, and these are then compiled only for definitions that have them.
 #[inline(never)]
-fn parse_retry(v: &Value, path: &str) -> Built<RetryPolicy> {
+fn parse_retry(v: &Value, path: &str) -> Result<RetryPolicy> {
     let mut r = RetryPolicy::default();
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, path, &["retry must be an object"])) };
     let mut f = NO_FIELDS;
@@ -1117,7 +1113,7 @@ fn parse_retry(v: &Value, path: &str) -> Built<RetryPolicy> {
 
 /// Fill `r` (the defaults) from the definition's `retention`: in place, as
 /// dropping the default's map would bring a B-tree's teardown to the build.
-fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Built<()> {
+fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Result<()> {
     let Some(v) = v else { return Ok(()) };
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "retention", &["retention must be an object"])) };
     let mut f = NO_FIELDS;
@@ -1144,7 +1140,7 @@ fn parse_retention(v: Option<&Value>, r: &mut Retention) -> Built<()> {
     Ok(())
 }
 
-fn parse_limits(v: Option<&Value>) -> Built<Limits> {
+fn parse_limits(v: Option<&Value>) -> Result<Limits> {
     let mut l = Limits::default();
     let Some(v) = v else { return Ok(l) };
     let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, "limits", &["limits must be an object"])) };

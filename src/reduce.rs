@@ -342,12 +342,7 @@ impl Machine {
     /// [`Machine::parse_event`], with the event's fingerprint.
     fn checked_event<'v>(&self, v: &'v Value) -> Result<(Event<'v>, Fingerprint)> {
         let (id, event_type, payload) = self.check_event(v)?;
-        let payload = match payload {
-            None | Some(Value::Null) => Cow::Owned(Value::Object(Map::new())),
-            Some(p) => Cow::Borrowed(p),
-        };
-        let fp = self.check_payload(event_type, &payload)?;
-        Ok((Event { id: Cow::Borrowed(id), event_type: Cow::Borrowed(event_type), payload }, fp))
+        self.event_of(Cow::Borrowed(id), Cow::Borrowed(event_type), payload.map(Cow::Borrowed))
     }
 
     /// An event text [`read_event`] does not read (another form, or not an
@@ -372,7 +367,7 @@ impl Machine {
                 _ => {}
             }
         }
-        self.event_of(id, event_type, payload)
+        self.event_of(Cow::Owned(id), Cow::Owned(event_type), payload.map(Cow::Owned))
     }
 
     /// [`Machine::take_event`] of the members [`read_event`] read.
@@ -386,18 +381,23 @@ impl Machine {
         let (Some(Value::String(id)), Some(Value::String(event_type))) = (id, event_type) else {
             unreachable!("check_fields accepts strings only")
         };
-        self.event_of(id, event_type, payload)
+        self.event_of(Cow::Owned(id), Cow::Owned(event_type), payload.map(Cow::Owned))
     }
 
-    /// The event of checked fields (an absent or null payload is `{}`), with
-    /// its fingerprint once the payload passes its checks.
-    fn event_of(&self, id: String, event_type: String, payload: Option<Value>) -> Result<(Event<'static>, Fingerprint)> {
+    /// The event of checked fields, borrowed or owned (an absent or null payload
+    /// is `{}`), with its fingerprint once the payload passes its checks.
+    fn event_of<'v>(
+        &self,
+        id: Cow<'v, str>,
+        event_type: Cow<'v, str>,
+        payload: Option<Cow<'v, Value>>,
+    ) -> Result<(Event<'v>, Fingerprint)> {
         let payload = match payload {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p) => p,
+            Some(p) if !p.is_null() => p,
+            _ => Cow::Owned(Value::Object(Map::new())),
         };
         let fp = self.check_payload(&event_type, &payload)?;
-        Ok((Event { id: Cow::Owned(id), event_type: Cow::Owned(event_type), payload: Cow::Owned(payload) }, fp))
+        Ok((Event { id, event_type, payload }, fp))
     }
 
     /// Every check of [`Machine::parse_event`] but the payload's: the id, the
