@@ -110,7 +110,7 @@ for (const n of sizes) {
     if (f.url && !f.url.startsWith("wasm://")) name = `js: ${name} (${path.basename(f.url)})`;
     self.set(name, (self.get(name) ?? 0) + (node.hitCount ?? 0));
   }
-  const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 14);
+  const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP || 14));
   const perCall = ((Number(opt.seconds) * 1e3) / calls).toFixed(3);
   rows.push([n.toLocaleString("en"), want, `${perCall} ms`,
     top.map(([name, hits]) => `\`${name.length > 80 ? name.slice(0, 77) + "..." : name}\` ${((100 * hits) / total).toFixed(1)}%`).join("<br>")]);

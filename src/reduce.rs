@@ -516,7 +516,8 @@ impl Machine {
         let (snap, leaf) = (&mut l.snap, l.leaf);
 
         // 1. Seen before? A live ledger entry answers without touching anything.
-        if let Some(entry) = snap.ledger.find(&ledger_id, now)? {
+        if let Some(i) = snap.ledger.find(&ledger_id, now)? {
+            let entry = snap.ledger.entry_at(i)?;
             let o = self.seen(snap, leaf, l.upgraded_from.clone(), &entry, &event.id, &fp)?;
             return Ok((o, if fresh { None } else { current }));
         }

@@ -1697,6 +1697,56 @@ pub struct Ledger {
     /// The checksum stream over the header line and `text[..len]`, where those
     /// bytes are still as they were in the text last decoded or encoded.
     synced: Option<Synced>,
+    /// The records by their id, once the ledger is looked up a second time.
+    index: IdIndex,
+}
+
+/// Where each record is by a hash of its id literal, so that a ledger kept
+/// decoded between events (a Durable Object's, a warm isolate's: the resident
+/// snapshot) finds an id in a few probes instead of a scan of every record.
+/// Built on the second lookup of the same decoded ledger: one decoded for a
+/// single event is looked up once, and a scan costs less than building this.
+/// Appended records are added at the next lookup; pruning, which renumbers the
+/// records, drops it and the count of lookups with it.
+#[derive(Clone, Default)]
+struct IdIndex {
+    /// Lookups since the ledger was decoded or pruned (counted to 2).
+    finds: u8,
+    /// Open addressing with linear probing, at most half full: a record `r`
+    /// is `(hash >> 32) << 32 | (r + 1)`, 0 is empty. Empty until built.
+    slots: Vec<u64>,
+    /// Records `0..indexed` are in `slots`.
+    indexed: usize,
+}
+
+impl IdIndex {
+    /// Ledgers with fewer records are always scanned.
+    const FROM: usize = 64;
+
+    fn hash(literal: &[u8]) -> u64 {
+        crate::xxh3::xxh3_128(literal) as u64
+    }
+
+    /// Records `r` whose id literal may be the one hashed to `h`, any order.
+    fn candidates(&self, h: u64) -> impl Iterator<Item = usize> + '_ {
+        let mask = self.slots.len().wrapping_sub(1);
+        let tag = h >> 32;
+        let start = h as usize & mask;
+        (0..self.slots.len())
+            .map(move |k| self.slots[(start + k) & mask])
+            .take_while(|&slot| slot != 0)
+            .filter(move |&slot| slot >> 32 == tag)
+            .map(|slot| (slot as u32 as usize) - 1)
+    }
+
+    fn insert(&mut self, h: u64, r: usize) {
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = (h >> 32) << 32 | (r as u64 + 1);
+    }
 }
 
 #[derive(Clone)]
@@ -1727,7 +1777,7 @@ impl Synced {
 
 impl Default for Ledger {
     fn default() -> Ledger {
-        Ledger { text: V3_MAGIC.to_string(), recs: Vec::new(), prune_at: 0, synced: None }
+        Ledger { text: V3_MAGIC.to_string(), recs: Vec::new(), prune_at: 0, synced: None, index: IdIndex::default() }
     }
 }
 
@@ -1931,13 +1981,19 @@ impl Ledger {
         self.recs.iter().map(|r| self.entry(r))
     }
 
-    /// The live record for an event id, if any (newest first). Only records whose
+    /// The live record for an event id, if any (newest first): its place, for
+    /// [`Ledger::entry_at`]. A ledger looked up before (kept decoded between
+    /// events) is looked up in its [`IdIndex`]; otherwise only records whose
     /// id matches are read beyond their id.
-    pub fn find(&self, id: &str, now: u64) -> Result<Option<Entry<'_>>> {
+    pub fn find(&mut self, id: &str, now: u64) -> Result<Option<usize>> {
         if self.recs.is_empty() {
             return Ok(None);
         }
         let literal = id_literal(id);
+        if self.recs.len() >= IdIndex::FROM && self.index.finds >= 1 {
+            return self.find_indexed(literal.as_bytes(), now);
+        }
+        self.index.finds = 1;
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
         // A record starts with its id literal's length in four hex digits, then
         // the literal. Ids that differ mostly differ at their end (a counter, the
@@ -1948,18 +2004,75 @@ impl Ledger {
         let want_len = u32::from_le_bytes(len_hex);
         let last8 = |b: &[u8]| b.len().checked_sub(8).map(|i| u64::from_le_bytes(b[i..].try_into().unwrap_or_default()));
         let want_last = last8(want);
-        for r in self.recs.iter().rev() {
+        for (i, r) in self.recs.iter().enumerate().rev() {
             let (start, end) = (r.start as usize, r.end as usize);
             let Some(rec) = t.get(start..end) else { continue };
             let Some(got) = rec.get(4..4 + want.len()) else { continue };
-            if u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]) == want_len && last8(got) == want_last && got == want {
-                let e = self.entry(r)?;
-                if e.exp > now {
-                    return Ok(Some(e));
-                }
+            if u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]) == want_len
+                && last8(got) == want_last
+                && got == want
+                && self.entry(r)?.exp > now
+            {
+                return Ok(Some(i));
             }
         }
         Ok(None)
+    }
+
+    /// [`Ledger::find`] through the index, brought up to date first: the
+    /// newest live record among those whose id literal is `want`.
+    #[inline(never)]
+    fn find_indexed(&mut self, want: &[u8], now: u64) -> Result<Option<usize>> {
+        self.index_records();
+        let h = IdIndex::hash(want);
+        let same = |i: usize| self.recs.get(i).and_then(|r| self.literal(r)) == Some(want);
+        // Newest first, as the scan: the newest match below the last one tried.
+        let mut below = usize::MAX;
+        while let Some(i) = self.index.candidates(h).filter(|&i| i < below && same(i)).max() {
+            if self.entry_at(i)?.exp > now {
+                return Ok(Some(i));
+            }
+            below = i;
+        }
+        Ok(None)
+    }
+
+    /// Add the records appended since the index was last brought up to date,
+    /// building it (or building it larger) when it has no room for them.
+    fn index_records(&mut self) {
+        let n = self.recs.len();
+        if self.index.slots.len() < 2 * n {
+            // Room for the ledger to double before it is built again.
+            self.index.slots = vec![0; (4 * n).next_power_of_two()];
+            self.index.indexed = 0;
+        }
+        for i in self.index.indexed..n {
+            // A record whose id cannot be read is matched by no lookup.
+            if let Some(literal) = self.literal(&self.recs[i]) {
+                let h = IdIndex::hash(literal);
+                self.index.insert(h, i);
+            }
+        }
+        self.index.indexed = n;
+        self.index.finds = 2;
+    }
+
+    /// The id literal of `r`, as its length says.
+    fn literal(&self, r: &Rec) -> Option<&[u8]> {
+        let rec = self.text.as_bytes().get(r.start as usize..r.end as usize)?;
+        rec.get(4..4 + hex4(rec)? as usize)
+    }
+
+    /// Whether the last lookup went through the [`IdIndex`] (tests check
+    /// that the index, not only the scan, answered).
+    #[doc(hidden)]
+    pub fn is_indexed(&self) -> bool {
+        self.index.finds == 2
+    }
+
+    /// The record at `i`, a place [`Ledger::find`] gave.
+    pub fn entry_at(&self, i: usize) -> Result<Entry<'_>> {
+        self.recs.get(i).ok_or_else(|| corrupt("malformed ledger record")).and_then(|r| self.entry(r))
     }
 
     /// Append a record.
@@ -2035,6 +2148,8 @@ impl Ledger {
             self.text = text;
             self.recs = recs;
             self.synced = None;
+            // Renumbered: looked up as a ledger decoded afresh.
+            self.index = IdIndex::default();
             self.prune_at = next_batch(kept);
         } else {
             self.prune_at = next_batch(exps);
@@ -2053,7 +2168,7 @@ impl Ledger {
 
     /// A ledger of `text` whose records `recs` were found while it was hashed.
     fn indexed(text: String, recs: Vec<Rec>, prune_at: u64) -> Ledger {
-        Ledger { text, recs, prune_at, synced: None }
+        Ledger { text, recs, prune_at, synced: None, index: IdIndex::default() }
     }
 }
 

@@ -264,6 +264,65 @@ fn expired_ledger_records_are_dropped_in_batches_and_never_matched_meanwhile() {
 }
 
 #[test]
+fn a_ledger_kept_decoded_finds_through_its_index_what_a_scan_finds() {
+    // A ledger looked up a second time (a snapshot kept decoded between events)
+    // is looked up through a hash index of its ids; one decoded for one event
+    // is scanned. Seeded pushes, prunes (by the cap and by expiry), lookups and
+    // a clock that sometimes goes back (so one id can have several records,
+    // more than one of them live): both give the same record every time.
+    let m = v1();
+    let mut s = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let fp = idem::json::fingerprint("NOTE", &json!({}));
+    let long = "x".repeat(300);
+    let ids: Vec<String> = (0..240)
+        .map(|k| match k % 6 {
+            0 => format!("01JEVENT{k:018}"),
+            1 => format!("e{k}"),
+            2 => format!("q\"uote\\{k}"),
+            3 => format!("ünï-{k}-✓"),
+            4 => format!("{long}{k}"),
+            _ => format!("{k}-01JEVENT"),
+        })
+        .collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let (mut now, mut indexed, mut found) = (1_000u64, 0, 0);
+    for step in 0..2_500u64 {
+        match next(20) {
+            0 => s.ledger.prune(now, 150 + next(200) as usize).unwrap(),
+            1 => now = now.saturating_sub(next(300)),
+            2..=4 => now += next(40),
+            _ => {
+                let id = &ids[next(ids.len() as u64) as usize];
+                s.ledger.push(id, &fp, now, now + 1 + next(400), step + 1, next(5) == 0, &json!({ "step": step }));
+            }
+        }
+        let text = s.encode();
+        for _ in 0..3 {
+            let id = &ids[next(ids.len() as u64) as usize];
+            let got = s.ledger.find(id, now).unwrap();
+            indexed += usize::from(s.ledger.is_indexed());
+            let mut scanned = idem::Snapshot::decode(&text, usize::MAX).unwrap();
+            let want = scanned.ledger.find(id, now).unwrap();
+            assert!(!scanned.ledger.is_indexed());
+            let read = |l: &idem::snapshot::Ledger, i: Option<usize>| i.map(|i| {
+                let e = l.entry_at(i).unwrap();
+                (e.at, e.exp, e.rev, e.response().unwrap())
+            });
+            assert_eq!(read(&s.ledger, got), read(&scanned.ledger, want), "step {step}, id {id:?}, now {now}");
+            found += usize::from(got.is_some());
+        }
+    }
+    assert!(indexed > 5_000, "the index answered {indexed} lookups");
+    assert!(found > 1_000, "{found} lookups found a live record");
+}
+
+#[test]
 fn appending_keeps_the_checksum_right_as_the_ledger_grows_past_a_kilobyte() {
     // Encoding hashes short records again and keeps the stream of long ones:
     // either way, and across the length where one becomes the other, the text
