@@ -136,6 +136,43 @@ const NOW = peers.NOW;
 const payment = (i) => ({ id: `p${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: "q-1", amount: 1 } });
 const idemPure = (i) => m.reduce(data(0).idem, payment(i), NOW, "");
 
+// ---- 2b. a full ledger ----------------------------------------------------------------
+// The bench machine remembers up to 1,000,000 ids, so its ledgers never reach the
+// cap. A machine with the default cap (`retention.maxEntries` 1,000) reaches it
+// after 1,000 events, and from then on each event forgets the oldest id: the
+// same 1,000 NOTE events reduced under both caps, then fresh events timed on each
+// (stored string decoded, and a warm host's chain as in section 2).
+function fullLedger() {
+  const def = JSON.parse(defText);
+  const machines = {};
+  for (const [k, cap] of [["below", 1_000_000], ["full", 1_000]]) {
+    def.retention = { ...def.retention, maxEntries: cap };
+    const mc = new Machine(JSON.stringify(def));
+    let s = null;
+    for (let i = 0; i < 1_000; i++) s = mc.reduce(s, peers.noteEvent(i), NOW, "full").snapshot;
+    let [hot, k2, cold] = [s, 0, 0];
+    machines[k] = {
+      stored: s,
+      wasm: () => mc.reduce(s, peers.noteEvent(10_000 + (cold % 1_000)), NOW, `cold-${cold++ % 16}`),
+      resident: () => {
+        if (k2 === 50) [hot, k2] = [s, 0];
+        const out = mc.reduce(hot, peers.noteEvent(20_000 + k2++), NOW, "hot");
+        hot = out.snapshot;
+        return out;
+      },
+    };
+  }
+  const check = machines.full.wasm();
+  if (check.status !== "applied") throw new Error(`full ledger: ${check.status}`);
+  const t = measureGroup({
+    below: machines.below.wasm,
+    full: machines.full.wasm,
+    belowResident: machines.below.resident,
+    fullResident: machines.full.resident,
+  }, { budgetMs: BUDGET, maxSamples: 2000 });
+  return { ...t, bytes: { below: machines.below.stored.length, full: machines.full.stored.length } };
+}
+
 // ---- 3. sizes and cold start ---------------------------------------------------------
 // esbuild --bundle --minify --format=esm of a file, or of source text resolved from the repository root.
 async function bundle({ file, source }, platform) {
@@ -414,6 +451,9 @@ async function measureAll() {
     release(n);
   }
 
+  log("a full ledger (1,000 entries at maxEntries 1,000)");
+  res.full = fullLedger();
+
   log(`sizes and cold start (${COLD_RUNS} fresh processes each)`);
   Object.assign(res, await sizesAndColdStart());
 
@@ -527,6 +567,19 @@ function report(res) {
         fmtNs(natS?.p95Ns), fmtNs(nat[r.ledger]?.jsonFloor?.medianNs), fmtBytes(r.bytes.idem), fmtBytes(r.bytes.json), fmtBytes(r.bytes.xstate), fmtBytes(r.bytes.js)];
     })), ["l", "l"]));
   p();
+
+  if (res.full) {
+    const f = res.full;
+    p("### 2b. A full ledger (1,000 entries at `retention.maxEntries` 1,000, the default)");
+    p();
+    p(table(["ledger", "idem wasm (stored string decoded)", "p95", "wasm resident", "p95", "snapshot"], [
+      ["1,000, cap 1,000,000 (below the cap)", fmtNs(f.below.medianNs), fmtNs(f.below.p95Ns), fmtNs(f.belowResident.medianNs), fmtNs(f.belowResident.p95Ns), fmtBytes(f.bytes.below)],
+      ["1,000, cap 1,000 (full: each event forgets the oldest id)", fmtNs(f.full.medianNs), fmtNs(f.full.p95Ns), fmtNs(f.fullResident.medianNs), fmtNs(f.fullResident.p95Ns), fmtBytes(f.bytes.full)],
+    ], ["l"]));
+    p();
+    p("Fresh NOTE events on the same 1,000 events' ledger under two caps. A full ledger forgets its oldest id with each event but drops forgotten records from the text only once they are an eighth of the cap, so most events still only append.");
+    p();
+  }
 
   p("### 3. Size and cold start (fresh `node` process: import + instantiate + build the machine + first event)");
   p();

@@ -1143,7 +1143,7 @@ impl Snapshot {
             context: machine.initial_context.clone(),
             revision: 0,
             done: false,
-            ledger: Ledger::default(),
+            ledger: Ledger { cap: machine.retention.max_entries, ..Ledger::default() },
             outbox: Vec::new(),
             timers: Vec::new(),
         }
@@ -1699,6 +1699,12 @@ pub struct Ledger {
     synced: Option<Synced>,
     /// The records by their id, once the ledger is looked up a second time.
     index: IdIndex,
+    /// How many of the newest records are remembered (the machine's
+    /// `retention.maxEntries`, set when the ledger is loaded for it or pruned;
+    /// all of them until then). The older ones wait in the text, never matched
+    /// nor listed, until they are an eighth of the cap and dropped together
+    /// (see [`Ledger::prune`]).
+    cap: usize,
 }
 
 /// Where each record is by a hash of its id literal, so that a ledger kept
@@ -1777,7 +1783,7 @@ impl Synced {
 
 impl Default for Ledger {
     fn default() -> Ledger {
-        Ledger { text: V3_MAGIC.to_string(), recs: Vec::new(), prune_at: 0, synced: None, index: IdIndex::default() }
+        Ledger { text: V3_MAGIC.to_string(), recs: Vec::new(), prune_at: 0, synced: None, index: IdIndex::default(), cap: usize::MAX }
     }
 }
 
@@ -1961,9 +1967,10 @@ impl Ledger {
         })
     }
 
-    /// Read every record once: an `invalid_snapshot` error for a malformed one.
+    /// Read every record once, remembered or not: an `invalid_snapshot` error
+    /// for a malformed one.
     pub fn validate(&self) -> Result<()> {
-        self.iter().try_for_each(|e| e.and_then(|e| e.response()).map(|_| ()))
+        self.recs.iter().try_for_each(|r| self.entry(r).and_then(|e| e.response()).map(|_| ()))
     }
 
     fn exp_of(&self, r: &Rec) -> Result<u64> {
@@ -1975,10 +1982,11 @@ impl Ledger {
         }
     }
 
-    /// Every record, oldest first; a malformed one is an `invalid_snapshot` error.
-    /// Expired records not yet dropped are included (their `exp` says so).
+    /// Every remembered record, oldest first; a malformed one is an
+    /// `invalid_snapshot` error. Expired records not yet dropped are included
+    /// (their `exp` says so); those beyond the cap are not.
     pub fn iter(&self) -> impl Iterator<Item = Result<Entry<'_>>> {
-        self.recs.iter().map(|r| self.entry(r))
+        self.recs[self.forgotten()..].iter().map(|r| self.entry(r))
     }
 
     /// The live record for an event id, if any (newest first): its place, for
@@ -1993,6 +2001,7 @@ impl Ledger {
         if self.recs.len() >= IdIndex::FROM && self.index.finds >= 1 {
             return self.find_indexed(literal.as_bytes(), now);
         }
+        let forgotten = self.forgotten();
         self.index.finds = 1;
         let (t, want) = (self.text.as_bytes(), literal.as_bytes());
         // A record starts with its id literal's length in four hex digits, then
@@ -2004,7 +2013,7 @@ impl Ledger {
         let want_len = u32::from_le_bytes(len_hex);
         let last8 = |b: &[u8]| b.len().checked_sub(8).map(|i| u64::from_le_bytes(b[i..].try_into().unwrap_or_default()));
         let want_last = last8(want);
-        for (i, r) in self.recs.iter().enumerate().rev() {
+        for (i, r) in self.recs.iter().enumerate().skip(forgotten).rev() {
             let (start, end) = (r.start as usize, r.end as usize);
             let Some(rec) = t.get(start..end) else { continue };
             let Some(got) = rec.get(4..4 + want.len()) else { continue };
@@ -2025,7 +2034,8 @@ impl Ledger {
     fn find_indexed(&mut self, want: &[u8], now: u64) -> Result<Option<usize>> {
         self.index_records();
         let h = IdIndex::hash(want);
-        let same = |i: usize| self.recs.get(i).and_then(|r| self.literal(r)) == Some(want);
+        let forgotten = self.forgotten();
+        let same = |i: usize| i >= forgotten && self.recs.get(i).and_then(|r| self.literal(r)) == Some(want);
         // Newest first, as the scan: the newest match below the last one tried.
         let mut below = usize::MAX;
         while let Some(i) = self.index.candidates(h).filter(|&i| i < below && same(i)).max() {
@@ -2055,6 +2065,16 @@ impl Ledger {
         }
         self.index.indexed = n;
         self.index.finds = 2;
+    }
+
+    /// How many of the oldest records are beyond the cap: no longer remembered.
+    fn forgotten(&self) -> usize {
+        self.recs.len().saturating_sub(self.cap)
+    }
+
+    /// Remember the newest `cap` records (a machine's `retention.maxEntries`).
+    pub fn set_cap(&mut self, cap: usize) {
+        self.cap = cap;
     }
 
     /// The id literal of `r`, as its length says.
@@ -2103,20 +2123,23 @@ impl Ledger {
         self.recs.push(Rec { start: start as u32, end: end as u32 });
     }
 
-    /// Forget the oldest records beyond `cap`, and the expired ones once they
-    /// are a batch: an eighth of the ledger, at least one. Until then an expired
-    /// record stays in the text but is never matched (`find` checks expiry), so
-    /// what is remembered is exactly the live records either way; batching keeps
-    /// most events append-only, which is what makes them cheap to encode.
+    /// Forget the oldest records beyond `cap`, and the expired ones, once
+    /// either is a batch: an eighth of the cap or of the ledger, at least one.
+    /// Until then such a record stays in the text but is never matched (`find`
+    /// reads only the newest `cap` records and checks expiry) nor listed
+    /// (`iter`), so what is remembered is exactly the live records within the
+    /// cap either way; batching keeps most events append-only, which is what
+    /// makes them cheap to encode, also for a ledger that is full.
     pub fn prune(&mut self, now: u64, cap: usize) -> Result<()> {
+        self.cap = cap;
         let over = self.recs.len().saturating_sub(cap);
-        if over == 0 && now < self.prune_at {
+        if over < (cap / 8).max(1) && now < self.prune_at {
             return Ok(());
         }
         self.prune_now(now, over)
     }
 
-    /// [`Ledger::prune`] once the ledger is over its cap by `over` or the
+    /// [`Ledger::prune`] once the ledger is over its cap by a batch or the
     /// earliest expiry has passed: out of line, since most events append
     /// without it (and V8 compiles a function whole when first called).
     #[inline(never)]
@@ -2168,7 +2191,7 @@ impl Ledger {
 
     /// A ledger of `text` whose records `recs` were found while it was hashed.
     fn indexed(text: String, recs: Vec<Rec>, prune_at: u64) -> Ledger {
-        Ledger { text, recs, prune_at, synced: None, index: IdIndex::default() }
+        Ledger { text, recs, prune_at, synced: None, index: IdIndex::default(), cap: usize::MAX }
     }
 }
 
@@ -2332,6 +2355,7 @@ fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
         return Err(too_many_attempts(e));
     }
     let upgraded_from = (!same).then(|| snap.machine.version.clone());
+    snap.ledger.set_cap(machine.retention.max_entries);
     Ok(Loaded { snap, leaf, upgraded_from })
 }
 

@@ -291,10 +291,13 @@ fn a_ledger_kept_decoded_finds_through_its_index_what_a_scan_finds() {
         seed ^= seed << 17;
         seed % n
     };
-    let (mut now, mut indexed, mut found) = (1_000u64, 0, 0);
+    let (mut now, mut indexed, mut found, mut cap) = (1_000u64, 0, 0, m.retention.max_entries);
     for step in 0..2_500u64 {
         match next(20) {
-            0 => s.ledger.prune(now, 150 + next(200) as usize).unwrap(),
+            0 => {
+                cap = 150 + next(200) as usize;
+                s.ledger.prune(now, cap).unwrap();
+            }
             1 => now = now.saturating_sub(next(300)),
             2..=4 => now += next(40),
             _ => {
@@ -308,6 +311,7 @@ fn a_ledger_kept_decoded_finds_through_its_index_what_a_scan_finds() {
             let got = s.ledger.find(id, now).unwrap();
             indexed += usize::from(s.ledger.is_indexed());
             let mut scanned = idem::Snapshot::decode(&text, usize::MAX).unwrap();
+            scanned.ledger.set_cap(cap);
             let want = scanned.ledger.find(id, now).unwrap();
             assert!(!scanned.ledger.is_indexed());
             let read = |l: &idem::snapshot::Ledger, i: Option<usize>| i.map(|i| {
@@ -320,6 +324,49 @@ fn a_ledger_kept_decoded_finds_through_its_index_what_a_scan_finds() {
     }
     assert!(indexed > 5_000, "the index answered {indexed} lookups");
     assert!(found > 1_000, "{found} lookups found a live record");
+}
+
+#[test]
+fn a_full_ledger_forgets_its_oldest_at_once_and_drops_them_in_batches() {
+    // At its cap a ledger forgets the oldest record with each new one, but
+    // keeps it in the text, never matched nor listed, until an eighth of the
+    // cap is waiting: then they go together and the text is rewritten. Until
+    // then each event only appends.
+    let mut m = v1();
+    m.retention.max_entries = 16;
+    let fp = idem::json::fingerprint("NOTE", &json!({}));
+    let mut s = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let push = |s: &mut idem::Snapshot, i: u64| {
+        s.ledger.push(&format!("e{i}"), &fp, i, 1_000_000, i + 1, false, &json!(i));
+        s.ledger.prune(i, 16).unwrap();
+    };
+    for i in 0..16 {
+        push(&mut s, i);
+    }
+    let (full, _) = s.encode_from();
+    push(&mut s, 16);
+    assert_eq!(s.ledger.len(), 17, "one over the cap waits in the text");
+    assert!(s.ledger.find("e0", 16).unwrap().is_none(), "and is forgotten");
+    assert!(s.ledger.find("e1", 16).unwrap().is_some());
+    let listed: Vec<u64> = s.ledger.iter().map(|e| e.unwrap().at).collect();
+    assert_eq!(listed, (1..17).collect::<Vec<u64>>(), "only the remembered are listed");
+    let (text, kept) = s.encode_from();
+    assert_eq!(kept, full.find('#').unwrap(), "the event appended");
+    // Loaded for the machine, the text remembers the same.
+    let loaded = idem::snapshot::load(&m, &text).unwrap();
+    assert!(loaded.snap.ledger.clone().find("e0", 16).unwrap().is_none());
+    assert_eq!(loaded.snap.ledger.iter().count(), 16);
+    let inspected = idem::inspect(&m, &text).unwrap();
+    assert_eq!(inspected["ledger"].as_array().unwrap().len(), 16);
+    assert_eq!(inspected["ledger"][0]["id"], "e1");
+    // The second one over is a batch (16 / 8): both go, the text is rewritten.
+    push(&mut s, 17);
+    assert_eq!(s.ledger.len(), 16);
+    assert!(s.ledger.find("e1", 17).unwrap().is_none());
+    assert!(s.ledger.find("e2", 17).unwrap().is_some());
+    let (text, kept) = s.encode_from();
+    assert_eq!(kept, 0);
+    assert_eq!(idem::Snapshot::decode(&text, usize::MAX).unwrap().ledger, s.ledger);
 }
 
 #[test]
