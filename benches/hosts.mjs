@@ -15,7 +15,10 @@
 //   2. one hot process: N distinct events, each delivered twice, in a seeded random order, K
 //      requests in flight; a copy that finds the process changed retries its compare-and-set
 //      inside the host (Idem-Attempts), a 409 `contention` is sent again by the client;
-//   3. many processes: P processes × E events, K in flight (first events first).
+//   3. a large process: L events (K in flight), then applied events one at a time with the bytes
+//      the store's write-ahead log grew by per event: what an applied event writes when the
+//      snapshot is large (hundreds of ledger entries), against its snapshot's size;
+//   4. many processes: P processes × E events, K in flight (first events first).
 // Every answer is checked (fresh `applied` exactly once per event, every other copy a replay, the
 // final revision), so a figure never comes from a run that lost or doubled something.
 //
@@ -34,7 +37,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { median, quantile, table } from "./measure.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -48,6 +51,7 @@ export const DEFAULTS = Object.freeze({
   perProcess: 2, // ... × events each
   blocks: 4, // sequential: blocks of `block` applied events, then `block` replays
   block: 10,
+  largeEvents: 1_000, // events that make the large process's snapshot (a full ledger at the default cap)
   seed: 20_251_130,
 });
 
@@ -59,10 +63,10 @@ export const DEFAULTS = Object.freeze({
  * into transactions by their commit marks (a frame whose "database size after commit" is not 0).
  * @param {Uint8Array | null} bytes the -wal file, or null when there is none
  * @param {{ ignorePage?: number | null }} [options] a page whose lone updates are bookkeeping
- * @returns {{ salt: string | null, commits: number, dataCommits: number, frames: number }}
+ * @returns {{ salt: string | null, commits: number, dataCommits: number, frames: number, frameBytes: number }}
  */
 export function walCommits(bytes, { ignorePage = null } = {}) {
-  const none = { salt: null, commits: 0, dataCommits: 0, frames: 0 };
+  const none = { salt: null, commits: 0, dataCommits: 0, frames: 0, frameBytes: 0 };
   if (!bytes || bytes.length < 32) return none;
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const magic = dv.getUint32(0);
@@ -86,7 +90,7 @@ export function walCommits(bytes, { ignorePage = null } = {}) {
       touchesData = false;
     }
   }
-  return { salt: `${s1}:${s2}`, commits, dataCommits, frames };
+  return { salt: `${s1}:${s2}`, commits, dataCommits, frames, frameBytes: 24 + pageSize };
 }
 
 /** Read a database's WAL (null when it has none yet). */
@@ -95,10 +99,10 @@ export function readWal(dbFile, options) {
   return walCommits(existsSync(wal) ? readFileSync(wal) : null, options);
 }
 
-/** Commits between two readings, or null when the WAL was reset (checkpointed and restarted) between them. */
+/** Commits (and bytes appended) between two readings, or null when the WAL was reset (checkpointed and restarted) between them. */
 function walDelta(a, b) {
   if (a.salt !== null && a.salt !== b.salt) return null;
-  return { commits: b.commits - a.commits, dataCommits: b.dataCommits - a.dataCommits };
+  return { commits: b.commits - a.commits, dataCommits: b.dataCommits - a.dataCommits, bytes: (b.frames - a.frames) * b.frameBytes };
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -146,15 +150,17 @@ function shuffle(xs, rnd) {
  * A payment that keeps the order collecting: 0.25 each, so even 200 of them stay under the
  * order's total of 100 and no effect (charge) runs while the hosts are measured.
  */
-const payment = (id) => ({ type: "PAYMENT_PARTIAL", payload: { paymentId: id, amount: 0.25 } });
+const payment = (id, amount = 0.25) => ({ type: "PAYMENT_PARTIAL", payload: { paymentId: id, amount } });
+/** The large process's payments: 0.05 each, so its 1,000 and more stay under the total too. */
+const LARGE_AMOUNT = 0.05;
 
 /**
  * Deliver one event until it is answered: a 409 `contention` (the host ran out of
  * compare-and-set tries) is sent again with the same key, as a client would.
  */
-async function deliver(client, base, pid, id, tally) {
+async function deliver(client, base, pid, id, tally, amount) {
   for (let tries = 0; ; tries++) {
-    const r = await client.post(`${base}/processes/${pid}/events`, id, payment(id));
+    const r = await client.post(`${base}/processes/${pid}/events`, id, payment(id, amount));
     if (r.status === 409 && r.code === "contention" && tries < 50) {
       tally.contention409++;
       await sleep(5 + Math.random() * 20);
@@ -209,7 +215,7 @@ export async function runHost({ name, base, client, store, prefix, opts = {}, lo
     }
     for (let i = 0; i < 5; i++) await deliver(client, base, pid, applied[i], tally);
     const lat = { applied: [], duplicate: [] };
-    const commits = { applied: { n: 0, commits: 0, dataCommits: 0 }, duplicate: { n: 0, commits: 0, dataCommits: 0 }, resets: 0 };
+    const commits = { applied: { n: 0, commits: 0, dataCommits: 0, bytes: 0 }, duplicate: { n: 0, commits: 0, dataCommits: 0, bytes: 0 }, resets: 0 };
     const versions = [];
     const count = (kind, d, n) => {
       if (d === null) {
@@ -219,6 +225,7 @@ export async function runHost({ name, base, client, store, prefix, opts = {}, lo
       commits[kind].n += n;
       commits[kind].commits += d.commits;
       commits[kind].dataCommits += d.dataCommits;
+      commits[kind].bytes += d.bytes;
     };
     for (let b = 0; b < o.blocks; b++) {
       const s = store(pid);
@@ -274,9 +281,36 @@ export async function runHost({ name, base, client, store, prefix, opts = {}, lo
       throw new Error(`${name} hot process: applied ${tally.applied}, replays ${tally.duplicates}, revision ${final.revision}`);
     }
     out.hot = { ...tally, wallMs, eventsPerSec: (o.hotEvents * 1000) / wallMs, requestsPerSec: (tally.requests * 1000) / wallMs, revision: final.revision };
+    store(pid); // the hot process's file, known from here on (a Durable Object's own file)
   }
 
-  // 3. Many processes.
+  // 3. A large process (before the many processes, whose objects' files would hide its own): what an applied event writes when the snapshot is large.
+  log(`${name}: a large process, ${o.largeEvents} events, then ${o.block} applied one at a time, bytes written counted`);
+  {
+    const pid = `${prefix}-large`;
+    const tally = newTally();
+    // The first event alone: it creates the process (on the Durable Object host, its object and
+    // file, which `store` finds as the one new file), the rest with K in flight.
+    await deliver(client, base, pid, "L0", tally, LARGE_AMOUNT);
+    const s = store(pid);
+    await pool(Array.from({ length: o.largeEvents - 1 }, (_, i) => () => deliver(client, base, pid, `L${i + 1}`, tally, LARGE_AMOUNT)), o.concurrency);
+    let d = null;
+    // A checkpoint that restarts the log in the middle spoils the count: measure again (at most 3 times).
+    for (let round = 0; round < 3 && d === null; round++) {
+      await settle(`${s.file}-wal`);
+      const w0 = readWal(s.file, s);
+      for (let i = 0; i < o.block; i++) {
+        const r = await deliver(client, base, pid, `Lx${round}-${i}`, tally, LARGE_AMOUNT);
+        if (r.outcome !== "applied") throw new Error(`${name}: Lx${round}-${i} was not applied`);
+      }
+      await settle(`${s.file}-wal`);
+      d = walDelta(w0, readWal(s.file, s));
+    }
+    const final = await client.get(`${base}/processes/${pid}`);
+    if (final.revision !== tally.applied) throw new Error(`${name} large process: revision ${final.revision}, applied ${tally.applied}`);
+    out.large = { events: final.revision, n: o.block, ...(d ?? { commits: NaN, dataCommits: NaN, bytes: NaN }) };
+  }
+  // 4. Many processes.
   log(`${name}: ${o.processes} processes × ${o.perProcess} events, ${o.concurrency} in flight`);
   {
     const tally = newTally();
@@ -293,7 +327,29 @@ export async function runHost({ name, base, client, store, prefix, opts = {}, lo
     }
     out.many = { ...tally, wallMs, eventsPerSec: (tally.applied * 1000) / wallMs };
   }
+
   return out;
+}
+
+/**
+ * The size of the large process's snapshot after `events` payments (the events of `runHost`'s
+ * block 4, reduced by the lean module on the same machine definition; times have a fixed width, so
+ * the size is the hosts' own).
+ */
+export async function largeSnapshotBytes(events, block = DEFAULTS.block) {
+  const dir = path.join(ROOT, "pkg", "dist", "lean");
+  const glue = await import(pathToFileURL(path.join(dir, "idem.js")).href);
+  glue.initSync({ module: readFileSync(path.join(dir, "idem_bg.wasm")) });
+  const m = new glue.Machine(readFileSync(path.join(ROOT, "www", "machines", "order-robust.json"), "utf8"));
+  let s = null;
+  const ids = [...Array.from({ length: events - block }, (_, i) => `L${i}`), ...Array.from({ length: block }, (_, i) => `Lx0-${i}`)];
+  const now = Date.now();
+  for (const id of ids) {
+    const o = m.reduce(s, { id, ...payment(id, LARGE_AMOUNT) }, now, "large");
+    if (o.status !== "applied") throw new Error(`large snapshot: ${id} ${o.status}`);
+    s = o.snapshot;
+  }
+  return new TextEncoder().encode(s).length;
 }
 
 /** What a host answered, in the shape `runHost` reads. */
@@ -427,6 +483,8 @@ export async function measureHosts({ only = null, opts = {}, log = () => {} } = 
     }
   }
   if (Object.keys(errors).length) res.errors = errors;
+  const large = HOSTS.map(([k]) => res[k]?.large).find(Boolean);
+  if (large) res.largeSnapshotBytes = await largeSnapshotBytes(large.events);
   res.totalMs = performance.now() - t;
   return res;
 }
@@ -495,6 +553,21 @@ export function hostsSection(hosts, { skipped = "" } = {}) {
   p(`Hot process: ${w.hotEvents} distinct events to one process, each delivered ${w.copies}× in a seeded random order, ${w.concurrency} requests in flight; events/s = distinct events / wall time (the copies are served in the same time). Many processes: ${w.processes} processes × ${w.perProcess} events, ${w.concurrency} in flight. Duplicate cost: median latency of a replay against an applied event, one request at a time on one process (${w.blocks} blocks of ${w.block} applied events, then ${w.block} replays of events already applied), as the client sees it. Writes: committed write transactions counted in the store's SQLite write-ahead log around each block (D1: one file; Durable Object: the object's own file; Deno KV: its file), before and after the replays; the applied blocks show that the count sees writes. Every answer checked: each event applied once, every other copy a replay, final revisions as sent.`);
   p();
   p(table(["host", "hot process", "many processes", "latency p95 (replay vs applied)", "store evidence"], details, ["l", "l", "l", "l", "l"]));
+  const written = HOSTS.filter(([k]) => hosts[k]?.large).map(([k, label]) => {
+    const h = hosts[k];
+    const a = h.sequential.commits.applied;
+    const kb = (b) => (Number.isFinite(b) ? `${(b / 1024).toFixed(1)} KiB` : "n/a (log restarted)");
+    const perLarge = h.large.bytes / h.large.n;
+    return [label, kb(a.bytes / a.n), kb(perLarge), hosts.largeSnapshotBytes ? `${(perLarge / hosts.largeSnapshotBytes).toFixed(2)}×` : ""];
+  });
+  if (written.length) {
+    p();
+    const size = hosts.largeSnapshotBytes ? `, snapshot ${(hosts.largeSnapshotBytes / 1024).toFixed(1)} KiB` : "";
+    const large = HOSTS.map(([k]) => hosts[k]?.large).find(Boolean);
+    p(table(["host", "written per applied event, small process", `written per applied event, large process (${large.events} events${size})`, "large: written / snapshot"], written, ["l"]));
+    p();
+    p(`Bytes the store's write-ahead log grew by per applied event (frames × (24 + page size)): the sequential block's process (${w.blocks * w.block + 5} events or fewer), and the large process after ${large.events - large.n} events, ${large.n} applied one at a time. Every byte a commit changes is written as whole pages; the snapshot size is the engine's for the same events.`);
+  }
   if (hosts.errors) for (const [k, e] of Object.entries(hosts.errors)) p(`\n${k} failed: ${e}`);
   p();
   p(`Started and measured in ${(hosts.totalMs / 1000).toFixed(1)} s (workerd start incl. the wrangler bundle: ${hosts.d1 ? (hosts.d1.startMs / 1000).toFixed(1) + " s" : "—"}; Deno KV server start: ${hosts.denoKv ? (hosts.denoKv.startMs / 1000).toFixed(1) + " s" : "—"}). Client and host share the machine's cores.`);
