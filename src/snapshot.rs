@@ -2362,6 +2362,10 @@ fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
 #[cfg(test)]
 mod newline_tests {
     use super::{last_newline, newlines};
+    // Run in wasm too (`cargo test --target wasm32-unknown-unknown --lib`), where
+    // the scan takes sixteen bytes at a time with SIMD128.
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     /// The scan finds exactly the newlines a byte-by-byte loop finds, at every
     /// length and alignment, next to bytes one bit away from `\n` and above 0x7f.
