@@ -262,3 +262,254 @@ Deno.test("side records carry their type's retention window (expireIn): they go,
     await tmp.cleanup();
   }
 });
+
+// ---- A commit sets only the chunks whose bytes changed ----
+
+/** Versionstamps of a process's keys by their last part (0 = the head, 1.. = the chunks). */
+async function stamps(kv, processId) {
+  const out = [];
+  for await (const e of kv.list({ prefix: ["idem", "process", processId] })) out[e.key[3]] = e.versionstamp;
+  return out;
+}
+
+/** Index of the first character where two strings differ (the shorter one's length if none). */
+function firstDiff(a, b) {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+const chunksOf = (text) => Math.max(1, Math.ceil(text.length / CHUNK_BYTES));
+
+/**
+ * One commit replaced `oldText` with `newText` (ASCII): the chunks wholly before the first changed
+ * byte kept their versionstamps, the head and every other chunk carry the commit's, chunks beyond
+ * the new count are gone, the counters say the same, and a store with nothing kept loads `newText`.
+ * Returns the number of chunks left alone.
+ */
+async function checkCommit(kv, processId, { before, oldText, newText, version, store, counters }) {
+  const after = await stamps(kv, processId);
+  const unchanged = Math.min(Math.floor(firstDiff(oldText, newText) / CHUNK_BYTES), chunksOf(oldText), chunksOf(newText));
+  assertEquals(after.length, 1 + chunksOf(newText), "one key per chunk, extra chunks deleted");
+  assertEquals(after[0], version, "the head is set");
+  for (let c = 1; c <= unchanged; c++) assertEquals(after[c], before[c], `chunk ${c} before the change is left alone`);
+  for (let c = unchanged + 1; c < after.length; c++) assertEquals(after[c], version, `chunk ${c} from the change on is set`);
+  assertEquals(store.chunksSkipped - counters.skipped, unchanged);
+  assertEquals(store.chunkWrites - counters.writes, chunksOf(newText) - unchanged);
+  assertEquals(store.chunkBytesWritten - counters.bytes, newText.length - unchanged * CHUNK_BYTES);
+  const fresh = await new DenoKvStore(kv).load(processId);
+  assertEquals(fresh.version, version);
+  assert(fresh.snapshot === newText, "a store with nothing kept loads the snapshot the engine returned, byte for byte");
+  return unchanged;
+}
+
+const countersOf = (store) => ({ writes: store.chunkWrites, skipped: store.chunksSkipped, bytes: store.chunkBytesWritten });
+
+Deno.test("an applied event sets the head and the chunks from the new record on; the chunks before it keep their versionstamps", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    const now = 1_800_000_000_000;
+    for (const [i, size] of [[0, 60_000], [1, 60_000], [2, 20_000]]) await apply(store, m, "p", note(i, size), { now });
+    let loaded = await store.load("p");
+    assert(chunksOf(loaded.snapshot) >= 3, `${loaded.snapshot.length} bytes`);
+    let version = loaded.version;
+    let text = loaded.snapshot;
+    let left = 0;
+    const setBefore = store.chunkWrites;
+    for (let i = 3; i < 18; i++) {
+      const before = await stamps(kv, "p");
+      const counters = countersOf(store);
+      const event = note(i, 5_000);
+      let out;
+      if (i % 2 === 0) {
+        // The host loop: load (the kept string) -> reduce -> commit.
+        out = await apply(store, m, "p", event, { now: now + i });
+        assertEquals(out.attempts, 1);
+      } else {
+        // The engine reduces the text a store with nothing kept loaded; this store commits it.
+        const fresh = await new DenoKvStore(kv).load("p");
+        assertEquals(fresh.version, version);
+        out = m.reduce(fresh.snapshot, event, now + i, "p");
+        const res = await store.commit("p", version, out, { event, now: now + i });
+        assertEquals(res.ok, true);
+        out.version = res.version;
+      }
+      assertEquals(out.status, "applied");
+      assert(out.version !== version);
+      const unchanged = await checkCommit(kv, "p", { before, oldText: text, newText: out.snapshot, version: out.version, store, counters });
+      assert(unchanged >= 2, `event ${i}: ${unchanged} chunks left alone of ${chunksOf(out.snapshot)}`);
+      left += unchanged;
+      version = out.version;
+      text = out.snapshot;
+    }
+    assert(chunksOf(text) >= 4, "the snapshot grew across a chunk boundary on the way");
+    assertEquals(m.inspect(text).context.n, 18);
+    // The next event applies on what a store with nothing kept loads.
+    const last = await apply(new DenoKvStore(kv, { machine: m }), m, "p", note(99, 10), { now: now + 99 });
+    assertEquals(last.status, "applied");
+    assertEquals(last.revision, 19);
+    console.log(`15 events, snapshot up to ${text.length} bytes: ${left} chunks left alone, ${store.chunkWrites - setBefore} set`);
+  }));
+
+Deno.test("a store with nothing kept sets every chunk, and what it wrote loads the same", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const now = 1_800_000_000_000;
+    const first = new DenoKvStore(kv, { machine: m });
+    for (let i = 0; i < 4; i++) await apply(first, m, "p", note(i, 50_000), { now });
+    const loaded = await first.load("p");
+    assert(chunksOf(loaded.snapshot) >= 3);
+    const before = await stamps(kv, "p");
+    const other = new DenoKvStore(kv, { machine: m }); // nothing kept: it never read this process
+    const event = note(4, 100);
+    const out = m.reduce(loaded.snapshot, event, now + 4, "p");
+    const res = await other.commit("p", loaded.version, out, { event, now: now + 4 });
+    assertEquals(res.ok, true);
+    const after = await stamps(kv, "p");
+    assertEquals(after.length, 1 + chunksOf(out.snapshot));
+    for (let c = 0; c < after.length; c++) {
+      assert(after[c] !== before[c], `key ${c} set`);
+      assertEquals(after[c], res.version);
+    }
+    assertEquals(other.chunksSkipped, 0);
+    assertEquals(other.chunkWrites, chunksOf(out.snapshot));
+    assertEquals(other.chunkBytesWritten, out.snapshot.length);
+    assert((await new DenoKvStore(kv).load("p")).snapshot === out.snapshot);
+    // The store that wrote before has another version kept: it reads again and applies.
+    assertEquals((await apply(first, m, "p", note(5, 100), { now: now + 5 })).revision, 6);
+    assert((await new DenoKvStore(kv).load("p")).snapshot === (await first.load("p")).snapshot);
+  }));
+
+Deno.test("a lost race writes nothing; the loser's retry through the host loop reads again and lands right", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const now = 1_800_000_000_000;
+    const winner = new DenoKvStore(kv, { machine: m });
+    const loser = new DenoKvStore(kv, { machine: m });
+    for (let i = 0; i < 4; i++) await apply(winner, m, "p", note(i, 50_000), { now });
+    await loser.load("p"); // both keep the same version
+    // The loser loads, then the winner commits before the loser's commit: its first try loses the check.
+    let raced = false;
+    const commits = [];
+    const racing = {
+      load: async (pid) => {
+        const got = await loser.load(pid);
+        if (!raced) {
+          raced = true;
+          assertEquals((await apply(winner, m, pid, note("w", 100), { now: now + 1 })).status, "applied");
+        }
+        return got;
+      },
+      commit: async (pid, expected, out, extras) => {
+        const before = await stamps(kv, pid);
+        const counters = countersOf(loser);
+        const res = await loser.commit(pid, expected, out, extras);
+        commits.push({ res, before, after: await stamps(kv, pid), counters, counted: countersOf(loser) });
+        return res;
+      },
+    };
+    const out = await apply(racing, m, "p", note("l", 100), { now: now + 2 });
+    assertEquals(out.status, "applied");
+    assertEquals(out.attempts, 2);
+    assertEquals(commits.length, 2);
+    const [lost, won] = commits;
+    assertEquals(lost.res, { ok: false, conflict: true });
+    assertEquals(lost.after, lost.before, "the losing commit wrote nothing");
+    assertEquals(lost.counted, lost.counters, "and counted nothing");
+    assertEquals(won.res.ok, true);
+    assert(won.counted.skipped - won.counters.skipped >= 2, "the retry, on the version it read again, left the unchanged chunks alone");
+    const view = m.inspect((await new DenoKvStore(kv).load("p")).snapshot);
+    assertEquals(view.ledger.map((e) => e.id), ["note-0", "note-1", "note-2", "note-3", "note-w", "note-l"]);
+    assert((await new DenoKvStore(kv).load("p")).snapshot === out.snapshot);
+    // The winner's kept copy is stale now: it reads again and its next commit lands.
+    assertEquals((await apply(winner, m, "p", note(9, 100), { now: now + 3 })).revision, 7);
+  }));
+
+Deno.test("a prune rewrites the front (every chunk set) and a shrinking snapshot deletes the chunks beyond it; each loads the same", () =>
+  withKv(async (kv) => {
+    const m = notesMachine({ maxEntries: 16 });
+    const store = new DenoKvStore(kv, { machine: m });
+    const now = 1_800_000_000_000;
+    let text = null;
+    let version = null;
+    let rewrites = 0;
+    let appends = 0;
+    let shrinks = 0;
+    for (let i = 0; i < 40; i++) {
+      const before = await stamps(kv, "p");
+      const counters = countersOf(store);
+      const out = await apply(store, m, "p", note(i, i < 24 ? 12_000 : 10), { now: now + i });
+      assertEquals(out.status, "applied");
+      if (text !== null) {
+        const unchanged = await checkCommit(kv, "p", { before, oldText: text, newText: out.snapshot, version: out.version, store, counters });
+        if (firstDiff(text, out.snapshot) < CHUNK_BYTES) rewrites++;
+        else if (unchanged > 0) appends++;
+        if (chunksOf(out.snapshot) < chunksOf(text)) shrinks++;
+      }
+      text = out.snapshot;
+      version = out.version;
+    }
+    assert(rewrites >= 3, `${rewrites} commits rewrote the front`);
+    assert(appends >= 10, `${appends} commits left chunks alone`);
+    assert(shrinks >= 2, `${shrinks} commits shrank the snapshot`);
+    assertEquals((await processKeys(kv, "p")).map((k) => k[3]), [0, 1]);
+    const view = m.inspect((await new DenoKvStore(kv).load("p")).snapshot);
+    assertEquals(view.ledger.map((e) => e.id), Array.from({ length: 16 }, (_, i) => `note-${i + 24}`));
+    assertEquals((await store.load("p")).version, version);
+  }));
+
+Deno.test("chunks are left alone only when the store knows their bytes: not across non-ASCII text, not when cut otherwise", () =>
+  withKv(async (kv) => {
+    // The store does not read the snapshot text: any string shows what it writes.
+    const body = "0123456789abcdef".repeat((3 * CHUNK_BYTES) / 16);
+    const outcome = (snapshot, revision) => ({ snapshot, revision, status: "applied", changed: true, nextDueAt: null });
+    const store = new DenoKvStore(kv);
+    // Non-ASCII: "é" is two bytes, so every byte after it sits one place further than its character.
+    const a = await store.commit("u", null, outcome("é" + body, 1));
+    const counters = countersOf(store);
+    const b = await store.commit("u", a.version, outcome("e" + body, 2));
+    assertEquals(b.ok, true);
+    assertEquals(store.chunksSkipped - counters.skipped, 0, "the stored bytes were not the characters");
+    assertEquals((await new DenoKvStore(kv).load("u")).snapshot, "e" + body);
+    const c = await store.commit("u", b.version, outcome("é" + body, 3));
+    assertEquals(store.chunksSkipped - counters.skipped, 0, "nor are the new ones");
+    assertEquals((await new DenoKvStore(kv).load("u")).snapshot, "é" + body);
+    // From a loaded non-ASCII snapshot too.
+    const reader = new DenoKvStore(kv);
+    assertEquals((await reader.load("u")).version, c.version);
+    await reader.commit("u", c.version, outcome("e" + body, 4));
+    assertEquals(reader.chunksSkipped, 0);
+    assertEquals((await new DenoKvStore(kv).load("u")).snapshot, "e" + body);
+
+    // Another store committed after the one kept here: the kept text is not what is stored.
+    const x = body.slice(0, 150_000);
+    const s1 = new DenoKvStore(kv);
+    const s2 = new DenoKvStore(kv);
+    const v1 = await s1.commit("v", null, outcome(x, 1));
+    const v2 = await s2.commit("v", v1.version, outcome("Y" + x.slice(1), 2));
+    assertEquals(v2.ok, true);
+    assertEquals((await s1.commit("v", v2.version, outcome(x + "!", 3))).ok, true);
+    assertEquals(s1.chunksSkipped, 0, "the text kept is another version's");
+    assertEquals((await new DenoKvStore(kv).load("v")).snapshot, x + "!");
+
+    // Chunks cut every 50,000 bytes by another writer: same text, other boundaries.
+    const text = body.slice(0, 150_000);
+    const op = kv.atomic().set(["idem", "process", "cut", 0], { revision: 1, chunks: 3, bytes: text.length, nextDueAt: null, updatedAt: 0 });
+    for (let i = 0; i < 3; i++) op.set(["idem", "process", "cut", i + 1], new TextEncoder().encode(text.slice(i * 50_000, (i + 1) * 50_000)));
+    await op.commit();
+    const cut = new DenoKvStore(kv);
+    const loaded = await cut.load("cut");
+    assertEquals(loaded.snapshot, text);
+    const next = text.slice(0, -10) + "0123456789ABCDEF";
+    assertEquals((await cut.commit("cut", loaded.version, outcome(next, 2))).ok, true);
+    assertEquals(cut.chunksSkipped, 0);
+    assertEquals(cut.chunkWrites, 3);
+    assertEquals((await new DenoKvStore(kv).load("cut")).snapshot, next);
+    // Now cut as this store cuts: the next commit leaves the first chunk alone.
+    const again = await cut.load("cut");
+    assertEquals((await cut.commit("cut", again.version, outcome(next + "!", 3))).ok, true);
+    assertEquals(cut.chunksSkipped, 2);
+    assertEquals((await new DenoKvStore(kv).load("cut")).snapshot, next + "!");
+  }));

@@ -81,7 +81,10 @@ export interface DenoKvStoreOptions {
 /**
  * Deno KV store: the head's versionstamp is the version; a commit is one
  * atomic operation (check + head + chunks + side records [+ message]);
- * snapshots are split into 64 KiB values.
+ * snapshots are split into 64 KiB values. A commit sets only the chunks whose
+ * bytes changed when the store kept the snapshot of the expected version (the
+ * one it last loaded or committed) and both are ASCII; otherwise every chunk.
+ * Its limits check counts every chunk as set either way.
  */
 export declare class DenoKvStore implements Store {
   constructor(kv: DenoKvLike, options?: DenoKvStoreOptions);
@@ -92,6 +95,12 @@ export declare class DenoKvStore implements Store {
   readonly queue: boolean;
   /** Operations tried again because the local database was busy. */
   busyRetries: number;
+  /** Snapshot chunks set by the commits that landed. */
+  chunkWrites: number;
+  /** Snapshot chunks those commits left alone: their stored bytes were the new snapshot's. */
+  chunksSkipped: number;
+  /** Bytes of the snapshot chunks set by the commits that landed (not the head or the side records). */
+  chunkBytesWritten: number;
   load(processId: string): Promise<{ snapshot: string; version: string } | null>;
   commit(processId: string, expectedVersion: string | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
   /** The event log, oldest first (rows expire after their type's retention window). */

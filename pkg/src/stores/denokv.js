@@ -9,11 +9,26 @@
 //   [prefix, "event", id, eventId]      replay record: { revision } of an event id's log row, same expiry
 //
 // Commit = ONE `kv.atomic()`: `check({ key: head, versionstamp: expected })`,
-// then the head, every chunk, the deletion of chunks the previous snapshot had
-// beyond the new count, the two side records and (with `queue: true`) the
-// dispatch message, all or nothing. A lost check (`ok: false`) is reported as
-// `{ ok: false, conflict: true }` and the shared retry loop (host.js) reloads.
-// Version = the head's versionstamp.
+// then the head, the chunks that changed, the deletion of chunks the previous
+// snapshot had beyond the new count, the two side records and (with
+// `queue: true`) the dispatch message, all or nothing. A lost check
+// (`ok: false`) is reported as `{ ok: false, conflict: true }` and the shared
+// retry loop (host.js) reloads. Version = the head's versionstamp.
+//
+// Chunks that changed: the snapshot's records come first and an event mostly
+// appends one, so most of its bytes are the stored ones. The store keeps the
+// snapshot it last read or wrote per process (`kept`) with its head (`heads`).
+// When the commit's expected version is the kept one, the stored chunks are
+// that snapshot cut every 64 KiB (every commit sets the head, so the check on
+// the head's versionstamp also guarantees that they still are when this
+// commit lands), and a new chunk whose bytes are the old chunk's at the same
+// place is not set. Only when the store knows those bytes exactly: both
+// snapshots ASCII (then comparing characters compares bytes; the engine
+// escapes the rest) and the stored one cut as this store cuts it. Otherwise
+// (nothing kept, another version, non-ASCII text, chunks cut otherwise) every
+// chunk is set. `chunkWrites`, `chunksSkipped` and `chunkBytesWritten` count
+// what the commits that landed set and left alone. Writing a chunk without
+// its head breaks this (as it already breaks `load`'s kept copy).
 //
 // Local Deno KV is a SQLite file: several handles or processes on one file
 // take turns for its write lock, and a turn not had in time fails with
@@ -33,9 +48,14 @@
 // of up to `DenoKvStore.maxSnapshotBytes` (724 KiB) fits whatever the event.
 // When a commit would not fit, `commit` throws a `StoreLimitError` (code
 // `snapshot_too_large`, HTTP 507) BEFORE anything is sent to Deno KV: nothing
-// is written and nothing is truncated. Keep snapshots under it with the
-// machine's `retention.maxEntries` (ledger size) or `limits.maxSnapshotBytes`
-// (then the engine rejects the event instead, and nothing is thrown).
+// is written and nothing is truncated. The check counts every chunk as set,
+// even those left alone, so whether a snapshot is accepted does not depend on
+// what the store happens to keep: a commit that must set every chunk (a new
+// store instance, after a conflict, after a prune rewrote the front) accepts
+// exactly what one that sets a single chunk does. Keep snapshots under the
+// limit with the machine's `retention.maxEntries` (ledger size) or
+// `limits.maxSnapshotBytes` (then the engine rejects the event instead, and
+// nothing is thrown).
 
 import { dispatch } from "../dispatch.js";
 import { KeptSnapshots } from "./kept.js";
@@ -134,6 +154,12 @@ async function whileBusy(fn, tries = 50, onBusy = undefined) {
   }
 }
 
+/** Whether chunk values (`{ value }`, `bytes` in all) are cut as `commit` cuts them: every CHUNK_BYTES. */
+function isCut(parts, bytes) {
+  if (parts.length !== Math.max(1, Math.ceil(bytes / CHUNK_BYTES))) return false;
+  return parts.every((p, i) => p.value.byteLength === Math.min(CHUNK_BYTES, bytes - i * CHUNK_BYTES));
+}
+
 /** Delay (ms) of a message meant to run at `at`, from `now`, within Deno KV's bounds. */
 function delayFor(at, now) {
   return Math.min(Math.max(0, Math.ceil(at - now)), DENO_KV_LIMITS.maxQueueDelayMs);
@@ -170,10 +196,21 @@ export class DenoKvStore {
     /** Operations tried again because the (local) database was busy. */
     this.busyRetries = 0;
     this.onBusy = () => this.busyRetries++;
-    /** @type {Map<string, { version: string, chunks: number }>} chunk count of the last head seen per process */
+    /**
+     * The last head seen per process: its chunk count and, when known, its byte count and whether
+     * the chunks hold exactly the kept snapshot's characters, one byte each, cut every CHUNK_BYTES
+     * (`exact`: an ASCII string, stored as this store cuts it).
+     * @type {Map<string, { version: string, chunks: number, bytes?: number, exact?: boolean }>}
+     */
     this.heads = new Map();
     /** The snapshots last read or written: while a process's head is unchanged, `load` reads only the head. */
     this.kept = new KeptSnapshots();
+    /** Snapshot chunks set by the commits that landed. */
+    this.chunkWrites = 0;
+    /** Snapshot chunks those commits left alone (their stored bytes were the new ones). */
+    this.chunksSkipped = 0;
+    /** Bytes of the snapshot chunks set by the commits that landed. */
+    this.chunkBytesWritten = 0;
   }
 
   headKey(processId) {
@@ -184,10 +221,24 @@ export class DenoKvStore {
     return [this.prefix, "process", processId, i];
   }
 
-  remember(processId, version, chunks) {
+  remember(processId, version, chunks, bytes = undefined, exact = false) {
     this.heads.delete(processId);
-    this.heads.set(processId, { version, chunks });
+    this.heads.set(processId, { version, chunks, bytes, exact });
     if (this.heads.size > 1_000) this.heads.delete(this.heads.keys().next().value);
+  }
+
+  /**
+   * The snapshot whose characters the stored chunks of `version` hold, one byte each, cut every
+   * CHUNK_BYTES: the kept one, when it is that version's and known to be stored so; else null.
+   * @param {string} processId
+   * @param {string | null} version
+   */
+  storedText(processId, version) {
+    if (version === null) return null;
+    const kept = this.kept.get(processId);
+    const head = this.heads.get(processId);
+    if (!kept || kept.version !== version || !head || head.version !== version || !head.exact) return null;
+    return head.bytes === kept.snapshot.length ? kept.snapshot : null;
   }
 
   /** @param {string} processId */
@@ -219,8 +270,11 @@ export class DenoKvStore {
       at += p.value.byteLength;
     }
     if (at !== bytes) throw new Error(`process "${processId}": snapshot chunks hold ${at} of ${bytes} bytes`);
-    this.remember(processId, head.versionstamp, chunks);
     const snapshot = decoder.decode(all);
+    // The decoder turns a byte into one character only when it is ASCII or invalid (U+FFFD), and
+    // drops a leading byte order mark: same length and no U+FFFD = the stored bytes are the characters.
+    const exact = snapshot.length === bytes && !snapshot.includes("\uFFFD") && isCut(parts, bytes);
+    this.remember(processId, head.versionstamp, chunks, bytes, exact);
     this.kept.set(processId, head.versionstamp, snapshot);
     return { snapshot, version: head.versionstamp };
   }
@@ -248,15 +302,22 @@ export class DenoKvStore {
       }
     }
 
-    const bytes = encoder.encode(outcome.snapshot);
+    const text = outcome.snapshot;
+    const bytes = encoder.encode(text);
     const chunks = Math.max(1, Math.ceil(bytes.length / CHUNK_BYTES));
     const head = { revision: outcome.revision, chunks, bytes: bytes.length, nextDueAt: outcome.nextDueAt ?? null, updatedAt: now };
+    // ASCII only (the engine escapes the rest): each character is one byte.
+    const ascii = bytes.length === text.length;
+    const stored = ascii ? this.storedText(processId, expectedVersion) : null;
 
-    /** @type {{ key: Deno.KvKey, value?: unknown, size: number, expireIn?: number }[]} */
+    /** @type {{ key: Deno.KvKey, value?: unknown, size: number, expireIn?: number, chunk?: boolean, same?: boolean }[]} */
     const sets = [{ key: headKey, value: head, size: objectBytes(head) }];
     for (let i = 0; i < chunks; i++) {
-      const value = bytes.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES);
-      sets.push({ key: this.chunkKey(processId, i + 1), value, size: value.byteLength });
+      const from = i * CHUNK_BYTES;
+      const value = bytes.subarray(from, from + CHUNK_BYTES);
+      // Its stored bytes are the same when the old snapshot's chunk i has the same characters.
+      const same = stored !== null && from < stored.length && stored.slice(from, from + CHUNK_BYTES) === text.slice(from, from + CHUNK_BYTES);
+      sets.push({ key: this.chunkKey(processId, i + 1), value, size: value.byteLength, chunk: true, same });
     }
     const deletes = [];
     for (let i = chunks + 1; i <= oldChunks; i++) deletes.push(this.chunkKey(processId, i));
@@ -315,7 +376,20 @@ export class DenoKvStore {
     }
 
     const op = this.kv.atomic().check({ key: headKey, versionstamp: expectedVersion });
-    for (const s of sets) op.set(s.key, s.value, s.expireIn === undefined ? undefined : { expireIn: s.expireIn });
+    let skipped = 0;
+    let written = 0;
+    let writtenBytes = 0;
+    for (const s of sets) {
+      if (s.same) {
+        skipped++;
+        continue;
+      }
+      if (s.chunk) {
+        written++;
+        writtenBytes += s.size;
+      }
+      op.set(s.key, s.value, s.expireIn === undefined ? undefined : { expireIn: s.expireIn });
+    }
     for (const d of deletes) op.delete(d);
     if (message) op.enqueue(message, { delay: delayFor(message.at, now) });
     let res;
@@ -338,8 +412,11 @@ export class DenoKvStore {
       this.kept.delete(processId);
       return { ok: false, conflict: true };
     }
-    this.remember(processId, res.versionstamp, chunks);
-    this.kept.set(processId, res.versionstamp, outcome.snapshot);
+    this.chunkWrites += written;
+    this.chunksSkipped += skipped;
+    this.chunkBytesWritten += writtenBytes;
+    this.remember(processId, res.versionstamp, chunks, bytes.length, ascii);
+    this.kept.set(processId, res.versionstamp, text);
     return { ok: true, version: res.versionstamp };
   }
 

@@ -1,0 +1,71 @@
+// What a DenoKvStore commit writes per applied event on a large snapshot, and how long it takes:
+// a process grown (by the engine alone) to about the given sizes, then events of 200-byte notes
+// applied through the host loop (load -> reduce -> commit) on a real Deno KV file.
+//
+//   deno run --allow-all --unstable-kv benches/denokv-chunks.js [store module] [runs] [events]
+//
+// Snapshot bytes set per event come from the store's `chunkBytesWritten` (a store without that
+// counter sets every chunk: the whole snapshot). Prints one line per size: medians over the runs
+// of each run's median.
+import { apply } from "../pkg/src/host.js";
+import { note, notesMachine, tempKvPath } from "../tests/deno/helpers.js";
+
+const modulePath = Deno.args[0] ? new URL(Deno.args[0], `file://${Deno.cwd()}/`).href : "../pkg/src/stores/denokv.js";
+const { DenoKvStore, CHUNK_BYTES } = await import(modulePath);
+const runs = Number(Deno.args[1] ?? 5);
+const events = Number(Deno.args[2] ?? 60);
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+async function run(target) {
+  const m = notesMachine();
+  const tmp = await tempKvPath();
+  const kv = await Deno.openKv(tmp.path);
+  try {
+    const store = new DenoKvStore(kv, { machine: m });
+    const now = 1_800_000_000_000;
+    let snapshot = null;
+    let i = 0;
+    while ((snapshot?.length ?? 0) < target - 30_000) snapshot = m.reduce(snapshot, note(i++, 30_000), now, "p").snapshot;
+    const grown = m.reduce(snapshot, note(i, target - snapshot.length - 200), now, "p");
+    const first = await store.commit("p", null, grown, { event: note(i++, 0), now });
+    if (!first.ok) throw new Error("the first commit failed");
+    const commitMs = [];
+    const setBytes = [];
+    const timed = {
+      load: (pid) => store.load(pid),
+      commit: async (pid, expected, out, extras) => {
+        const before = store.chunkBytesWritten;
+        const t = performance.now();
+        const res = await store.commit(pid, expected, out, extras);
+        commitMs.push(performance.now() - t);
+        setBytes.push(before === undefined ? new TextEncoder().encode(out.snapshot).length : store.chunkBytesWritten - before);
+        return res;
+      },
+    };
+    let size = 0;
+    for (let k = 0; k < events; k++) {
+      const out = await apply(timed, m, "p", note(i++, 200), { now: now + k });
+      if (out.status !== "applied") throw new Error(`event ${k}: ${out.status}`);
+      size = out.snapshot.length;
+    }
+    return { size, chunks: Math.ceil(size / CHUNK_BYTES), commitMs: median(commitMs.slice(5)), setBytes: median(setBytes) };
+  } finally {
+    kv.close();
+    await tmp.cleanup();
+  }
+}
+
+for (const target of [150_000, 600_000]) {
+  const results = [];
+  for (let r = 0; r < runs; r++) results.push(await run(target));
+  const last = results.at(-1);
+  console.log(
+    `snapshot ~${last.size} B (${last.chunks} chunks): snapshot bytes set per event ${median(results.map((r) => r.setBytes))}, ` +
+      `commit ${median(results.map((r) => r.commitMs)).toFixed(3)} ms (median of ${runs} runs x ${events} events; ` +
+      `per-run medians ${results.map((r) => r.commitMs.toFixed(3)).join(" ")})`,
+  );
+}
