@@ -466,12 +466,18 @@ export declare class MemoryStore implements Store {
   events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
 }
 /**
- * D1: schema in examples/cloudflare/migrations; one `batch()` per commit. Keep one instance per
- * isolate: it keeps the snapshots it last read or wrote (16 processes, 8 MiB), and `load` fetches a
- * snapshot only when its revision is not the kept one (in the same query).
+ * D1: schema in examples/cloudflare/migrations; one `batch()` per commit. The snapshot is stored in
+ * chunk rows of 16 Ki characters (the rest in the process row), and a commit writes only the
+ * chunks whose text changed when the store keeps the snapshot at the expected revision. Keep one
+ * instance per isolate: it keeps the snapshots it last read or wrote (16 processes, 8 MiB), and
+ * `load` fetches a snapshot only when its revision is not the kept one (in the same query).
  */
 export declare class D1Store implements Store {
   constructor(db: unknown);
+  /** Chunk rows written by this store's commits. */
+  chunkWrites: number;
+  /** Chunks this store's commits left as they were, their text unchanged. */
+  chunksSkipped: number;
   load(processId: string): Promise<Loaded | null>;
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
   events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;

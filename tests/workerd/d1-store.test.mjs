@@ -1,14 +1,15 @@
 // The D1 store's compare-and-set on real D1 (workerd's local SQLite-backed D1,
 // reached through Miniflare's binding): a stale or duplicate writer fails its
-// whole batch, and nothing of it is left behind.
+// whole batch, and nothing of it is left behind; a snapshot longer than a
+// chunk is stored in chunk rows, and a commit writes only the ones that changed.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Machine } from "../../pkg/src/node.js";
 import { apply } from "../../pkg/src/host.js";
-import { D1Store } from "../../pkg/src/stores/d1.js";
-import { ROOT, startWorker } from "./harness.mjs";
+import { CHUNK, D1Store } from "../../pkg/src/stores/d1.js";
+import { ROOT, startD1, startWorker } from "./harness.mjs";
 
 const def = JSON.parse(readFileSync(join(ROOT, "www", "machines", "order-robust.json"), "utf8"));
 const pay = (id, paymentId, amount = 1) => ({ id, type: "PAYMENT_PARTIAL", payload: { paymentId, amount } });
@@ -95,6 +96,8 @@ test("a store keeps the snapshot it wrote: same revision -> the same string, not
   assert.equal(one.snapshot, first.snapshot);
   // The row's text changed behind the store's back, revision unchanged: the store does not read it again
   // (a fresh store does), which shows the kept string is what it returns.
+  // (A snapshot shorter than a chunk is the row's `snapshot` alone.)
+  assert.equal((await w.db.prepare("SELECT chunks FROM processes WHERE process_id = 'k1'").first()).chunks, 0);
   await w.db.prepare("UPDATE processes SET snapshot = 'changed' WHERE process_id = 'k1'").run();
   assert.equal((await a.load("k1")).snapshot, first.snapshot);
   assert.equal((await new D1Store(w.db).load("k1")).snapshot, "changed");
@@ -111,4 +114,211 @@ test("a store keeps the snapshot it wrote: same revision -> the same string, not
   const stale = machine.reduce(one.snapshot, pay("e3", "p3", 1), now, "k1");
   assert.deepEqual(await a.commit("k1", 1, stale, { event: pay("e3", "p3", 1), now }), { ok: false, conflict: true });
   assert.equal((await a.load("k1")).snapshot, next.snapshot);
+});
+
+// ---- snapshots in chunks ---------------------------------------------------------------
+
+const chunkRows = async (db, pid) =>
+  (await db.prepare("SELECT idx, text, revision FROM snapshot_chunks WHERE process_id = ?1 ORDER BY idx").bind(pid).all()).results;
+const processRow = async (db, pid) =>
+  db.prepare("SELECT revision, snapshot, chunks, last_event_id FROM processes WHERE process_id = ?1").bind(pid).first();
+/** The full chunks of a snapshot, as the store cuts it. */
+const cut = (text) => Array.from({ length: Math.floor(text.length / CHUNK) }, (_, i) => text.slice(i * CHUNK, (i + 1) * CHUNK));
+/** `n` payments reduced in memory, from `from`: a snapshot of a few chunks with ~700 of them. */
+function payments(pid, n, { prefix = "b", from = null, now = 1_000 } = {}) {
+  let out = { snapshot: from };
+  for (let i = 0; i < n; i++) out = machine.reduce(out.snapshot, pay(`${prefix}${i}`, `${prefix}${i}`, 0.01), now + i, pid);
+  return out;
+}
+/** Assert that the database holds `text` cut into chunks, the row its tail. */
+async function assertStored(db, pid, text) {
+  const row = await processRow(db, pid);
+  const chunks = cut(text);
+  assert.equal(row.chunks, chunks.length);
+  assert.equal(row.snapshot, text.slice(chunks.length * CHUNK));
+  assert.deepEqual((await chunkRows(db, pid)).map((r) => r.text), chunks);
+}
+
+test("a snapshot over several chunks: each event applied once, and a commit rewrites only the chunks whose text changed", async () => {
+  const store = new D1Store(w.db);
+  const start = payments("big", 700);
+  assert.ok(start.snapshot.length > 4 * CHUNK, `snapshot of ${start.snapshot.length} characters`);
+  assert.equal((await store.commit("big", null, start, { event: pay("b699", "b699", 0.01), now: 1 })).ok, true);
+  await assertStored(w.db, "big", start.snapshot);
+  assert.ok((await chunkRows(w.db, "big")).every((r) => r.revision === 700));
+  assert.equal(store.chunkWrites, cut(start.snapshot).length);
+  // Which revision last changed each chunk's text, followed event by event.
+  const changedAt = cut(start.snapshot).map(() => 700);
+  let text = start.snapshot;
+  let written = 0;
+  for (let i = 0; i < 12; i++) {
+    const ev = pay(`more${i}`, `more${i}`, 0.01);
+    const out = await apply(store, machine, "big", ev, { now: 10_000 + i });
+    assert.equal(out.status, "applied");
+    cut(out.snapshot).forEach((c, k) => {
+      if (c !== cut(text)[k]) {
+        changedAt[k] = out.revision;
+        written++;
+      }
+    });
+    text = out.snapshot;
+  }
+  // A copy of an applied event changes nothing.
+  const again = await apply(store, machine, "big", pay("more3", "more3", 0.01), { now: 20_000 });
+  assert.equal(again.status, "duplicate");
+  assert.equal((await processRow(w.db, "big")).revision, 712);
+  await assertStored(w.db, "big", text);
+  // The database's own record: a chunk's revision is the one whose commit last wrote it, and the
+  // chunks before the changed ones were not written again.
+  assert.deepEqual((await chunkRows(w.db, "big")).map((r) => r.revision), changedAt);
+  assert.ok(changedAt.filter((r) => r === 700).length >= 3, `chunks rewritten: ${changedAt}`);
+  assert.equal(store.chunkWrites, cut(start.snapshot).length + written);
+  assert.ok(store.chunksSkipped >= 12 * 3);
+  // A fresh store reads the same text, and the engine goes on from it.
+  const fresh = new D1Store(w.db);
+  const loaded = await fresh.load("big");
+  assert.equal(loaded.snapshot, text);
+  assert.equal(loaded.version, 712);
+  assert.equal(machine.inspect(loaded.snapshot).context.payments.length, 712);
+  const next = await apply(fresh, machine, "big", pay("last", "last", 0.01), { now: 30_000 });
+  assert.equal(next.status, "applied");
+  assert.equal((await new D1Store(w.db).load("big")).snapshot, next.snapshot);
+});
+
+test("a lost race over chunks: the loser's whole batch rolls back, no chunk of its snapshot is left", async () => {
+  const a = new D1Store(w.db);
+  const b = new D1Store(w.db);
+  const start = payments("race", 700);
+  assert.equal((await a.commit("race", null, start, { event: pay("b699", "b699", 0.01), now: 1 })).ok, true);
+  const fromB = await b.load("race");
+  assert.equal(fromB.snapshot, start.snapshot);
+  // The winner appends an event; the loser, at the same expected revision, holds a snapshot that
+  // differs from the first chunk on (another history), so its batch would rewrite every chunk.
+  const winner = machine.reduce(start.snapshot, pay("w1", "w1", 0.01), 5_000, "race");
+  const loser = payments("race", 701, { prefix: "z" });
+  assert.equal(loser.revision, winner.revision);
+  assert.ok(cut(loser.snapshot).every((c, i) => c !== cut(winner.snapshot)[i]));
+  assert.deepEqual(await a.commit("race", 700, winner, { event: pay("w1", "w1", 0.01), now: 5_000 }), { ok: true, version: 701 });
+  const writes = b.chunkWrites;
+  assert.deepEqual(await b.commit("race", 700, loser, { event: pay("z700", "z700", 0.01), now: 5_000 }), { ok: false, conflict: true });
+  assert.equal(b.chunkWrites, writes);
+  const row = await processRow(w.db, "race");
+  assert.deepEqual([row.revision, row.last_event_id], [701, "w1"]);
+  await assertStored(w.db, "race", winner.snapshot);
+  const loserChunks = new Set(cut(loser.snapshot));
+  assert.ok((await chunkRows(w.db, "race")).every((r) => !loserChunks.has(r.text)));
+  assert.deepEqual(await rows("race"), [{ event_id: "b699", revision: 700 }, { event_id: "w1", revision: 701 }]);
+  assert.equal((await new D1Store(w.db).load("race")).snapshot, winner.snapshot);
+  assert.equal((await b.load("race")).snapshot, winner.snapshot);
+});
+
+test("a chunk statement that fails (after the row and the log) rolls back the row and the log with it", async () => {
+  // A trigger refuses the second chunk of one process: the batch's last statements fail.
+  await w.db.prepare("CREATE TRIGGER refuse_chunk BEFORE INSERT ON snapshot_chunks WHEN NEW.process_id = 'refused' AND NEW.idx = 1 BEGIN SELECT RAISE(ABORT, 'chunk refused'); END").run();
+  try {
+    const store = new D1Store(w.db);
+    const start = payments("refused", 700);
+    const res = await store.commit("refused", null, start, { event: pay("b699", "b699", 0.01), now: 1 }).catch((err) => err);
+    assert.ok(res instanceof Error || res.ok === false, `commit returned ${JSON.stringify(res)}`);
+    assert.equal(store.chunkWrites, 0);
+    assert.equal(await processRow(w.db, "refused"), null);
+    assert.deepEqual(await rows("refused"), []);
+    assert.deepEqual(await chunkRows(w.db, "refused"), []);
+    assert.equal(await store.load("refused"), null);
+  } finally {
+    await w.db.prepare("DROP TRIGGER refuse_chunk").run();
+  }
+});
+
+test("a row written before chunks (the whole snapshot in the row) loads, goes on, and its next commit cuts it", async () => {
+  const d1 = await startD1();
+  try {
+    await d1.migrate((f) => f === "0001_init.sql");
+    // The process as the store wrote it before 0002_snapshot_chunks.sql: the whole snapshot in the row.
+    const old = payments("old", 700);
+    await d1.db.batch([
+      d1.db
+        .prepare("INSERT INTO processes (process_id, revision, snapshot, updated_at, next_due_at, last_event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+        .bind("old", old.revision, old.snapshot, 1, null, "b699"),
+      d1.db
+        .prepare("INSERT INTO events (process_id, event_id, revision, type, status, response, received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        .bind("old", "b699", old.revision, "PAYMENT_PARTIAL", "applied", "null", 1),
+    ]);
+    await d1.migrate((f) => f !== "0001_init.sql");
+    assert.deepEqual(await processRow(d1.db, "old"), { revision: 700, snapshot: old.snapshot, chunks: 0, last_event_id: "b699" });
+    const store = new D1Store(d1.db);
+    const loaded = await store.load("old");
+    assert.deepEqual(loaded, { snapshot: old.snapshot, version: 700 });
+    // The next commit writes every chunk (the row held none) and leaves the tail in the row.
+    const out = await apply(store, machine, "old", pay("n1", "n1", 0.01), { now: 10_000 });
+    assert.equal(out.status, "applied");
+    await assertStored(d1.db, "old", out.snapshot);
+    assert.ok((await chunkRows(d1.db, "old")).every((r) => r.revision === 701));
+    assert.equal(store.chunkWrites, cut(out.snapshot).length);
+    assert.equal(store.chunksSkipped, 0);
+    // From then on it is a chunked process like any other.
+    const two = await apply(store, machine, "old", pay("n2", "n2", 0.01), { now: 10_001 });
+    assert.ok(store.chunksSkipped > 0);
+    assert.equal((await new D1Store(d1.db).load("old")).snapshot, two.snapshot);
+    assert.deepEqual(machine.inspect(two.snapshot).context.payments.slice(-3), ["b699", "n1", "n2"]);
+  } finally {
+    await d1.close();
+  }
+});
+
+test("a snapshot that shrinks, its front rewritten as the ledger drops old records: the extra chunks are deleted", async () => {
+  // A small ledger (16 entries) of large records: the snapshot grows to 8 chunks, then shrinks
+  // as small events push the large records out, two at a time from the front.
+  const notes = new Machine({
+    id: "note",
+    version: "1",
+    initial: "open",
+    context: { n: 0 },
+    retention: { defaultMs: 86_400_000, maxEntries: 16 },
+    states: { open: { on: { NOTE: { actions: [{ assign: { n: { "+": [{ var: "context.n" }, 1] } } }, { respond: { var: "event.payload.text" } }] } } } },
+  });
+  const store = new D1Store(w.db);
+  const note = (i, size) => ({ id: `n${i}`, type: "NOTE", payload: { text: `${i}:`.padEnd(size, "x") } });
+  const counts = [];
+  let last = null;
+  for (let i = 0; i < 40; i++) {
+    last = await apply(store, notes, "notes", note(i, i < 16 ? 8_000 : 100), { now: 1_000 + i });
+    assert.equal(last.status, "applied");
+    const row = await processRow(w.db, "notes");
+    counts.push(row.chunks);
+    assert.equal((await chunkRows(w.db, "notes")).length, row.chunks);
+  }
+  assert.equal(Math.max(...counts), 7);
+  assert.equal(counts.at(-1), 0);
+  assert.ok(counts.some((c, i) => i > 0 && c < counts[i - 1] && c > 0), `chunk counts ${counts}`);
+  await assertStored(w.db, "notes", last.snapshot);
+  assert.deepEqual(await chunkRows(w.db, "notes"), []);
+  const loaded = await new D1Store(w.db).load("notes");
+  assert.equal(loaded.snapshot, last.snapshot);
+  assert.equal(notes.inspect(loaded.snapshot).context.n, 40);
+});
+
+test("a shrink while the store does not know the stored chunks (another writer's revision) still deletes the extra ones", async () => {
+  const a = new D1Store(w.db);
+  const start = payments("shrink", 700);
+  assert.equal((await a.commit("shrink", null, start, { event: pay("b699", "b699", 0.01), now: 1 })).ok, true);
+  // An outcome at the next revision whose snapshot is shorter by every chunk (the store does not
+  // read snapshots, it stores them), committed by a store that never read this process.
+  const next = payments("shrink", 701, { prefix: "s" });
+  const shorter = machine.reduce(null, pay("only", "only"), 1, "shrink");
+  const smaller = { ...next, snapshot: shorter.snapshot };
+  assert.deepEqual(await new D1Store(w.db).commit("shrink", 700, smaller, { event: pay("s700", "s700", 0.01), now: 2 }), { ok: true, version: 701 });
+  assert.deepEqual(await chunkRows(w.db, "shrink"), []);
+  assert.deepEqual(await a.load("shrink"), { snapshot: shorter.snapshot, version: 701 });
+});
+
+test("a chunk missing under a row: load fails naming the process, instead of returning a snapshot with a hole", async () => {
+  const store = new D1Store(w.db);
+  const start = payments("holed", 700);
+  assert.equal((await store.commit("holed", null, start, { event: pay("b699", "b699", 0.01), now: 1 })).ok, true);
+  await w.db.prepare("DELETE FROM snapshot_chunks WHERE process_id = 'holed' AND idx = 1").run();
+  const n = cut(start.snapshot).length;
+  await assert.rejects(new D1Store(w.db).load("holed"), { message: `process "holed": ${n - 1} of ${n} snapshot chunks found at revision 700` });
+  // The store that wrote it still has it (same revision: not read again).
+  assert.equal((await store.load("holed")).snapshot, start.snapshot);
 });

@@ -1,13 +1,13 @@
 // Runs the Cloudflare example Worker (examples/cloudflare) on real workerd
 // through Miniflare's API, with real local D1, Workers KV and Durable Objects
 // (no mocks). The Worker is bundled by wrangler exactly as `wrangler deploy`
-// would bundle it; the D1 schema comes from the migration file.
+// would bundle it; the D1 schema comes from the migration files.
 //
 // The payment gateway is the outside world, so it lives here, in node: two
 // fake gateways (with and without idempotency keys) served over HTTP to the
 // Worker's GATEWAY service binding (http://keys.gateway/, http://nokeys.gateway/).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,10 +32,18 @@ export function buildWorker() {
   return bundle;
 }
 
-/** The statements of the D1 migration files, in order. */
-export function migrationStatements() {
-  const sql = readFileSync(join(EXAMPLE, "migrations", "0001_init.sql"), "utf8");
-  return sql
+/**
+ * The statements of the D1 migration files, in order (as `wrangler d1 migrations apply` runs them).
+ * @param {(file: string) => boolean} [which] only the files it accepts (by name)
+ */
+export function migrationStatements(which = () => true) {
+  const dir = join(EXAMPLE, "migrations");
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(".sql") && which(f))
+    .sort();
+  return files
+    .map((f) => readFileSync(join(dir, f), "utf8"))
+    .join("\n")
     .split("\n")
     .filter((l) => !l.trim().startsWith("--"))
     .map((l) => l.replace(/--.*$/, ""))
@@ -90,6 +98,19 @@ export async function startWorker(options = {}) {
       body: typeof body === "string" ? body : JSON.stringify(body),
     });
   return { mf, db, fetch, post, gateways, close: () => mf.dispose() };
+}
+
+/**
+ * A bare Worker with a local D1 database and no schema yet, for tests of the schema's history.
+ * Returns `{ db, migrate(which), close }`; `migrate` runs the migration files `which` accepts.
+ */
+export async function startD1() {
+  const mf = new Miniflare({ modules: true, script: "export default { fetch: () => new Response('') }", compatibilityDate: "2025-09-01", d1Databases: { DB: "idem-bare" } });
+  const db = await mf.getD1Database("DB");
+  const migrate = async (which) => {
+    for (const stmt of migrationStatements(which)) await db.prepare(stmt).run();
+  };
+  return { db, migrate, close: () => mf.dispose() };
 }
 
 /** Poll `fn` until it returns a truthy value (or throw after `tries`). */

@@ -1,7 +1,19 @@
-// Cloudflare D1 store. Schema: examples/cloudflare/migrations/0001_init.sql.
+// Cloudflare D1 store. Schema: examples/cloudflare/migrations/ (0001_init.sql,
+// 0002_snapshot_chunks.sql).
 //
 // One row per process (`processes`) with a revision, and an event log
 // (`events`) with UNIQUE(process_id, event_id) and UNIQUE(process_id, revision).
+//
+// The snapshot is cut into chunks of CHUNK characters from its start: the full
+// chunks are rows of `snapshot_chunks` (process_id, idx), the rest (shorter
+// than a chunk) is the process row's `snapshot`, and the row's `chunks` says
+// how many chunk rows there are. A snapshot shorter than a chunk is the row
+// alone, as a row written before chunks existed is (chunks = 0, the whole
+// text in `snapshot`): such a row reads the same and is cut into chunks by its
+// next commit. The engine appends a record per event near the end of the text
+// and rewrites the front only when it drops old records, so a commit writes the
+// row (its tail always changes) and, most of the time, no chunk at all.
+//
 // A commit is ONE `db.batch([...])`, which D1 runs as a transaction: if any
 // statement fails, none of them takes effect.
 //
@@ -11,6 +23,9 @@
 //           process row *as this batch left it*:
 //             (SELECT revision FROM processes
 //               WHERE process_id = ? AND revision = <new> AND last_event_id = <event id>)
+//   then:   upsert the chunks whose text changed (each records the revision
+//           that wrote it), and DELETE the chunks at or beyond the new count
+//           when the snapshot may have had more
 //
 // A conditional UPDATE that matches no row is not an error in SQLite (it
 // changes 0 rows and the batch would commit), so the log insert is what turns
@@ -20,17 +35,43 @@
 // UNIQUE(process_id, revision); a second copy of an applied event hits
 // UNIQUE(process_id, event_id). Any constraint failure is reported as
 // `{ ok: false, conflict: true }` and the host loop reloads and reduces again.
+// The log insert comes second, before any chunk statement, so a writer that
+// lost stops there and touches no chunk; a chunk statement that fails (the
+// last ones) rolls back the row and the log with it.
+//
+// Which chunks changed is known exactly when the store keeps the snapshot at
+// the expected revision, stored in chunks of this size (it wrote it, or read it
+// cut that way): those are compared and only the different ones written (and
+// nothing deleted unless the kept snapshot had more chunks). Otherwise (a
+// create, another writer's revision, a row from before chunks) every chunk is
+// written and the ones beyond the count deleted. A commit at the expected
+// revision leaves the chunks as that revision's commit did, because every
+// batch that moves the revision writes its chunks with it or not at all.
+//
+// CHUNK is 16 Ki characters. Snapshots are ASCII in practice, and a chunk is
+// at most 48 KiB of UTF-8 in any case: under D1's 100 KB statement and 2 MB
+// row limits whichever way bound values count. Smaller chunks write a little
+// less per event (the tail the engine rewrites is ~8 KiB at a full default
+// ledger: 19 KiB per event at 16 Ki, 16 at 8 Ki, 14 at 4 Ki, counting chunk
+// rows and the row's tail) but need more statements when every chunk is
+// written (a 116 KiB snapshot: 7 chunk rows at 16 Ki, 29 at 4 Ki; D1 counts
+// each statement against a Worker's queries per invocation, 50 on the free
+// plan) and more rows to read.
 //
 // Version = revision.
 //
 // The store keeps the snapshots it last read or wrote (16 processes, 8 MiB):
 // `load` asks for the snapshot only when the row's revision is not the kept
-// one, in the same query, and otherwise returns the kept string itself, which
+// one, in the same query (one statement: the row joined with its chunks, a
+// consistent read), and otherwise returns the kept string itself, which
 // the engine reduces from its decoded copy. Keep one store per isolate.
 
 import { KeptSnapshots } from "./kept.js";
 
 const CONSTRAINT = /constraint/i;
+
+/** Characters per chunk row. */
+export const CHUNK = 16 * 1024;
 
 /**
  * @implements {import("../index.d.ts").Store}
@@ -42,22 +83,43 @@ export class D1Store {
   constructor(db) {
     this.db = db;
     this.kept = new KeptSnapshots();
+    /** Kept entries whose text is stored in chunks of CHUNK characters at their revision. */
+    this.cut = new WeakSet();
+    /** Chunk rows written by commits. */
+    this.chunkWrites = 0;
+    /** Chunks left as they were by commits, because their text had not changed. */
+    this.chunksSkipped = 0;
   }
 
   /** @param {string} processId */
   async load(processId) {
     const kept = this.kept.get(processId);
-    const row = await this.db
-      .prepare("SELECT revision, CASE WHEN revision = ?2 THEN NULL ELSE snapshot END AS snapshot FROM processes WHERE process_id = ?1")
+    const { results: rows } = await this.db
+      .prepare(
+        `SELECT p.revision, p.chunks, CASE WHEN p.revision = ?2 THEN NULL ELSE p.snapshot END AS tail, c.idx, c.text
+           FROM processes p
+           LEFT JOIN snapshot_chunks c ON p.revision <> ?2 AND c.process_id = p.process_id AND c.idx < p.chunks
+          WHERE p.process_id = ?1
+          ORDER BY c.idx`,
+      )
       .bind(processId, kept ? kept.version : -1)
-      .first();
-    if (!row) {
+      .all();
+    if (rows.length === 0) {
       this.kept.delete(processId);
       return null;
     }
-    if (row.snapshot === null && kept && kept.version === row.revision) return { snapshot: kept.snapshot, version: row.revision };
-    this.kept.set(processId, row.revision, row.snapshot);
-    return { snapshot: row.snapshot, version: row.revision };
+    const { revision, chunks, tail } = rows[0];
+    if (tail === null && kept && kept.version === revision) return { snapshot: kept.snapshot, version: revision };
+    const parts = rows.filter((r) => r.idx !== null);
+    if (parts.length !== chunks || parts.some((r, i) => r.idx !== i)) {
+      this.kept.delete(processId);
+      throw new Error(`process "${processId}": ${parts.length} of ${chunks} snapshot chunks found at revision ${revision}`);
+    }
+    const snapshot = parts.map((r) => r.text).join("") + tail;
+    // Cut as this store cuts it (not so for a row from before chunks longer than a chunk).
+    const cut = tail.length < CHUNK && parts.every((r) => r.text.length === CHUNK);
+    this.keep(processId, revision, snapshot, cut);
+    return { snapshot, version: revision };
   }
 
   /**
@@ -71,18 +133,24 @@ export class D1Store {
     const event = extras.event ?? { id: `revision-${outcome.revision}`, type: "unknown" };
     const revision = outcome.revision;
     const nextDue = outcome.nextDueAt ?? null;
+    const text = outcome.snapshot;
+    const count = Math.floor(text.length / CHUNK);
+    const tail = text.slice(count * CHUNK);
+    // The snapshot the chunk rows hold now, when known (see the header).
+    const kept = expectedVersion === null ? undefined : this.kept.get(processId);
+    const before = kept && kept.version === expectedVersion && this.cut.has(kept) ? kept.snapshot : null;
     const write =
       expectedVersion === null
         ? this.db
             .prepare(
-              "INSERT INTO processes (process_id, revision, snapshot, updated_at, next_due_at, last_event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+              "INSERT INTO processes (process_id, revision, snapshot, chunks, updated_at, next_due_at, last_event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
-            .bind(processId, revision, outcome.snapshot, now, nextDue, event.id)
+            .bind(processId, revision, tail, count, now, nextDue, event.id)
         : this.db
             .prepare(
-              "UPDATE processes SET revision = ?2, snapshot = ?3, updated_at = ?4, next_due_at = ?5, last_event_id = ?6 WHERE process_id = ?1 AND revision = ?7",
+              "UPDATE processes SET revision = ?2, snapshot = ?3, chunks = ?4, updated_at = ?5, next_due_at = ?6, last_event_id = ?7 WHERE process_id = ?1 AND revision = ?8",
             )
-            .bind(processId, revision, outcome.snapshot, now, nextDue, event.id, expectedVersion);
+            .bind(processId, revision, tail, count, now, nextDue, event.id, expectedVersion);
     const log = this.db
       .prepare(
         `INSERT INTO events (process_id, event_id, revision, type, status, response, received_at)
@@ -91,8 +159,29 @@ export class D1Store {
                  ?4, ?5, ?6, ?7)`,
       )
       .bind(processId, event.id, revision, event.type, outcome.status, JSON.stringify(outcome.response ?? null), now);
+    const statements = [write, log];
+    let skipped = 0;
+    for (let i = 0; i < count; i++) {
+      const chunk = text.slice(i * CHUNK, (i + 1) * CHUNK);
+      if (before !== null && before.length >= (i + 1) * CHUNK && before.startsWith(chunk, i * CHUNK)) {
+        skipped++;
+        continue;
+      }
+      statements.push(
+        this.db
+          .prepare(
+            `INSERT INTO snapshot_chunks (process_id, idx, text, revision) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (process_id, idx) DO UPDATE SET text = excluded.text, revision = excluded.revision`,
+          )
+          .bind(processId, i, chunk, revision),
+      );
+    }
+    const writes = statements.length - 2;
+    if (before === null || Math.floor(before.length / CHUNK) > count) {
+      statements.push(this.db.prepare("DELETE FROM snapshot_chunks WHERE process_id = ?1 AND idx >= ?2").bind(processId, count));
+    }
     try {
-      await this.db.batch([write, log]);
+      await this.db.batch(statements);
     } catch (err) {
       this.kept.delete(processId);
       if (CONSTRAINT.test(String(err?.message ?? err)) || CONSTRAINT.test(String(err?.cause?.message ?? ""))) {
@@ -100,8 +189,23 @@ export class D1Store {
       }
       throw err;
     }
-    this.kept.set(processId, revision, outcome.snapshot);
+    this.chunkWrites += writes;
+    this.chunksSkipped += skipped;
+    this.keep(processId, revision, text, true);
     return { ok: true, version: revision };
+  }
+
+  /**
+   * Keep a snapshot, and whether the store holds it in chunks of CHUNK characters.
+   * @param {string} processId
+   * @param {number} revision
+   * @param {string} snapshot
+   * @param {boolean} cut
+   */
+  keep(processId, revision, snapshot, cut) {
+    this.kept.set(processId, revision, snapshot);
+    const entry = this.kept.get(processId);
+    if (entry && cut) this.cut.add(entry);
   }
 
   /**
