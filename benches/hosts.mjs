@@ -108,7 +108,7 @@ function walDelta(a, b) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait until a file stops growing (background work after a request: dispatch, alarms). */
-async function settle(file) {
+export async function settle(file) {
   const size = () => {
     try {
       return statSync(file).size;

@@ -494,9 +494,20 @@ export declare class KVStore implements Store {
  * A Durable Object's transactional storage (one object per process). Keep one instance for the object's lifetime: it keeps the snapshot it
  * last read or wrote, and while the stored version is unchanged `load` reads only the version and
  * returns that very string, which `Machine.reduce` recognises and reduces from its decoded copy.
+ *
+ * The snapshot is stored in chunks of 32,768 characters (`snapshot:000` …, with `version` and
+ * `chunks`), and a commit writes only the chunks whose text changed, with the deletion of chunks
+ * beyond the new count, in one atomic write. A snapshot of more than 125 chunks (4,096,000
+ * characters) makes `commit` throw a `StoreLimitError` (`snapshot_too_large`, HTTP 507) before
+ * anything is written. Objects holding the whole snapshot under `snapshot` (earlier releases) load,
+ * and their next commit stores the chunked form and deletes that key.
  */
 export declare class DurableObjectStore implements Store {
   constructor(storage: unknown, processId?: string);
+  /** Chunks written by this instance's commits. */
+  chunkWrites: number;
+  /** Chunks its commits did not write because the stored text was already theirs. */
+  chunksSkipped: number;
   load(processId: string): Promise<Loaded | null>;
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
   events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;

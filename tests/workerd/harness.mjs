@@ -7,7 +7,7 @@
 // fake gateways (with and without idempotency keys) served over HTTP to the
 // Worker's GATEWAY service binding (http://keys.gateway/, http://nokeys.gateway/).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,21 +55,31 @@ export function migrationStatements(which = () => true) {
 
 /**
  * Start the Worker. Returns `{ mf, fetch(path, init), post(path, key, body), gateways, close }`.
- * @param {{ kvDirect?: boolean, vars?: Record<string, string> }} [options] `vars` become Worker env vars
+ * @param {{ kvDirect?: boolean, vars?: Record<string, string>, persist?: string, wrapper?: { name: string, source: string } }} [options]
+ *   `vars` become Worker env vars; `persist` is a directory for the Durable Objects' storage (a
+ *   second Worker started on it finds the objects as the first left them); `wrapper` is a module
+ *   run as the entry instead of the bundle, next to it (it imports "./worker.js"): tests only
  */
 export async function startWorker(options = {}) {
+  let scriptPath = buildWorker();
+  if (options.wrapper) {
+    scriptPath = join(dirname(buildWorker()), `${options.wrapper.name}.js`);
+    writeFileSync(scriptPath, options.wrapper.source);
+  }
   const gateways = { keys: new FakeGateway(), nokeys: new FakeGateway({ idempotent: false }) };
   const serveKeys = gatewayFetch(gateways.keys);
   const serveNokeys = gatewayFetch(gateways.nokeys);
   const mf = new Miniflare({
     modules: true,
-    scriptPath: buildWorker(),
+    scriptPath,
     modulesRoot: dirname(buildWorker()),
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
+    // The bundle is an ES module also when a wrapper imports it (Miniflare takes other .js files for CommonJS).
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }, { type: "ESModule", include: ["**/worker.js"] }],
     compatibilityDate: "2025-09-01",
     d1Databases: { DB: "idem-test" },
     kvNamespaces: ["KV"],
     durableObjects: { PROCESS: { className: "ProcessObject", useSQLite: true } },
+    ...(options.persist ? { durableObjectsPersist: options.persist } : {}),
     bindings: { ...(options.kvDirect ? { UNSAFE_KV_DIRECT: "1" } : {}), ...(options.vars ?? {}) },
     serviceBindings: {
       // A dropped response becomes a failed fetch in the Worker, like a reset connection.

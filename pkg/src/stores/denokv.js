@@ -59,6 +59,9 @@
 
 import { dispatch } from "../dispatch.js";
 import { KeptSnapshots } from "./kept.js";
+import { StoreLimitError } from "./limit.js";
+
+export { StoreLimitError };
 
 /** Deno KV's limits for one atomic operation (the defaults of Deno's KV config). */
 export const DENO_KV_LIMITS = Object.freeze({
@@ -74,20 +77,6 @@ export const DENO_KV_LIMITS = Object.freeze({
 
 /** Bytes per snapshot chunk (one value). */
 export const CHUNK_BYTES = DENO_KV_LIMITS.maxValueBytes;
-
-/** Thrown by `commit` when an outcome cannot fit in one Deno KV atomic operation. Nothing was written. */
-export class StoreLimitError extends Error {
-  /**
-   * @param {string} message
-   * @param {Record<string, unknown>} details
-   */
-  constructor(message, details = {}) {
-    super(message);
-    this.name = "IdemError";
-    this.code = "snapshot_too_large";
-    Object.assign(this, details);
-  }
-}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
