@@ -40,7 +40,7 @@ export declare const DENO_KV_LIMITS: Readonly<{
   maxQueueDelayMs: number;
 }>;
 /** Bytes per snapshot chunk (one Deno KV value). */
-export declare const CHUNK_BYTES: 65536;
+export declare const CHUNK_BYTES: 16384;
 
 /** Thrown by `commit` when an outcome cannot fit in one Deno KV atomic operation. Nothing was written. HTTP 507. */
 export declare class StoreLimitError extends Error {
@@ -81,14 +81,14 @@ export interface DenoKvStoreOptions {
 /**
  * Deno KV store: the head's versionstamp is the version; a commit is one
  * atomic operation (check + head + chunks + side records [+ message]);
- * snapshots are split into 64 KiB values. A commit sets only the chunks whose
+ * snapshots are split into 16 KiB values. A commit sets only the chunks whose
  * bytes changed when the store kept the snapshot of the expected version (the
  * one it last loaded or committed) and both are ASCII; otherwise every chunk.
  * Its limits check counts every chunk as set either way.
  */
 export declare class DenoKvStore implements Store {
   constructor(kv: DenoKvLike, options?: DenoKvStoreOptions);
-  /** Largest snapshot (bytes) that fits one commit whatever the event (741 376). */
+  /** Largest snapshot (bytes) that fits one commit whatever the event (722 764). */
   static maxSnapshotBytes: number;
   readonly kv: DenoKvLike;
   readonly prefix: string;

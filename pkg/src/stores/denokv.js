@@ -4,7 +4,7 @@
 // Keys (prefix default "idem"):
 //
 //   [prefix, "process", id, 0]          head { revision, chunks, bytes, nextDueAt, updatedAt }
-//   [prefix, "process", id, 1..n]       the snapshot's bytes, split into values of at most 64 KiB
+//   [prefix, "process", id, 1..n]       the snapshot's bytes, split into values of CHUNK_BYTES (16 KiB)
 //   [prefix, "log", id, revision]       event log row (JSON), expires after the event's retention window
 //   [prefix, "event", id, eventId]      replay record: { revision } of an event id's log row, same expiry
 //
@@ -19,7 +19,7 @@
 // appends one, so most of its bytes are the stored ones. The store keeps the
 // snapshot it last read or wrote per process (`kept`) with its head (`heads`).
 // When the commit's expected version is the kept one, the stored chunks are
-// that snapshot cut every 64 KiB (every commit sets the head, so the check on
+// that snapshot cut every CHUNK_BYTES (every commit sets the head, so the check on
 // the head's versionstamp also guarantees that they still are when this
 // commit lands), and a new chunk whose bytes are the old chunk's at the same
 // place is not set. Only when the store knows those bytes exactly: both
@@ -29,6 +29,13 @@
 // chunk is set. `chunkWrites`, `chunksSkipped` and `chunkBytesWritten` count
 // what the commits that landed set and left alone. Writing a chunk without
 // its head breaks this (as it already breaks `load`'s kept copy).
+//
+// Why 16 KiB, a quarter of a value's limit: the last chunk is set on every
+// event (the appended record and the head's end land there) and averages half
+// a chunk, so smaller chunks write less per event, on Deno Deploy (metered by
+// the bytes written) as on local SQLite (which rewrites in place only a value
+// that keeps its size). They cost more keys per commit, which the limits below
+// allow for: a commit that sets every chunk of the largest snapshot still fits.
 //
 // Local Deno KV is a SQLite file: several handles or processes on one file
 // take turns for its write lock, and a turn not had in time fails with
@@ -44,8 +51,8 @@
 // and 100 checks; the keys of its checks and mutations plus the keys and
 // values it writes plus its enqueued messages add up to at most 819 200 bytes,
 // of which the keys written at most 81 920 bytes. So a snapshot of up to
-// about 790 KiB fits (13 chunks) when the event's response is small, and one
-// of up to `DenoKvStore.maxSnapshotBytes` (724 KiB) fits whatever the event.
+// about 770 KiB fits (49 chunks) when the event's response is small, and one
+// of up to `DenoKvStore.maxSnapshotBytes` (705 KiB) fits whatever the event.
 // When a commit would not fit, `commit` throws a `StoreLimitError` (code
 // `snapshot_too_large`, HTTP 507) BEFORE anything is sent to Deno KV: nothing
 // is written and nothing is truncated. The check counts every chunk as set,
@@ -75,8 +82,8 @@ export const DENO_KV_LIMITS = Object.freeze({
   maxQueueDelayMs: 30 * 24 * 3_600_000,
 });
 
-/** Bytes per snapshot chunk (one value). */
-export const CHUNK_BYTES = DENO_KV_LIMITS.maxValueBytes;
+/** Bytes per snapshot chunk (one value; see "Why 16 KiB" above). */
+export const CHUNK_BYTES = 16_384;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -441,12 +448,18 @@ export class DenoKvStore {
 /**
  * Largest snapshot (bytes) that always fits one commit, whatever the event:
  * the rest of the atomic limit is left for the keys (process and event ids of
- * up to 256 bytes), the event log row (up to one 64 KiB value: it holds the
- * frozen response) and the queue message. Set a machine's
- * `limits.maxSnapshotBytes` at or under it and the engine rejects an event
- * whose snapshot would not fit (`snapshot_too_large`) before the store sees it.
+ * up to 256 bytes, the default prefix), the event log row (up to one 64 KiB
+ * value: it holds the frozen response) and the queue message. Those take at
+ * most 69,046 bytes besides the chunks, and each chunk set counts its key
+ * (at most 282 bytes) twice: with n = ceil(S / CHUNK_BYTES) chunks, a snapshot
+ * of S bytes fits when S + 564 n <= 819,200 - 69,046. 722,764 bytes (45
+ * chunks) does, with about 2 KB to spare for a longer prefix
+ * (tests/deno/store.test.js commits it with 256-byte ids and a 60 KB
+ * response). Set a machine's `limits.maxSnapshotBytes` at or under it and the
+ * engine rejects an event whose snapshot would not fit (`snapshot_too_large`)
+ * before the store sees it.
  */
-DenoKvStore.maxSnapshotBytes = DENO_KV_LIMITS.maxTotalMutationBytes - DENO_KV_LIMITS.maxValueBytes - 12 * 1024;
+DenoKvStore.maxSnapshotBytes = 722_764;
 
 /**
  * Drives the outbox dispatcher (dispatch.js) from Deno KV's queue.
