@@ -7,7 +7,7 @@
 // fake gateways (with and without idempotency keys) served over HTTP to the
 // Worker's GATEWAY service binding (http://keys.gateway/, http://nokeys.gateway/).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +21,11 @@ let bundle = null;
 /** Bundle the Worker once per test process (wrangler deploy --dry-run --outdir). */
 export function buildWorker() {
   if (bundle) return bundle;
+  // wrangler wants the static assets' directory (generated, not committed); the Worker's code
+  // imports pkg/ itself, so assets assembled earlier serve as well as new ones.
+  if (!existsSync(join(EXAMPLE, ".assets", "index.html"))) {
+    execFileSync(process.execPath, [join(EXAMPLE, "build-assets.mjs")], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  }
   const out = mkdtempSync(join(tmpdir(), "idem-workerd-"));
   execFileSync(join(ROOT, "node_modules", ".bin", "wrangler"), ["deploy", "--dry-run", "--outdir", out, "--config", join(EXAMPLE, "wrangler.toml")], {
     cwd: ROOT,
