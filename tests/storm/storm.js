@@ -9,7 +9,8 @@
 // - N processes (orders, www/machines/order-robust.json; a quarter of them the
 //   "-robust-nokeys" variant whose gateway has no idempotency keys, so a lost
 //   answer is verified). Their event ids collide on purpose (every process
-//   has evt-1, evt-2, ...): ledgers are per process.
+//   has evt-1, evt-2, ...): ledgers are per process. One more, large order
+//   (320 small payments) has a snapshot over several chunks of every store.
 // - Each order's payments (distinct payment ids) are a random split of its
 //   total; a charged order's payments add up to exactly 100 so EVERY one of
 //   them is needed to reach `charging`, whatever the arrival order. Some
@@ -116,6 +117,8 @@ export function scaleFrom(value) {
 export const BASE_PROCESSES = 40;
 /** Payments per order: 2 to this many. */
 export const MAX_PAYMENTS = 6;
+/** Payments of the one large order per storm (0.25 each: it stays unpaid). */
+export const BULK_PAYMENTS = 320;
 /** Copies of one event start within this many ms of the event's own start. */
 export const SPREAD_MS = 200;
 /** Probability that one try of a delivery is aborted by the client. */
@@ -194,6 +197,19 @@ export function planStorm(seed, scale = 1) {
       late.push({ id: of.id, type: of.type, payload: of.payload, role: "replay", copies: copies(r, r.int(0, 100), 1) });
     }
     processes.push({ pid, nokeys, charged, total, events, impostor, faults, late });
+  }
+  // One large order: many small payments, so that its snapshot spans several chunks of every store
+  // (D1 and Deno KV cut at 16 KiB, Durable Objects at 32 Ki characters) and the stores' chunked writes
+  // meet the same copies, aborts and retries. Its payments start over two seconds, up to 3 copies each.
+  {
+    const pay = (k) => ({ id: `evt-${k}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `pay-${k}`, amount: 0.25 } });
+    const events = Array.from({ length: BULK_PAYMENTS }, (_, k) => ({ ...pay(k + 1), role: "payment", copies: copies(r, r.int(0, 2_000), 3) }));
+    const late = [
+      { id: "evt-ship", type: "SHIP", payload: { carrier: "post" }, role: "ship", copies: copies(r, r.int(0, 100), 1) },
+      { id: "evt-late", type: "PAYMENT_PARTIAL", payload: { paymentId: "pay-late", amount: 1 }, role: "late", copies: copies(r, r.int(0, 100), 2) },
+      { ...pay(r.int(1, BULK_PAYMENTS)), role: "replay", copies: copies(r, r.int(0, 100), 1) },
+    ];
+    processes.push({ pid: "bulk-1", nokeys: false, charged: false, total: BULK_PAYMENTS * 0.25, events, impostor: null, faults: [], late });
   }
   return { seed, scale, processes };
 }
