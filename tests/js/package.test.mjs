@@ -267,8 +267,9 @@ test("a new snapshot string that keeps the old one's records is the same text as
   let cold = null; // a new machine each time: decoded from the string, prefix reused
   let bytes = null; // bytes: always written whole
   // 1,100 events: past the 1,024 appends after which the kept records string is
-  // rebuilt, and past the 1,000 ids the ledger keeps (the oldest then go, so the
-  // records change and the text is written whole).
+  // rebuilt, and past the 1,000 ids the ledger keeps (the oldest are then forgotten
+  // and leave the text in batches of 125, when it is written whole); past 64 ids
+  // the warm machine finds ids through the ledger's index, the cold one scans.
   for (let i = 0; i < 1100; i++) {
     const a = warm.reduce(text, note(i), 1000 + i, "log-1");
     const b = new Machine(def).reduce(cold, note(i), 1000 + i, "log-1");
@@ -284,6 +285,10 @@ test("a new snapshot string that keeps the old one's records is the same text as
   assert.equal(warm.inspect(text).ledger.length, 1000);
   assert.equal(warm.reduce(text, note(1099), 5000, "log-1").status, "duplicate");
   assert.equal(new Machine(def).reduce(text, note(1050), 5000, "log-1").status, "duplicate");
+  // The oldest ids are forgotten, warm or cold: a copy of one is applied again.
+  const forgotten = warm.reduce(text, note(50), 5000, "log-1");
+  assert.equal(forgotten.status, "applied");
+  assert.deepEqual(forgotten, new Machine(def).reduce(text, note(50), 5000, "log-1"));
   // A copy of the kept string with one character changed (same length) is decoded, and refused.
   const i = text.indexOf("note-1050");
   const tampered = text.slice(0, i) + "nota" + text.slice(i + 4);
