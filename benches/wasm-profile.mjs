@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Where the wasm round trip's time goes, seen from V8's sampling profiler.
 //
-//   node benches/wasm-profile.mjs [--sizes 1000,10000] [--seconds 3] [--dup]
+//   node benches/wasm-profile.mjs [--sizes 1000,10000] [--seconds 3] [--dup] [--top 14]
 //
 // Builds the lean engine (--no-default-features, as scripts/build-wasm.sh does)
 // with its function names kept (rustc without strip, wasm-opt -Oz -g) into
@@ -27,6 +27,7 @@ const { values: opt } = parseArgs({
   options: {
     sizes: { type: "string", default: "1000,10000" },
     seconds: { type: "string", default: "3" },
+    top: { type: "string", default: "14" },
     dup: { type: "boolean", default: false },
   },
 });
@@ -110,7 +111,7 @@ for (const n of sizes) {
     if (f.url && !f.url.startsWith("wasm://")) name = `js: ${name} (${path.basename(f.url)})`;
     self.set(name, (self.get(name) ?? 0) + (node.hitCount ?? 0));
   }
-  const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP || 14));
+  const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(opt.top));
   const perCall = ((Number(opt.seconds) * 1e3) / calls).toFixed(3);
   rows.push([n.toLocaleString("en"), want, `${perCall} ms`,
     top.map(([name, hits]) => `\`${name.length > 80 ? name.slice(0, 77) + "..." : name}\` ${((100 * hits) / total).toFixed(1)}%`).join("<br>")]);

@@ -86,6 +86,9 @@ async function inspectStorage(w, pid) {
 }
 const storage = async (w, pid) => (await inspectStorage(w, pid)).keys;
 
+/** The keys of a snapshot stored in `count` chunks, in order. */
+const chunkKeys = (count) => Array.from({ length: count }, (_, i) => `snapshot:${String(i).padStart(3, "0")}`);
+
 /** The stored form: chunk lengths in order, the old single value's length, the snapshot's length. */
 function form(keys) {
   const chunks = Object.keys(keys).filter((k) => k.startsWith("snapshot:")).sort();
@@ -134,7 +137,7 @@ test("a snapshot over several chunks: every event applies once, replays are dupl
     const f = form(await storage(w, pid));
     assert.ok(f.count >= 5, `${f.length} characters in ${f.count} chunks`);
     assert.equal(f.legacy, undefined);
-    assert.deepEqual(f.chunks, Array.from({ length: f.count }, (_, i) => `snapshot:${String(i).padStart(3, "0")}`));
+    assert.deepEqual(f.chunks, chunkKeys(f.count));
     const before = await state(w, pid);
     assert.equal(before.revision, n);
     assert.equal(before.version, n);
@@ -279,7 +282,7 @@ test("a ledger at its cap drops its oldest records: the snapshot shrinks and the
       await apply(w, pid, i, size);
       if (i >= 990 && i % 10 === 0) {
         const f = form(await storage(w, pid));
-        assert.deepEqual(f.chunks, Array.from({ length: f.count }, (_, k) => `snapshot:${String(k).padStart(3, "0")}`), `after event ${i}`);
+        assert.deepEqual(f.chunks, chunkKeys(f.count), `after event ${i}`);
         if (f.count < most) shrunk ??= { at: i, from: most, to: f.count };
         most = Math.max(most, f.count);
       }
