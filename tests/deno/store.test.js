@@ -508,6 +508,16 @@ Deno.test("chunks are left alone only when the store knows their bytes: not acro
     assertEquals(reader.chunksSkipped, 0);
     assertEquals((await new DenoKvStore(kv).load("u")).snapshot, "e" + body);
 
+    // ASCII stored, and a character that is not ASCII appears after chunks that did not change:
+    // every byte after it moves, so no chunk is left alone, those before it included.
+    const w = new DenoKvStore(kv);
+    const w1 = await w.commit("w", null, outcome(body, 1));
+    const late = body.slice(0, 3 * CHUNK_BYTES + 5) + "é" + body.slice(3 * CHUNK_BYTES + 6);
+    assertEquals((await w.commit("w", w1.version, outcome(late, 2))).ok, true);
+    assertEquals(w.chunksSkipped, 0, "chunks before the non-ASCII one were skipped");
+    assertEquals(w.chunkWrites, 2 * Math.ceil(body.length / CHUNK_BYTES) + 1);
+    assertEquals((await new DenoKvStore(kv).load("w")).snapshot, late);
+
     // Another store committed after the one kept here: the kept text is not what is stored.
     const x = body.slice(0, 150_000);
     const s1 = new DenoKvStore(kv);

@@ -156,6 +156,47 @@ function isCut(parts, bytes) {
   return parts.every((p, i) => p.value.byteLength === Math.min(CHUNK_BYTES, bytes - i * CHUNK_BYTES));
 }
 
+/**
+ * A snapshot cut into chunks of CHUNK_BYTES bytes, as `commit` stores them: `{ chunks, bytes, ascii,
+ * parts: [{ value, size, same }] }`. `stored`: the characters the stored chunks hold, one byte
+ * each (`storedText`), or null. A chunk whose characters are the stored chunk's is `same` and is
+ * not encoded (`value` undefined): with an ASCII snapshot only the chunks that changed are turned
+ * into bytes, not the whole text on every commit. A snapshot that is not ASCII (the engine's are)
+ * is encoded whole and cut by bytes.
+ * @param {string} text
+ * @param {string | null} stored
+ */
+export function cutChunks(text, stored) {
+  if (stored !== null) {
+    const n = text.length;
+    const chunks = Math.max(1, Math.ceil(n / CHUNK_BYTES));
+    const parts = [];
+    for (let i = 0; i < chunks; i++) {
+      const from = i * CHUNK_BYTES;
+      const chars = text.slice(from, from + CHUNK_BYTES);
+      if (from < stored.length && stored.slice(from, from + CHUNK_BYTES) === chars) {
+        // The stored chunk is these characters, one byte each: ASCII, and not to be sent again.
+        parts.push({ value: undefined, size: chars.length, same: true });
+        continue;
+      }
+      const value = encoder.encode(chars);
+      // A character that is not ASCII: chunks are cut by bytes, so cut the whole again.
+      if (value.byteLength !== chars.length) return cutChunks(text, null);
+      parts.push({ value, size: value.byteLength, same: false });
+    }
+    return { chunks, bytes: n, ascii: true, parts };
+  }
+  const all = encoder.encode(text);
+  const chunks = Math.max(1, Math.ceil(all.length / CHUNK_BYTES));
+  const parts = [];
+  for (let i = 0; i < chunks; i++) {
+    const value = all.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES);
+    parts.push({ value, size: value.byteLength, same: false });
+  }
+  // ASCII only (the engine escapes the rest): each character is one byte.
+  return { chunks, bytes: all.length, ascii: all.length === text.length, parts };
+}
+
 /** Delay (ms) of a message meant to run at `at`, from `now`, within Deno KV's bounds. */
 function delayFor(at, now) {
   return Math.min(Math.max(0, Math.ceil(at - now)), DENO_KV_LIMITS.maxQueueDelayMs);
@@ -299,22 +340,14 @@ export class DenoKvStore {
     }
 
     const text = outcome.snapshot;
-    const bytes = encoder.encode(text);
-    const chunks = Math.max(1, Math.ceil(bytes.length / CHUNK_BYTES));
-    const head = { revision: outcome.revision, chunks, bytes: bytes.length, nextDueAt: outcome.nextDueAt ?? null, updatedAt: now };
-    // ASCII only (the engine escapes the rest): each character is one byte.
-    const ascii = bytes.length === text.length;
-    const stored = ascii ? this.storedText(processId, expectedVersion) : null;
+    // The snapshot's chunks, each with its bytes unless they are the stored ones (`same`).
+    const cut = cutChunks(text, this.storedText(processId, expectedVersion));
+    const { chunks, bytes, ascii } = cut;
+    const head = { revision: outcome.revision, chunks, bytes, nextDueAt: outcome.nextDueAt ?? null, updatedAt: now };
 
     /** @type {{ key: Deno.KvKey, value?: unknown, size: number, expireIn?: number, chunk?: boolean, same?: boolean }[]} */
     const sets = [{ key: headKey, value: head, size: objectBytes(head) }];
-    for (let i = 0; i < chunks; i++) {
-      const from = i * CHUNK_BYTES;
-      const value = bytes.subarray(from, from + CHUNK_BYTES);
-      // Its stored bytes are the same when the old snapshot's chunk i has the same characters.
-      const same = stored !== null && from < stored.length && stored.slice(from, from + CHUNK_BYTES) === text.slice(from, from + CHUNK_BYTES);
-      sets.push({ key: this.chunkKey(processId, i + 1), value, size: value.byteLength, chunk: true, same });
-    }
+    cut.parts.forEach((p, i) => sets.push({ key: this.chunkKey(processId, i + 1), value: p.value, size: p.size, chunk: true, same: p.same }));
     const deletes = [];
     for (let i = chunks + 1; i <= oldChunks; i++) deletes.push(this.chunkKey(processId, i));
 
@@ -363,11 +396,11 @@ export class DenoKvStore {
     const mutations = sets.length + deletes.length + (message ? 1 : 0);
     if (total > DENO_KV_LIMITS.maxTotalMutationBytes || keyTotal > DENO_KV_LIMITS.maxTotalKeyBytes || mutations > DENO_KV_LIMITS.maxMutations) {
       throw new StoreLimitError(
-        `process "${processId}": the snapshot is ${bytes.length} bytes (${chunks} chunks of at most ${CHUNK_BYTES}); ` +
+        `process "${processId}": the snapshot is ${bytes} bytes (${chunks} chunks of at most ${CHUNK_BYTES}); ` +
           `with its keys and side records one commit would be ${total} bytes, over Deno KV's ${DENO_KV_LIMITS.maxTotalMutationBytes}-byte ` +
           `limit for one atomic operation. Nothing was written. Lower the machine's retention.maxEntries (the ledger) ` +
           `or set limits.maxSnapshotBytes below ${DenoKvStore.maxSnapshotBytes} so the engine rejects the event instead.`,
-        { processId, bytes: bytes.length, chunks, commitBytes: total, limit: DENO_KV_LIMITS.maxTotalMutationBytes },
+        { processId, bytes, chunks, commitBytes: total, limit: DENO_KV_LIMITS.maxTotalMutationBytes },
       );
     }
 
@@ -411,7 +444,7 @@ export class DenoKvStore {
     this.chunkWrites += written;
     this.chunksSkipped += skipped;
     this.chunkBytesWritten += writtenBytes;
-    this.remember(processId, res.versionstamp, chunks, bytes.length, ascii);
+    this.remember(processId, res.versionstamp, chunks, bytes, ascii);
     this.kept.set(processId, res.versionstamp, text);
     return { ok: true, version: res.versionstamp };
   }
