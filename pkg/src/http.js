@@ -19,6 +19,8 @@
 //   an event type the engine reports          422     problem `reserved_event_type` (`idem.*`, `<effect>.succeeded` / `.failed`)
 //   contention outlasting the retries         409     problem `contention` + Retry-After (retry with the same key)
 //   the store cannot hold the new snapshot    507     problem `snapshot_too_large` (nothing written)
+//   the stored snapshot is damaged            500     problem `snapshot_corrupt` (nothing written; GETs too:
+//   (a chunk missing or cut short)                    the store's StoreCorruptError)
 //   missing Idempotency-Key                   400     problem `missing_idempotency_key`
 //   malformed Idempotency-Key                 400     problem `invalid_idempotency_key`
 //   body over the limit                       413     problem `request_too_large`
@@ -203,6 +205,20 @@ export function createHttpApi(options) {
     return { status: created ? 201 : 200, body, headers };
   }
 
+  /**
+   * A store's `snapshot_corrupt` (the stored chunks do not make a snapshot) as a 500 problem;
+   * any other error is thrown again.
+   */
+  function storeFailure(err, processId, extra = {}) {
+    if (err?.code !== "snapshot_corrupt") throw err;
+    return problem(
+      500,
+      "snapshot_corrupt",
+      `the stored snapshot of process "${processId}" is damaged (${err.message}); nothing was written`,
+      { processId, ...extra },
+    );
+  }
+
   function answer(a, outcomeStatus, replay, attempts) {
     const headers = { [OUTCOME_HEADER]: outcomeStatus, [ATTEMPTS_HEADER]: String(attempts), ...(a.headers ?? {}) };
     if (replay) headers[REPLAY_HEADER] = "true";
@@ -246,7 +262,7 @@ export function createHttpApi(options) {
       if (err?.code === "snapshot_too_large") {
         return problem(507, "snapshot_too_large", err.message, { processId, eventId: k.key });
       }
-      throw err;
+      return storeFailure(err, processId, { eventId: k.key });
     }
 
     switch (out.status) {
@@ -296,7 +312,12 @@ export function createHttpApi(options) {
   }
 
   async function getProcess(processId) {
-    const loaded = await store.load(processId);
+    let loaded;
+    try {
+      loaded = await store.load(processId);
+    } catch (err) {
+      return storeFailure(err, processId);
+    }
     if (!loaded) return problem(404, "process_not_found", `no process "${processId}"`, { processId });
     return json(200, { processId, version: loaded.version, ...machine.inspect(loaded.snapshot) });
   }
@@ -307,6 +328,14 @@ export function createHttpApi(options) {
     if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1) {
       return problem(400, "invalid_query", "after must be a revision (integer >= 0) and limit an integer from 1 to 1000");
     }
+    try {
+      return await eventLog(processId, after, limit);
+    } catch (err) {
+      return storeFailure(err, processId);
+    }
+  }
+
+  async function eventLog(processId, after, limit) {
     let events;
     if (typeof store.events === "function") {
       events = await store.events(processId, { after, limit });

@@ -56,6 +56,7 @@ export type ErrorCode =
 /** Codes added by the hosts (not the engine). */
 export type HostErrorCode =
   | "contention"
+  | "snapshot_corrupt"
   | "missing_idempotency_key"
   | "invalid_idempotency_key"
   | "reserved_event_type"
@@ -470,7 +471,9 @@ export declare class MemoryStore implements Store {
  * chunk rows of 16 Ki characters (the rest in the process row), and a commit writes only the
  * chunks whose text changed when the store keeps the snapshot at the expected revision. Keep one
  * instance per isolate: it keeps the snapshots it last read or wrote (16 processes, 8 MiB), and
- * `load` fetches a snapshot only when its revision is not the kept one (in the same query).
+ * `load` fetches a snapshot only when its revision is not the kept one (in the same query). A row
+ * whose chunk rows are not all there makes `load` throw a `StoreCorruptError` (`snapshot_corrupt`,
+ * HTTP 500; exported by stores/d1.js).
  */
 export declare class D1Store implements Store {
   constructor(db: unknown);
@@ -499,8 +502,10 @@ export declare class KVStore implements Store {
  * `chunks`), and a commit writes only the chunks whose text changed, with the deletion of chunks
  * beyond the new count, in one atomic write. A snapshot of more than 125 chunks (4,096,000
  * characters) makes `commit` throw a `StoreLimitError` (`snapshot_too_large`, HTTP 507) before
- * anything is written. Objects holding the whole snapshot under `snapshot` (earlier releases) load,
- * and their next commit stores the chunked form and deletes that key.
+ * anything is written. A chunk missing or cut short makes `load` throw a `StoreCorruptError`
+ * (`snapshot_corrupt`, HTTP 500). Both errors are exported by stores/durable.js. Objects holding
+ * the whole snapshot under `snapshot` (earlier releases) load, and their next commit stores the
+ * chunked form and deletes that key.
  */
 export declare class DurableObjectStore implements Store {
   constructor(storage: unknown, processId?: string);

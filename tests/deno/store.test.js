@@ -3,7 +3,7 @@
 import { assert, assertEquals, assertRejects } from "./assert.js";
 import { Machine } from "../../pkg/src/deno.js";
 import { apply, inspect } from "../../pkg/src/host.js";
-import { CHUNK_BYTES, DENO_KV_LIMITS, DenoKvStore, StoreLimitError } from "../../pkg/src/stores/denokv.js";
+import { CHUNK_BYTES, DENO_KV_LIMITS, DenoKvStore, StoreCorruptError, StoreLimitError } from "../../pkg/src/stores/denokv.js";
 import { demoMachine, eventually, note, notesMachine, pay, processKeys, tempKvPath } from "./helpers.js";
 
 async function withKv(fn) {
@@ -137,6 +137,69 @@ async function kvText(kv, processId) {
   for (let i = 1; i <= head.value.chunks; i++) text += new TextDecoder().decode((await kv.get(["idem", "process", processId, i])).value);
   return text;
 }
+
+/** The error `load` throws, which must be a StoreCorruptError (snapshot_corrupt) for `processId`. */
+async function corruptLoad(store, processId) {
+  const err = await store.load(processId).then(
+    (loaded) => {
+      throw new Error(`a damaged snapshot loaded (${loaded?.snapshot.length} characters)`);
+    },
+    (e) => e,
+  );
+  assert(err instanceof StoreCorruptError, `expected a StoreCorruptError, got ${err}`);
+  assertEquals(err.name, "IdemError");
+  assertEquals(err.code, "snapshot_corrupt");
+  assertEquals(err.processId, processId);
+  return err;
+}
+
+Deno.test("a chunk key missing: load throws a StoreCorruptError (snapshot_corrupt) naming the process, and the host loop writes nothing", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    for (let i = 0; i < 3; i++) assertEquals((await apply(store, m, "holed", note(i, 20_000))).status, "applied");
+    const head = await kv.get(["idem", "process", "holed", 0]);
+    assert(head.value.chunks >= 3, `${head.value.chunks} chunks`);
+    await kv.delete(["idem", "process", "holed", 2]);
+    const keys = await processKeys(kv, "holed");
+    const err = await corruptLoad(new DenoKvStore(kv, { machine: m }), "holed");
+    assertEquals(err.message, `process "holed": ${head.value.chunks - 1} of ${head.value.chunks} snapshot chunks found at version ${head.versionstamp}`);
+    assertEquals(err.version, head.versionstamp);
+    assertEquals(err.chunks, head.value.chunks);
+    assertEquals(err.found, head.value.chunks - 1);
+    // Through the host loop, with a store that never read it: thrown, nothing written.
+    const other = new DenoKvStore(kv, { machine: m });
+    const thrown = await apply(other, m, "holed", note(3, 10)).then(() => null, (e) => e);
+    assert(thrown instanceof StoreCorruptError, `expected a StoreCorruptError, got ${thrown}`);
+    assertEquals((await kv.get(["idem", "process", "holed", 0])).versionstamp, head.versionstamp);
+    assertEquals(await processKeys(kv, "holed"), keys);
+    assertEquals(await other.eventRecord("holed", "note-3"), null);
+  }));
+
+Deno.test("a chunk of the wrong length (the chunks' bytes are not the head's count): load throws a StoreCorruptError", () =>
+  withKv(async (kv) => {
+    const m = notesMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    for (let i = 0; i < 3; i++) assertEquals((await apply(store, m, "cut", note(i, 20_000))).status, "applied");
+    const head = await kv.get(["idem", "process", "cut", 0]);
+    const { chunks, bytes } = head.value;
+    const key = (i) => ["idem", "process", "cut", i];
+    const middle = (await kv.get(key(2))).value;
+    // Shorter by ten bytes: the chunks hold fewer than the head's count.
+    await kv.set(key(2), middle.slice(0, middle.byteLength - 10));
+    let err = await corruptLoad(new DenoKvStore(kv, { machine: m }), "cut");
+    assertEquals(err.message, `process "cut": snapshot chunks hold ${bytes - 10} of ${bytes} bytes at version ${head.versionstamp}`);
+    assertEquals(err.bytes, bytes);
+    assertEquals(err.bytesFound, bytes - 10);
+    assertEquals(err.chunks, chunks);
+    // Longer by ten bytes: they hold more.
+    await kv.set(key(2), new Uint8Array([...middle, ...new Uint8Array(10).fill(120)]));
+    err = await corruptLoad(new DenoKvStore(kv, { machine: m }), "cut");
+    assert(err.message.startsWith(`process "cut": snapshot chunks exceed ${bytes} bytes at version `), err.message);
+    // Restored, it loads.
+    await kv.set(key(2), middle);
+    assertEquals((await new DenoKvStore(kv, { machine: m }).load("cut")).snapshot, await kvText(kv, "cut"));
+  }));
 
 Deno.test("when the snapshot shrinks, the chunks it no longer needs are deleted in the same commit", () =>
   withKv(async (kv) => {

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Machine } from "../../pkg/src/node.js";
 import { apply } from "../../pkg/src/host.js";
-import { CHUNK, D1Store } from "../../pkg/src/stores/d1.js";
+import { CHUNK, D1Store, StoreCorruptError } from "../../pkg/src/stores/d1.js";
 import { ROOT, startD1, startWorker } from "./harness.mjs";
 
 const def = JSON.parse(readFileSync(join(ROOT, "www", "machines", "order-robust.json"), "utf8"));
@@ -312,13 +312,24 @@ test("a shrink while the store does not know the stored chunks (another writer's
   assert.deepEqual(await a.load("shrink"), { snapshot: shorter.snapshot, version: 701 });
 });
 
-test("a chunk missing under a row: load fails naming the process, instead of returning a snapshot with a hole", async () => {
+test("a chunk missing under a row: load throws a StoreCorruptError (snapshot_corrupt) naming the process, instead of returning a snapshot with a hole", async () => {
   const store = new D1Store(w.db);
   const start = payments("holed", 700);
   assert.equal((await store.commit("holed", null, start, { event: pay("b699", "b699", 0.01), now: 1 })).ok, true);
   await w.db.prepare("DELETE FROM snapshot_chunks WHERE process_id = 'holed' AND idx = 1").run();
   const n = cut(start.snapshot).length;
-  await assert.rejects(new D1Store(w.db).load("holed"), { message: `process "holed": ${n - 1} of ${n} snapshot chunks found at revision 700` });
+  const err = await new D1Store(w.db).load("holed").then(
+    () => assert.fail("a snapshot with a hole loaded"),
+    (e) => e,
+  );
+  assert.ok(err instanceof StoreCorruptError, `expected a StoreCorruptError, got ${err}`);
+  assert.equal(err.name, "IdemError");
+  assert.equal(err.code, "snapshot_corrupt");
+  assert.equal(err.message, `process "holed": ${n - 1} of ${n} snapshot chunks found at revision 700`);
+  assert.equal(err.processId, "holed");
+  assert.equal(err.version, 700);
+  assert.equal(err.chunks, n);
+  assert.equal(err.found, n - 1);
   // The store that wrote it still has it (same revision: not read again).
   assert.equal((await store.load("holed")).snapshot, start.snapshot);
 });

@@ -3,9 +3,11 @@
 // single-value form still loaded and carried on.
 //
 // The Worker runs as it ships, under a wrapper module (test code, not the
-// Worker's) whose ProcessObject subclass adds two things: GET
+// Worker's) whose ProcessObject subclass adds three things: GET
 // /do/processes/:id/__storage lists the object's storage keys (a string value
-// as its length) and its store's write counters, and with LEGACY_STORE = "1" the object commits through the
+// as its length) and its store's write counters, DELETE
+// /do/processes/:id/__storage?key=<key> deletes one key (damage, as a store
+// cannot), and with LEGACY_STORE = "1" the object commits through the
 // store as earlier releases wrote it (the whole snapshot under `snapshot`).
 // Writes are measured from the object's own SQLite file: the bytes its
 // write-ahead log grows by per applied event.
@@ -54,7 +56,11 @@ export class ProcessObject extends bundle.ProcessObject {
     return super.store();
   }
   async fetch(request) {
-    if (new URL(request.url).pathname.endsWith("/__storage")) {
+    const url = new URL(request.url);
+    if (url.pathname.endsWith("/__storage") && request.method === "DELETE") {
+      return Response.json({ deleted: await this.ctx.storage.delete(url.searchParams.get("key")) });
+    }
+    if (url.pathname.endsWith("/__storage")) {
       const keys = {};
       for (const [k, v] of await this.ctx.storage.list()) {
         if (!k.startsWith("log:")) keys[k] = typeof v === "string" ? v.length : v;
@@ -325,6 +331,50 @@ test("a snapshot over 125 chunks is refused with 507 snapshot_too_large and noth
     w = await start(persist);
     assert.equal((await state(w, pid)).revision, last - 1);
     await replay(w, pid, last - 1, size);
+  } finally {
+    await w?.close();
+  }
+});
+
+test("a chunk missing from storage: a restarted object answers 500 snapshot_corrupt to POST and GET, and writes nothing", async () => {
+  const persist = tempDir();
+  const pid = "chunks-6-fragile";
+  const size = 20_000;
+  const n = 4;
+  let w;
+  try {
+    w = await start(persist);
+    for (let i = 1; i <= n; i++) await apply(w, pid, i, size);
+    const stored = await storage(w, pid);
+    const f = form(stored);
+    assert.ok(f.count >= 3 && f.chunks.length === f.count, JSON.stringify(f));
+    const del = await w.fetch(`/do/processes/${pid}/__storage?key=snapshot:001`, { method: "DELETE" });
+    assert.deepEqual(await del.json(), { deleted: true });
+    await w.close();
+
+    // A fresh object reads the chunks (the one that wrote them kept the snapshot).
+    w = await start(persist);
+    const corrupt = async (res, extra = {}) => {
+      assert.equal(res.status, 500);
+      assert.equal(res.headers.get("content-type"), "application/problem+json");
+      const body = await res.json();
+      assert.equal(body.code, "snapshot_corrupt");
+      assert.equal(body.processId, pid);
+      for (const [k, v] of Object.entries(extra)) assert.equal(body[k], v, k);
+      assert.match(body.detail, /is damaged/);
+      assert.match(body.detail, /nothing was written/);
+      assert.match(body.detail, new RegExp(`snapshot chunk snapshot:001 of ${f.count} is missing at revision ${n}`));
+    };
+    await corrupt(await w.fetch(`/do/processes/${pid}`));
+    await corrupt(await w.post(`/do/processes/${pid}/events`, keyOf(n + 1), pay(n + 1, size)), { eventId: keyOf(n + 1) });
+    await corrupt(await w.post(`/do/processes/${pid}/events`, keyOf(n), pay(n, size)), { eventId: keyOf(n) });
+    await corrupt(await w.fetch(`/do/processes/${pid}/events?after=${n}`));
+    // Nothing was written: the same keys (the chunk still missing), the same log.
+    const left = { ...stored };
+    delete left["snapshot:001"];
+    assert.deepEqual(await storage(w, pid), left);
+    const log = await (await w.fetch(`/do/processes/${pid}/events`)).json();
+    assert.deepEqual(log.events.map((e) => e.revision), Array.from({ length: n }, (_, i) => i + 1));
   } finally {
     await w?.close();
   }

@@ -1,7 +1,12 @@
 // The HTTP status-code table on real workerd (the D1 route), one test per row.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Machine } from "../../pkg/src/node.js";
+import { apply } from "../../pkg/src/host.js";
+import { D1Store } from "../../pkg/src/stores/d1.js";
+import { ROOT, startWorker } from "./harness.mjs";
 
 const pay = (paymentId, amount = 10) => ({ type: "PAYMENT_PARTIAL", payload: { paymentId, amount } });
 const isProblem = (res) => assert.equal(res.headers.get("content-type"), "application/problem+json");
@@ -183,4 +188,50 @@ test("wrong method -> 405; unknown route -> 404; the API description publishes t
   assert.equal(api.idempotency.header, "Idempotency-Key");
   assert.equal(api.idempotency.windowMs, 86400000);
   assert.equal(api.idempotency.windowMsByType.PAYMENT_PARTIAL, 3600000);
+});
+
+test("a stored snapshot with a chunk row missing -> 500 snapshot_corrupt on POST and GET, nothing written", async () => {
+  const pid = fresh();
+  // Another isolate's store writes the process (the Worker's store keeps nothing of it): payment
+  // ids of 20,000 characters make a snapshot of several 16 Ki chunk rows.
+  const machine = new Machine(JSON.parse(readFileSync(join(ROOT, "www", "machines", "order-robust.json"), "utf8")));
+  const other = new D1Store(w.db);
+  for (const i of [1, 2]) {
+    const out = await apply(other, machine, pid, { id: `k${i}`, ...pay(`p${i}`.padEnd(20_000, "x"), 0) }, { now: 1_000 + i });
+    assert.equal(out.status, "applied");
+  }
+  const row = () => w.db.prepare("SELECT * FROM processes WHERE process_id = ?1").bind(pid).first();
+  const chunkRows = async () => (await w.db.prepare("SELECT idx, revision FROM snapshot_chunks WHERE process_id = ?1 ORDER BY idx").bind(pid).all()).results;
+  const log = async () => (await w.db.prepare("SELECT event_id, revision FROM events WHERE process_id = ?1 ORDER BY revision").bind(pid).all()).results;
+  const stored = await row();
+  assert.equal(stored.revision, 2);
+  assert.ok(stored.chunks >= 3, `${stored.chunks} chunk rows`);
+  await w.db.prepare("DELETE FROM snapshot_chunks WHERE process_id = ?1 AND idx = 1").bind(pid).run();
+  const chunks = await chunkRows();
+
+  const corrupt = async (res, extra = {}) => {
+    assert.equal(res.status, 500);
+    isProblem(res);
+    const body = await res.json();
+    assert.equal(body.code, "snapshot_corrupt");
+    assert.equal(body.status, 500);
+    assert.equal(body.processId, pid);
+    for (const [k, v] of Object.entries(extra)) assert.equal(body[k], v, k);
+    assert.match(body.detail, new RegExp(`stored snapshot of process "${pid}" is damaged`));
+    assert.match(body.detail, /nothing was written/);
+    assert.match(body.detail, new RegExp(`${stored.chunks - 1} of ${stored.chunks} snapshot chunks found at revision 2`));
+  };
+  await corrupt(await w.post(`/processes/${pid}/events`, "k3", pay("p3")), { eventId: "k3" });
+  // A copy of an event already applied is not answered from the damaged snapshot either.
+  await corrupt(await w.post(`/processes/${pid}/events`, "k2", pay("p2".padEnd(20_000, "x"), 0)), { eventId: "k2" });
+  await corrupt(await w.fetch(`/processes/${pid}`));
+  await corrupt(await w.fetch(`/processes/${pid}/events?after=2`));
+  // Nothing was written: the row, its chunk rows and the log are as they were.
+  assert.deepEqual(await row(), stored);
+  assert.deepEqual(await chunkRows(), chunks);
+  assert.deepEqual(await log(), [{ event_id: "k1", revision: 1 }, { event_id: "k2", revision: 2 }]);
+  // The log itself needs no snapshot and still reads.
+  const events = await w.fetch(`/processes/${pid}/events`);
+  assert.equal(events.status, 200);
+  assert.deepEqual((await events.json()).events.map((e) => e.eventId), ["k1", "k2"]);
 });

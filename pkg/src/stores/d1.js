@@ -65,8 +65,15 @@
 // one, in the same query (one statement: the row joined with its chunks, a
 // consistent read), and otherwise returns the kept string itself, which
 // the engine reduces from its decoded copy. Keep one store per isolate.
+//
+// A row whose chunk rows are not all there (a row deleted or lost behind the
+// store's back) makes `load` throw a `StoreCorruptError` (code
+// `snapshot_corrupt`, HTTP 500) naming the process and the revision.
 
 import { KeptSnapshots } from "./kept.js";
+import { StoreCorruptError } from "./limit.js";
+
+export { StoreCorruptError };
 
 const CONSTRAINT = /constraint/i;
 
@@ -113,7 +120,12 @@ export class D1Store {
     const parts = rows.filter((r) => r.idx !== null);
     if (parts.length !== chunks || parts.some((r, i) => r.idx !== i)) {
       this.kept.delete(processId);
-      throw new Error(`process "${processId}": ${parts.length} of ${chunks} snapshot chunks found at revision ${revision}`);
+      throw new StoreCorruptError(`process "${processId}": ${parts.length} of ${chunks} snapshot chunks found at revision ${revision}`, {
+        processId,
+        version: revision,
+        chunks,
+        found: parts.length,
+      });
     }
     const snapshot = parts.map((r) => r.text).join("") + tail;
     // Cut as this store cuts it (not so for a row from before chunks longer than a chunk).

@@ -54,6 +54,22 @@ export declare class StoreLimitError extends Error {
   readonly limit?: number;
 }
 
+/** Thrown by `load` when the stored chunks do not make the head's snapshot (a chunk missing, their bytes not the head's count). HTTP 500. */
+export declare class StoreCorruptError extends Error {
+  readonly code: "snapshot_corrupt";
+  readonly processId?: string;
+  /** The head's versionstamp. */
+  readonly version?: string;
+  /** Chunks the head names. */
+  readonly chunks?: number;
+  /** The snapshot's size in bytes, as the head records it. */
+  readonly bytes?: number;
+  /** Chunks found, when one is missing. */
+  readonly found?: number;
+  /** Bytes the chunks hold, when they are not the head's count. */
+  readonly bytesFound?: number;
+}
+
 /** Encoded size of a Deno KV key, as Deno KV counts it. */
 export declare function keyBytes(key: KvKey): number;
 /** Whether an error is a busy local (SQLite) database: the operation did not happen and may be tried again. */

@@ -44,7 +44,9 @@
 // database stays busy, reports a conflict so the host loop backs off.
 //
 // A load is ONE range read (`list` over [prefix, "process", id]), so the head
-// and its chunks always come from the same commit.
+// and its chunks always come from the same commit. Chunks that do not make the
+// head's snapshot (one missing, their bytes not the head's count) make `load`
+// throw a `StoreCorruptError` (code `snapshot_corrupt`, HTTP 500).
 //
 // Deno KV's limits (denokv_proto / ext/kv/config.rs): a value is at most
 // 65 536 bytes; one atomic operation holds at most 1 000 mutations + enqueues
@@ -66,9 +68,9 @@
 
 import { dispatch } from "../dispatch.js";
 import { KeptSnapshots } from "./kept.js";
-import { StoreLimitError } from "./limit.js";
+import { StoreCorruptError, StoreLimitError } from "./limit.js";
 
-export { StoreLimitError };
+export { StoreCorruptError, StoreLimitError };
 
 /** Deno KV's limits for one atomic operation (the defaults of Deno's KV config). */
 export const DENO_KV_LIMITS = Object.freeze({
@@ -296,17 +298,25 @@ export class DenoKvStore {
     const head = entries[0];
     const { chunks, bytes } = head.value;
     const parts = entries.slice(1, 1 + chunks);
+    const corrupt = (what, details) =>
+      new StoreCorruptError(`process "${processId}": ${what} at version ${head.versionstamp}`, {
+        processId,
+        version: head.versionstamp,
+        chunks,
+        bytes,
+        ...details,
+      });
     if (parts.length !== chunks || parts.some((e, i) => e.key[3] !== i + 1)) {
-      throw new Error(`process "${processId}": ${parts.length} of ${chunks} snapshot chunks found`);
+      throw corrupt(`${parts.length} of ${chunks} snapshot chunks found`, { found: parts.length });
     }
     const all = new Uint8Array(bytes);
     let at = 0;
     for (const p of parts) {
-      if (at + p.value.byteLength > bytes) throw new Error(`process "${processId}": snapshot chunks exceed ${bytes} bytes`);
+      if (at + p.value.byteLength > bytes) throw corrupt(`snapshot chunks exceed ${bytes} bytes`, { bytesFound: at + p.value.byteLength });
       all.set(p.value, at);
       at += p.value.byteLength;
     }
-    if (at !== bytes) throw new Error(`process "${processId}": snapshot chunks hold ${at} of ${bytes} bytes`);
+    if (at !== bytes) throw corrupt(`snapshot chunks hold ${at} of ${bytes} bytes`, { bytesFound: at });
     const snapshot = decoder.decode(all);
     // The decoder turns a byte into one character only when it is ASCII or invalid (U+FFFD), and
     // drops a leading byte order mark: same length and no U+FFFD = the stored bytes are the characters.

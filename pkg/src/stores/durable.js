@@ -36,16 +36,18 @@
 // snapshot may have up to 4,096,000 characters (4,000 KiB); a longer one makes
 // `commit` throw a `StoreLimitError` (code `snapshot_too_large`, HTTP 507)
 // before anything is written. Keep snapshots under it with the machine's
-// `retention.maxEntries` or `limits.maxSnapshotBytes`.
+// `retention.maxEntries` or `limits.maxSnapshotBytes`. A chunk missing or cut
+// short makes `load` throw a `StoreCorruptError` (code `snapshot_corrupt`,
+// HTTP 500) naming the process, the revision and the chunk.
 //
 // The store keeps the snapshot it last read or wrote, with its version. Keep one
 // store for the object's lifetime: `load` then reads only the version, and when
 // it is unchanged returns that very string, which the engine recognises and
 // reduces from its decoded copy instead of decoding the text again.
 
-import { StoreLimitError } from "./limit.js";
+import { StoreCorruptError, StoreLimitError } from "./limit.js";
 
-export { StoreLimitError };
+export { StoreCorruptError, StoreLimitError };
 
 /** UTF-16 code units of snapshot text per chunk (one value). */
 export const CHUNK_CHARS = 32_768;
@@ -109,9 +111,10 @@ export class DurableObjectStore {
       const part = parts.get(keys[i]);
       // Every chunk but the last is full: a missing or short one is a broken store, not a snapshot.
       if (typeof part !== "string" || (i < count - 1 && part.length !== CHUNK_CHARS) || part.length === 0) {
-        const err = new Error(`snapshot chunk ${keys[i]} of ${count} is missing or cut short at revision ${version}`);
-        err.code = "snapshot_corrupt";
-        throw err;
+        throw new StoreCorruptError(
+          `process "${processId}": snapshot chunk ${keys[i]} of ${count} is ${typeof part === "string" ? `${part.length} characters long` : "missing"} at revision ${version}`,
+          { processId, version, chunks: count, chunk: keys[i] },
+        );
       }
       snapshot += part;
     }
