@@ -24,6 +24,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { fmtNs, measure, table } from "./measure.mjs";
+import { buildNativeBench } from "./native.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const { values: opt } = parseArgs({
@@ -41,18 +42,10 @@ function sh(cmd, args, env = {}) {
 }
 
 process.stderr.write("profile: building the bench with line tables (target/bench-prof)\n");
-const exe = sh("cargo", ["bench", "--bench", "idem", "--no-run", "--message-format=json"], {
-  PATH: `${os.homedir()}/.cargo/bin:${process.env.PATH}`,
-  CARGO_TARGET_DIR: path.join(ROOT, "target/bench-prof"),
-  CARGO_PROFILE_RELEASE_PANIC: "unwind",
-  CARGO_PROFILE_BENCH_DEBUG: "line-tables-only",
-  CARGO_PROFILE_BENCH_STRIP: "none",
-})
-  .split("\n")
-  .filter((l) => l.startsWith("{"))
-  .map((l) => JSON.parse(l))
-  .find((m) => m.reason === "compiler-artifact" && m.target?.name === "idem" && m.target.kind.includes("bench"))?.executable;
-if (!exe) throw new Error("cargo did not report the bench executable");
+const exe = buildNativeBench(ROOT, {
+  targetDir: "target/bench-prof",
+  env: { CARGO_PROFILE_BENCH_DEBUG: "line-tables-only", CARGO_PROFILE_BENCH_STRIP: "none" },
+});
 
 // Inclusive cost of each category: for every pattern, the costliest row whose
 // function name matches (inlined code shows up under several file names, and

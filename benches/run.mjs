@@ -26,6 +26,7 @@ import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 import { fmtBytes, fmtNs, fmtOps, measureGroup, median, quantile, ratio, table } from "./measure.mjs";
 import { duplicatesWriteNothing, hostsSection, measureHosts } from "./hosts.mjs";
+import { buildNativeBench } from "./native.mjs";
 import * as peers from "./peers.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -63,21 +64,8 @@ if (!opt["no-wasm-build"]) {
   run("scripts/build-wasm.sh", [], { SIZE_BUDGET: "warn" });
 }
 log("building the native bench (cargo bench --bench idem --no-run)");
-// Its own target dir, and panic=unwind for every unit: with the release profile's
-// panic=abort, `cargo bench` builds the cdylib+rlib lib twice (abort for the CLI,
-// unwind for the bench) into the same file names and the two links race (cargo
-// "output filename collision", rust-lang/cargo#6313).
-const cargoOut = run("cargo", ["bench", "--bench", "idem", "--no-run", "--message-format=json"], {
-  PATH: `${os.homedir()}/.cargo/bin:${process.env.PATH}`,
-  CARGO_TARGET_DIR: path.join(ROOT, "target/bench"),
-  CARGO_PROFILE_RELEASE_PANIC: "unwind",
-});
-const nativeExe = cargoOut
-  .split("\n")
-  .filter((l) => l.startsWith("{"))
-  .map((l) => JSON.parse(l))
-  .find((m) => m.reason === "compiler-artifact" && m.target?.name === "idem" && m.target.kind.includes("bench"))?.executable;
-if (!nativeExe) throw new Error("cargo did not report the bench executable");
+// target/bench, panic=unwind: see benches/native.mjs.
+const nativeExe = buildNativeBench(ROOT);
 
 // ---- native run (also writes the machine and idem's snapshots to tmp) ----------------
 log(opt.smoke ? "native smoke" : "measuring native idem");
