@@ -24,8 +24,9 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { fmtBytes, fmtNs, fmtOps, measureGroup, median, quantile, ratio, table } from "./measure.mjs";
+import { fmtBytes, fmtNs, fmtOps, measureGroup, median, ratio, table } from "./measure.mjs";
 import { duplicatesWriteNothing, hostsSection, measureHosts } from "./hosts.mjs";
+import { bundle, coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
 import { buildNativeBench } from "./native.mjs";
 import * as peers from "./peers.mjs";
 
@@ -162,92 +163,29 @@ function fullLedger() {
 }
 
 // ---- 3. sizes and cold start ---------------------------------------------------------
-// esbuild --bundle --minify --format=esm of a file, or of source text resolved from the repository root.
-async function bundle({ file, source }, platform) {
-  const esbuild = await import("esbuild");
-  const r = await esbuild.build({
-    ...(file ? { entryPoints: [file] } : { stdin: { contents: source, resolveDir: ROOT, loader: "js" } }),
-    bundle: true,
-    minify: true,
-    format: "esm",
-    platform,
-    write: false,
-    absWorkingDir: ROOT,
-    logLevel: "silent",
-  });
-  return r.outputFiles[0].contents;
-}
-
 async function sizesAndColdStart() {
   const gz = (b) => gzipSync(b, { level: 9 }).length;
-  const xsBundle = await bundle({ source: 'export { createMachine, assign, initialTransition, transition } from "xstate";' }, "neutral");
+  const xsBundle = await xstateBundle(ROOT);
   const xsFile = path.join(tmp, "xstate.min.mjs");
   writeFileSync(xsFile, xsBundle);
   const sizes = { xstateMin: xsBundle.length, xstateGzip: gz(xsBundle) };
   for (const mod of MODULES) {
     const wasm = readFileSync(path.join(mod.dir, "idem_bg.wasm"));
-    const glue = await bundle({ file: path.join(mod.dir, "idem.js") }, "node");
+    const glue = await bundle({ file: path.join(mod.dir, "idem.js") }, "node", ROOT);
     sizes[mod.key] = { wasmRaw: wasm.length, wasmGzip: gz(wasm), glueMin: glue.length, glueGzip: gz(glue) };
   }
 
-  const ev = JSON.stringify(peers.freshEvent());
-  const idemCode = (mod) => `
-    const t0 = performance.now();
-    const { readFileSync } = await import("node:fs");
-    const { initSync, Machine } = await import(${JSON.stringify(pathToFileURL(path.join(mod.dir, "idem.js")).href)});
-    initSync({ module: readFileSync(${JSON.stringify(path.join(mod.dir, "idem_bg.wasm"))}) });
-    const t1 = performance.now();
-    const m = new Machine(${JSON.stringify(defText)});
-    const t2 = performance.now();
-    const o = m.reduce(null, ${ev}, ${NOW}, "");
-    const t3 = performance.now();
-    process.stdout.write(JSON.stringify({ boot: t0, load: t1 - t0, build: t2 - t1, first: t3 - t2, result: o.status + " " + o.state }));`;
-  const xsCode = `
-    const t0 = performance.now();
-    const { createMachine, assign, initialTransition, transition } = await import(${JSON.stringify(pathToFileURL(xsFile).href)});
-    const t1 = performance.now();
-    const order = createMachine((${peers.orderConfig.toString()})(assign));
-    const t2 = performance.now();
-    const [s0] = initialTransition(order);
-    const [s1] = transition(order, s0, ${ev});
-    const t3 = performance.now();
-    process.stdout.write(JSON.stringify({ boot: t0, load: t1 - t0, build: t2 - t1, first: t3 - t2, result: (s1 !== s0 ? "applied " : "ignored ") + s1.value }));`;
-  const child = (code) => {
-    const t = performance.now();
-    const out = execFileSync(process.execPath, ["--input-type=module", "-e", code], { encoding: "utf8" });
-    const wall = performance.now() - t;
-    return { ...JSON.parse(out || "{}"), wall };
-  };
-  // The floor under any cold start measured this way: importing an empty ES module.
-  const esmCode = `
-    const t0 = performance.now();
-    await import("node:fs");
-    await import("data:text/javascript,export default 1");
-    const t1 = performance.now();
-    process.stdout.write(JSON.stringify({ boot: t0, load: t1 - t0, build: 0, first: 0, result: "" }));`;
+  const code = coldCode({ defText, xstateFile: xsFile });
   const runs = { xstate: [], node: [], esm: [] };
   for (const mod of MODULES) runs[mod.key] = [];
   for (let i = 0; i < COLD_RUNS; i++) {
-    for (const mod of MODULES) runs[mod.key].push(child(idemCode(mod)));
-    runs.xstate.push(child(xsCode));
-    runs.node.push(child("process.stdout.write('{}')"));
-    runs.esm.push(child(esmCode));
+    for (const mod of MODULES) runs[mod.key].push(coldChild(code.idem(path.join(mod.dir, "idem.js"), path.join(mod.dir, "idem_bg.wasm"))));
+    runs.xstate.push(coldChild(code.xstate));
+    runs.node.push(coldChild("process.stdout.write('{}')"));
+    runs.esm.push(coldChild(code.esm));
   }
-  const summary = (rs) => {
-    const inproc = rs.map((r) => r.load + r.build + r.first);
-    return {
-      runs: rs.length,
-      medianMs: median(inproc),
-      p95Ms: quantile(inproc, 0.95),
-      loadMs: median(rs.map((r) => r.load)),
-      buildMs: median(rs.map((r) => r.build)),
-      firstMs: median(rs.map((r) => r.first)),
-      wallMs: median(rs.map((r) => r.wall)),
-      result: rs[0].result,
-    };
-  };
-  const cold = { xstate: summary(runs.xstate), esm: summary(runs.esm), nodeWallMs: median(runs.node.map((r) => r.wall)) };
-  for (const mod of MODULES) cold[mod.key] = summary(runs[mod.key]);
+  const cold = { xstate: coldSummary(runs.xstate), esm: coldSummary(runs.esm), nodeWallMs: median(runs.node.map((r) => r.wall)) };
+  for (const mod of MODULES) cold[mod.key] = coldSummary(runs[mod.key]);
   return { sizes, cold };
 }
 

@@ -4,7 +4,7 @@
 // timing code, each runtime with its own V8. Prints one markdown table.
 //
 //   node benches/runtimes.mjs [--sizes 0,100,1000] [--rounds 5] [--budget-ms 400]
-//                             [--deno PATH] [--json FILE]
+//                             [--cold-runs 11] [--deno PATH] [--json FILE]
 //
 // Builds the native bench (benches/native.mjs) and has it write the machine and
 // idem's snapshots (--smoke --emit DIR, as benches/profile.mjs does); writes the
@@ -13,6 +13,10 @@
 // which goes first, --rounds times each, and prints the medians over the rounds.
 // Every child's one-call outcomes are checked: applied, the same revision, state
 // and context for XState, the JS reducer and idem, in both runtimes.
+// Then the cold start of section 3 (import + instantiate, build the machine, first
+// event, in a fresh process) in each runtime: idem lean, XState's bundle and an
+// empty ES module, --cold-runs fresh processes each, interleaved, after one
+// discarded run of each (Deno caches a module graph on its first run).
 // Needs pkg/dist/lean (scripts/build-wasm.sh) and Deno (node_modules/.bin/deno
 // after npm install, or --deno PATH, or deno on the PATH).
 import { execFileSync, spawnSync } from "node:child_process";
@@ -22,6 +26,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { fmtNs, median, ratio, table } from "./measure.mjs";
+import { coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
 import { buildNativeBench } from "./native.mjs";
 import * as peers from "./peers.mjs";
 
@@ -32,6 +37,7 @@ const { values: opt } = parseArgs({
     sizes: { type: "string", default: "0,100,1000" },
     rounds: { type: "string", default: "5" },
     "budget-ms": { type: "string", default: "400" },
+    "cold-runs": { type: "string", default: "11" },
     deno: { type: "string" },
     json: { type: "string" },
   },
@@ -105,6 +111,38 @@ for (let r = 0; r < ROUNDS; r++) {
     const res = runChild(name);
     check(res);
     runs[name].push(res);
+  }
+}
+
+// Cold starts: each runtime, each contender, fresh processes in turns.
+const COLD_RUNS = Number(opt["cold-runs"]);
+const xstateFile = path.join(tmp, "xstate.min.mjs");
+writeFileSync(xstateFile, await xstateBundle(ROOT));
+const code = coldCode({ defText: readFileSync(path.join(tmp, "machine.json"), "utf8"), xstateFile });
+const COLD = {
+  idem: code.idem(path.join(LEAN, "idem.js"), path.join(LEAN, "idem_bg.wasm")),
+  xstate: code.xstate,
+  esm: code.esm,
+};
+const coldOf = (name, c) => coldChild(c, { deno: name === "deno" ? DENO : null, cwd: ROOT });
+const coldRuns = { node: {}, deno: {} };
+log(`cold starts: ${COLD_RUNS} fresh processes per contender and runtime`);
+for (const name of ["node", "deno"]) {
+  for (const [k, c] of Object.entries(COLD)) {
+    coldOf(name, c);
+    coldRuns[name][k] = [];
+  }
+}
+for (let i = 0; i < COLD_RUNS; i++) {
+  for (const name of i % 2 === 0 ? ["node", "deno"] : ["deno", "node"]) {
+    for (const [k, c] of Object.entries(COLD)) coldRuns[name][k].push(coldOf(name, c));
+  }
+}
+const cold = {};
+for (const name of ["node", "deno"]) {
+  cold[name] = Object.fromEntries(Object.entries(coldRuns[name]).map(([k, rs]) => [k, coldSummary(rs)]));
+  for (const k of ["idem", "xstate"]) {
+    if (!cold[name][k].result.startsWith("applied")) throw new Error(`${name} cold start, ${k}: ${cold[name][k].result}`);
   }
 }
 
@@ -191,4 +229,20 @@ if (ROUNDS > 1) {
     }
   }
 }
-if (opt.json) writeFileSync(opt.json, JSON.stringify({ info, summary, runs }, null, 2));
+
+const ms = (x) => `${x.toFixed(2)} ms`;
+const coldRows = [];
+for (const name of ["node", "deno"]) {
+  const c = cold[name];
+  const cells = (s) => [ms(s.medianMs), ms(s.p95Ms), ms(s.loadMs), ms(s.buildMs), ms(s.firstMs), `${s.wallMs.toFixed(1)} ms`];
+  coldRows.push([short(name), "idem lean (edge hosts)", ...cells(c.idem)]);
+  coldRows.push([short(name), `XState ${info.xstate} createMachine+transition (esbuild --minify)`, ...cells(c.xstate)]);
+  coldRows.push([short(name), "an empty ES module (the floor of any import)", ...cells(c.esm).slice(0, 3), "", "", cells(c.esm)[5]]);
+}
+console.log("");
+console.log(`### Cold start in each runtime (${COLD_RUNS} fresh processes each, interleaved)`);
+console.log("");
+console.log(table(["runtime", "", "cold start median", "p95", "load + instantiate", "build machine", "first event", "process wall"], coldRows, ["l", "l"]));
+console.log("");
+console.log("As section 3 of `node benches/run.mjs`: measured inside the child (`node --input-type=module -e`, `deno eval`) from before the import to after the first event; process wall is spawn to exit. One discarded run of each contender before the timed ones.");
+if (opt.json) writeFileSync(opt.json, JSON.stringify({ info, summary, runs, cold, coldRuns }, null, 2));
