@@ -229,19 +229,23 @@ pub struct Exprs {
 const MAX_EVAL_DEPTH: usize = 128;
 /// Bound on the work one evaluation may do and the values it may build (items
 /// visited by `map`/`filter`/..., items merged, array and object members, string
-/// bytes / 16). It bounds time and memory: no single value an expression returns
-/// can outgrow it, however many microsteps feed it back into the context.
+/// bytes / 16, and the values inside a value copied: `[acc, acc]` pays for both
+/// copies of what `acc` holds). It bounds time and memory: no single value an
+/// expression returns can outgrow it, however many microsteps or `reduce` steps
+/// feed it back.
 pub const EVAL_BUDGET: usize = 1_000_000;
 
 type Budget = std::cell::Cell<usize>;
 
-/// Why an evaluation stopped: one of its two bounds. A byte rather than a
+/// Why an evaluation stopped: one of its bounds. A byte rather than a
 /// message, so that the evaluator passes it up cheaply; the message is written
 /// once, at the boundary.
 #[derive(Debug, Clone, Copy)]
 enum Stop {
     TooDeep,
     OverBudget,
+    /// A `reduce` accumulator nested deeper than JSON may be (`json::MAX_DEPTH`).
+    ValueTooDeep,
 }
 
 impl Stop {
@@ -251,6 +255,7 @@ impl Stop {
         match self {
             Stop::TooDeep => "evaluation nested too deeply".to_string(),
             Stop::OverBudget => format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"),
+            Stop::ValueTooDeep => format!("reduce builds a value nested deeper than {} levels", crate::json::MAX_DEPTH),
         }
     }
 }
@@ -269,6 +274,44 @@ fn charge(budget: &Budget, units: usize) -> std::result::Result<(), Stop> {
     }
     budget.set(left - units);
     Ok(())
+}
+
+/// The values inside `v` (its items and members, theirs, and so on; none for a
+/// scalar), counted up to just past `cap`: what copying it costs beyond the
+/// value itself. Values here are at most a few hundred levels deep (inputs are
+/// bounded by `json::MAX_DEPTH`, literals by the expression's own depth, and a
+/// `reduce` accumulator is checked at every step).
+fn inner_values(v: &Value, cap: usize) -> usize {
+    let mut n = 0usize;
+    let mut add = |x: &Value| {
+        n = n.saturating_add(1 + inner_values(x, cap.saturating_sub(n)));
+        n > cap
+    };
+    match v {
+        Value::Array(items) => {
+            items.iter().any(&mut add);
+        }
+        Value::Object(m) => {
+            m.values().any(&mut add);
+        }
+        _ => {}
+    }
+    n
+}
+
+/// An evaluated value, owned: a value borrowed from the data or the scope is
+/// copied, and the copy of what is inside it is charged (a scalar or an empty
+/// array costs nothing more than before).
+fn own(v: Cow<'_, Value>, budget: &Budget) -> std::result::Result<Value, Stop> {
+    match v {
+        Cow::Owned(v) => Ok(v),
+        Cow::Borrowed(v) => {
+            if let Value::Array(_) | Value::Object(_) = v {
+                charge(budget, inner_values(v, budget.get()))?;
+            }
+            Ok(v.clone())
+        }
+    }
 }
 
 impl Exprs {
@@ -655,7 +698,7 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
             charge(budget, items.len())?;
             let mut out = Vec::with_capacity(items.len());
             for i in items {
-                out.push(eval(i, data, depth + 1, budget)?.into_owned());
+                out.push(own(eval(i, data, depth + 1, budget)?, budget)?);
             }
             Ok(Cow::Owned(Value::Array(out)))
         }
@@ -663,7 +706,7 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
             charge(budget, fields.len())?;
             let mut out = Map::new();
             for (k, n) in fields {
-                out.insert(k.clone(), eval(n, data, depth + 1, budget)?.into_owned());
+                out.insert(k.clone(), own(eval(n, data, depth + 1, budget)?, budget)?);
             }
             Ok(Cow::Owned(Value::Object(out)))
         }
@@ -722,7 +765,7 @@ impl<'a> Args<'a, '_> {
 
     /// Every argument, in order, stopping at the first that fails.
     fn all(&self) -> std::result::Result<Vec<Value>, Stop> {
-        self.nodes.iter().map(|n| self.eval(n).map(Cow::into_owned)).collect()
+        self.nodes.iter().map(|n| own(self.eval(n)?, self.budget)).collect()
     }
 
     /// Each argument as a number, in order, stopping at the first that fails (as `all`).
@@ -765,7 +808,7 @@ fn op_missing<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
         return Ok(Cow::Owned(Value::Array(missing)));
     }
     let need = to_number(&*a.arg(0)?);
-    let keys = match a.arg(1)?.into_owned() {
+    let keys = match own(a.arg(1)?, a.budget)? {
         Value::Array(arr) => arr,
         other => vec![other],
     };
@@ -871,7 +914,7 @@ fn rem(x: f64, y: f64) -> f64 {
 
 #[inline(never)]
 fn op_each<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
-    let items = match a.arg(0)?.into_owned() {
+    let items = match own(a.arg(0)?, a.budget)? {
         Value::Array(arr) => arr,
         _ => Vec::new(),
     };
@@ -881,7 +924,7 @@ fn op_each<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
     for item in &items {
         let r = eval(body, Data::Value(item), a.depth, a.budget)?;
         match op {
-            Op::Map => out.push(r.into_owned()),
+            Op::Map => out.push(own(r, a.budget)?),
             Op::Filter if truthy(&r) => out.push(item.clone()),
             Op::All if !truthy(&r) => return Ok(Cow::Owned(Value::Bool(false))),
             Op::NoneOf if truthy(&r) => return Ok(Cow::Owned(Value::Bool(false))),
@@ -899,11 +942,11 @@ fn op_each<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
 
 #[inline(never)]
 fn op_reduce<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
-    let items = match a.arg(0)?.into_owned() {
+    let items = match own(a.arg(0)?, a.budget)? {
         Value::Array(arr) => arr,
         _ => Vec::new(),
     };
-    let mut acc = a.arg(2)?.into_owned();
+    let mut acc = own(a.arg(2)?, a.budget)?;
     let Some(body) = a.nodes.get(1) else { return Ok(Cow::Owned(acc)) };
     charge(a.budget, items.len())?;
     for item in items {
@@ -911,7 +954,12 @@ fn op_reduce<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
         scope.insert("current".into(), item);
         scope.insert("accumulator".into(), acc);
         let scope = Value::Object(scope);
-        acc = eval(body, Data::Value(&scope), a.depth, a.budget)?.into_owned();
+        acc = own(eval(body, Data::Value(&scope), a.depth, a.budget)?, a.budget)?;
+        // What a step builds around the accumulator stays within what JSON may
+        // nest: `[acc]` on every step would otherwise nest it once per item.
+        if !crate::json::within_depth(&acc, 1) {
+            return Err(Stop::ValueTooDeep);
+        }
     }
     Ok(Cow::Owned(acc))
 }
@@ -926,7 +974,8 @@ fn op_merge<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
     for n in a.nodes {
         match a.eval(n)? {
             Cow::Borrowed(Value::Array(arr)) => {
-                merged = merged.saturating_add(arr.len());
+                // Each item, and what is inside it, copied.
+                merged = arr.iter().fold(merged.saturating_add(arr.len()), |m, x| m.saturating_add(inner_values(x, a.budget.get())));
                 out.extend(arr.iter().cloned())
             }
             Cow::Owned(Value::Array(arr)) => {
@@ -938,7 +987,7 @@ fn op_merge<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
                     out.extend(arr)
                 }
             }
-            other => out.push(other.into_owned()),
+            other => out.push(own(other, a.budget)?),
         }
     }
     charge(a.budget, merged)?;

@@ -670,6 +670,19 @@ impl Machine {
 
     /// Encode, refusing to produce a snapshot this machine could not read back.
     fn encode_within_limit(&self, snap: &mut Snapshot) -> Result<snapshot::Encoded> {
+        // Nested as the head may be when it is read (`snapshot::parse_head`):
+        // an outbox entry's payload, result and error at level 4 (an effect
+        // payload or result as deep as an event may carry would otherwise be
+        // written and then refuse every later event of the process). The
+        // context is checked where it changes (`assign`), the state value is
+        // the definition's.
+        let deep = snap.outbox.iter().any(|e| [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten().any(|v| !json::within_depth(v, 4)));
+        if deep {
+            return Err(Error::new(
+                Code::NestingTooDeep,
+                format!("applying the event would nest an outbox entry of the snapshot deeper than {} levels", json::MAX_DEPTH),
+            ));
+        }
         let e = snap.encode_split();
         let len = e.split + e.tail.len();
         if len > self.limits.max_snapshot_bytes {
@@ -1031,7 +1044,17 @@ impl<'a> Run<'a> {
                 Action::Assign(fields) => {
                     let mut values = Vec::with_capacity(fields.len());
                     for (field, e) in fields {
-                        values.push((field, self.m.exprs.eval(*e, self.data(event))?));
+                        let v = self.m.exprs.eval(*e, self.data(event))?;
+                        // A context member is read back at level 3 of the snapshot's head: one
+                        // level more on every event (`[context.x]`) must stop here, not be written.
+                        if !json::within_depth(&v, 3) {
+                            return Err(Error::at(
+                                Code::NestingTooDeep,
+                                self.m.exprs.path(*e),
+                                format!("assign of \"{field}\" would nest the context deeper than {} levels", json::MAX_DEPTH),
+                            ));
+                        }
+                        values.push((field, v));
                     }
                     let ctx = self.context.as_object_mut().expect("context is an object");
                     for (field, v) in values {

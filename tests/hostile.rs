@@ -216,6 +216,63 @@ fn deep_snapshot_is_nesting_too_deep() {
     assert_rejected(&o, "nesting_too_deep");
 }
 
+/// Reduce never writes a snapshot nested deeper than it reads one: such a
+/// snapshot would refuse every later event of its process, and `inspect` too.
+#[test]
+fn reduce_never_writes_a_snapshot_nested_deeper_than_it_reads() {
+    // An assign that wraps the context's value in one more array on every event.
+    let m = machine(json!({
+        "id": "wrap", "initial": "a", "context": { "x": 0 },
+        "states": { "a": { "on": {
+            "WRAP": { "actions": [{ "assign": { "x": [{ "var": "context.x" }] } }] },
+            "RESET": { "actions": [{ "assign": { "x": 0 } }] }
+        } } }
+    }));
+    let mut snap: Option<String> = None;
+    let mut applied = 0;
+    for i in 0..100 {
+        let o = m.reduce(snap.as_deref(), &json!({ "id": format!("w{i}"), "type": "WRAP" }), i);
+        if o.status != Status::Applied {
+            assert_rejected(&o, "nesting_too_deep");
+            break;
+        }
+        applied += 1;
+        snap = o.snapshot;
+    }
+    assert!((55..64).contains(&applied), "{applied} wraps applied");
+    // The last snapshot written still reads, and its process goes on.
+    let last = snap.unwrap();
+    idem::inspect(&m, &last).expect("the last snapshot written reads back");
+    let o = m.reduce(Some(&last), &json!({ "id": "r", "type": "RESET" }), 1_000);
+    assert_eq!(o.status, Status::Applied, "{:?}", o.error);
+
+    // An effect payload as deep as an event payload may be, one level down in the outbox.
+    let m = machine(json!({
+        "id": "fx", "initial": "a",
+        "states": { "a": { "on": {
+            "SEND": { "actions": [{ "effect": { "type": "ship", "payload": { "var": "event.payload.d" } } }] }
+        } } }
+    }));
+    let e = json!({ "id": "s1", "type": "SEND", "payload": { "d": nested_value(62) } });
+    assert_rejected(&m.reduce(None, &e, 0), "nesting_too_deep");
+    let e = json!({ "id": "s2", "type": "SEND", "payload": { "d": nested_value(55) } });
+    let o = m.reduce(None, &e, 0);
+    assert_eq!(o.status, Status::Applied, "{:?}", o.error);
+    let s = o.snapshot.unwrap();
+    idem::inspect(&m, &s).expect("an effect payload within the bound reads back");
+    // Its report: a result as deep as an event payload may carry is refused, not written.
+    let key = o.effects[0].key.clone();
+    let started = m.reduce(Some(&s), &json!({ "id": "st", "type": "idem.effect.started", "payload": { "key": key } }), 1);
+    assert_eq!(started.status, Status::Applied, "{:?}", started.error);
+    let s = started.snapshot.unwrap();
+    let report = json!({ "id": "ok", "type": "idem.effect.succeeded", "payload": { "key": key, "result": nested_value(62) } });
+    assert_rejected(&m.reduce(Some(&s), &report, 2), "nesting_too_deep");
+    let report = json!({ "id": "ok", "type": "idem.effect.succeeded", "payload": { "key": key, "result": nested_value(50) } });
+    let o = m.reduce(Some(&s), &report, 2);
+    assert_eq!(o.status, Status::Applied, "{:?}", o.error);
+    idem::inspect(&m, o.snapshot.as_deref().unwrap()).expect("a result within the bound reads back");
+}
+
 // ---------------------------------------------------------------------------
 // Encoding
 
