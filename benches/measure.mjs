@@ -1,4 +1,5 @@
-// Timing helpers: medians and p95 of batched samples, and number formatting.
+// Timing helpers: medians and p95 of batched samples, number formatting, and
+// the canonical JSON the harnesses compare outcomes by.
 import { performance } from "node:perf_hooks";
 
 /**
@@ -118,6 +119,13 @@ export function table(header, rows, align) {
 export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor((s.length - 1) / 2)];
+}
+
+/** A value's JSON with object keys sorted: equal for values equal whatever their key order. */
+export function canon(v) {
+  if (Array.isArray(v)) return `[${v.map(canon).join(",")}]`;
+  if (v && typeof v === "object") return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(",")}}`;
+  return JSON.stringify(v);
 }
 
 export function quantile(xs, q) {

@@ -24,7 +24,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { fmtBytes, fmtNs, fmtOps, measureGroup, median, ratio, table } from "./measure.mjs";
+import { canon, fmtBytes, fmtNs, fmtOps, measureGroup, median, ratio, table } from "./measure.mjs";
 import { duplicatesWriteNothing, hostsSection, measureHosts } from "./hosts.mjs";
 import { bundle, coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
 import { buildNativeBench } from "./native.mjs";
@@ -190,11 +190,6 @@ async function sizesAndColdStart() {
 }
 
 // ---- smoke -------------------------------------------------------------------------
-function canon(v) {
-  if (Array.isArray(v)) return `[${v.map(canon).join(",")}]`;
-  if (v && typeof v === "object") return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(",")}}`;
-  return JSON.stringify(v);
-}
 let checks = 0;
 function same(what, a, b) {
   checks++;

@@ -25,7 +25,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { fmtNs, median, ratio, table } from "./measure.mjs";
+import { canon, fmtNs, median, ratio, table } from "./measure.mjs";
 import { coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
 import { buildNativeBench } from "./native.mjs";
 import * as peers from "./peers.mjs";
@@ -83,10 +83,6 @@ function runChild(name) {
 // The one-call outcomes: every engine applied the fresh event and agrees on
 // revision, state and context (ledger: n + 1 entries), and the runtimes agree
 // byte for byte on the texts' lengths.
-const canon = (v) =>
-  Array.isArray(v) ? `[${v.map(canon).join(",")}]`
-  : v && typeof v === "object" ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(",")}}`
-  : JSON.stringify(v);
 let reference = null;
 function check(res) {
   for (const row of res.rows) {

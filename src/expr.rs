@@ -973,9 +973,9 @@ fn op_merge<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
     let mut merged = 0usize;
     for n in a.nodes {
         match a.eval(n)? {
-            Cow::Borrowed(Value::Array(arr)) => {
+            Cow::Borrowed(v @ Value::Array(arr)) => {
                 // Each item, and what is inside it, copied.
-                merged = arr.iter().fold(merged.saturating_add(arr.len()), |m, x| m.saturating_add(inner_values(x, a.budget.get())));
+                merged = merged.saturating_add(inner_values(v, a.budget.get()));
                 out.extend(arr.iter().cloned())
             }
             Cow::Owned(Value::Array(arr)) => {

@@ -4,17 +4,29 @@
 // `StoreCorruptError` when the stored chunks of a snapshot do not make one
 // (a chunk missing or cut short; its code maps to HTTP 500).
 
+/** A store's error: its stable `code`, and the details as its own properties. */
+class StoreError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {Record<string, unknown>} details
+   */
+  constructor(code, message, details) {
+    super(message);
+    this.name = "IdemError";
+    this.code = code;
+    Object.assign(this, details);
+  }
+}
+
 /** Thrown by `commit` when an outcome cannot fit in the store's one atomic write. Nothing was written. */
-export class StoreLimitError extends Error {
+export class StoreLimitError extends StoreError {
   /**
    * @param {string} message
    * @param {Record<string, unknown>} details
    */
   constructor(message, details = {}) {
-    super(message);
-    this.name = "IdemError";
-    this.code = "snapshot_too_large";
-    Object.assign(this, details);
+    super("snapshot_too_large", message, details);
   }
 }
 
@@ -23,15 +35,12 @@ export class StoreLimitError extends Error {
  * missing, one cut short, their bytes not the count the process's record says). Nothing is returned,
  * so nothing is reduced from it or written over it.
  */
-export class StoreCorruptError extends Error {
+export class StoreCorruptError extends StoreError {
   /**
    * @param {string} message
    * @param {Record<string, unknown>} details
    */
   constructor(message, details = {}) {
-    super(message);
-    this.name = "IdemError";
-    this.code = "snapshot_corrupt";
-    Object.assign(this, details);
+    super("snapshot_corrupt", message, details);
   }
 }
