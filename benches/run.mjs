@@ -13,6 +13,8 @@
 //            --no-hosts                  skip section 4 (the hosts end to end: workerd with D1 and a
 //                                        Durable Object, Deno KV; benches/hosts.mjs, ~30 s); --smoke
 //                                        never runs it
+//            --memory-runs 3             fresh processes per contender and size in section 5 (the
+//                                        memory a round trip needs; benches/memory.mjs)
 //
 // The peers live in benches/peers.mjs, native idem in benches/idem.rs (a `cargo bench`
 // target run here as a plain binary). Results and how to read them: benches/RESULTS.md.
@@ -27,6 +29,7 @@ import { gzipSync } from "node:zlib";
 import { canon, fmtBytes, fmtNs, fmtOps, measureGroup, median, ratio, table } from "./measure.mjs";
 import { duplicatesWriteNothing, hostsSection, measureHosts } from "./hosts.mjs";
 import { bundle, coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
+import { measureMemory, memorySection, peerFiles } from "./memory.mjs";
 import { buildNativeBench } from "./native.mjs";
 import * as peers from "./peers.mjs";
 
@@ -41,6 +44,7 @@ const { values: opt } = parseArgs({
     "cold-runs": { type: "string", default: "15" },
     json: { type: "string" },
     "no-hosts": { type: "boolean", default: false },
+    "memory-runs": { type: "string", default: "3" },
   },
 });
 const SIZES = opt.sizes.split(",").map((s) => Number(s.replaceAll("_", "")));
@@ -106,14 +110,19 @@ function data(n) {
     if (!existsSync(file)) throw new Error(`no snapshot for ledger size ${n} (is it in --sizes?)`);
     const idem = readFileSync(file, "utf8");
     const events = peers.noteEvents(n);
-    cache.set(n, {
+    const d = {
       idem,
       // The same snapshot as JSON text (its readable form, as wire format 1 stored it):
       // the JSON floor is what parsing and writing this on every event costs.
       json: JSON.stringify(m.inspect(idem)),
       xs: peers.xstateStored(events),
       js: peers.jsStored(events),
-    });
+    };
+    // The peers' stored texts beside idem's, for section 5's fresh processes.
+    const f = peerFiles(tmp, n);
+    writeFileSync(f.xstate, d.xs);
+    writeFileSync(f.js, d.js);
+    cache.set(n, d);
   }
   return cache.get(n);
 }
@@ -271,6 +280,12 @@ async function smoke() {
   }
   same("XState cold start result", sc.cold.xstate.result, "applied pending");
   same("XState size measured", sc.sizes.xstateGzip > 0, true);
+
+  // Section 5 once, in one process per contender and size: every child applied all its events.
+  const mem = measureMemory({ dir: tmp, sizes: SIZES, moduleDir: IDEM.dir, runs: 1 });
+  for (const r of mem.rows) {
+    same(`memory measured at ${r.ledger}`, r.wasm.wasm > 0 && r.resident.wasm > 0, true);
+  }
   console.log(`# pass ${checks}\n# fail 0`); // counted by scripts/test.sh like node --test output
   console.log(`bench smoke: ${checks} checks passed (ledger sizes ${SIZES.join(", ")}; XState, JS reducer, idem wasm, idem native agree)`);
 }
@@ -377,6 +392,8 @@ async function measureAll() {
 
   log(`sizes and cold start (${COLD_RUNS} fresh processes each)`);
   Object.assign(res, await sizesAndColdStart());
+
+  res.memory = measureMemory({ dir: tmp, sizes: SIZES, moduleDir: IDEM.dir, runs: Number(opt["memory-runs"]), log });
 
   if (!opt["no-hosts"]) {
     log("hosts end to end (benches/hosts.mjs)");
@@ -527,6 +544,11 @@ function report(res) {
   p("### 4. Hosts end to end (local workerd with D1 and a Durable Object, Deno KV)");
   p();
   p(hostsSection(res.hosts ?? null, { skipped: "--no-hosts" }));
+  p();
+
+  p("### 5. Memory per round trip (fresh `node` processes, the stored text of section 2 in, fresh events)");
+  p();
+  p(memorySection(res.memory));
   p();
 
   p("### Targets (issue 9)");

@@ -370,16 +370,28 @@ impl Resident {
     }
 
     fn put(&mut self, kept: Kept) {
-        self.entries.retain(|e| e.process != kept.process);
-        if kept.len > RESIDENT_BYTES {
+        self.make_room(&kept.process, kept.len);
+        if kept.len <= RESIDENT_BYTES {
+            self.entries.push(kept);
+        }
+    }
+
+    /// Room for `process`'s snapshot of `len` bytes: its own entry goes, and
+    /// the oldest ones that keeping it would exceed the bounds with. Called
+    /// before a snapshot is copied in and decoded too, so that what keeping it
+    /// will push out is not in wasm memory beside it (that memory never
+    /// shrinks: a host reducing one large process after another would hold
+    /// two at once).
+    fn make_room(&mut self, process: &str, len: usize) {
+        self.entries.retain(|e| e.process != process);
+        if len > RESIDENT_BYTES {
             return;
         }
-        while self.entries.len() >= RESIDENT_ENTRIES
-            || self.entries.iter().map(|e| e.len).sum::<usize>() + kept.len > RESIDENT_BYTES
+        while !self.entries.is_empty()
+            && (self.entries.len() >= RESIDENT_ENTRIES || self.entries.iter().map(|e| e.len).sum::<usize>() + len > RESIDENT_BYTES)
         {
             self.entries.remove(0);
         }
-        self.entries.push(kept);
     }
 }
 
@@ -552,6 +564,13 @@ impl Machine {
             Ok(mut r) if code == -2.0 => r.take_same(&process, &snapshot),
             _ => None,
         };
+        if same.is_none() && (code >= 0.0 || code == -2.0) {
+            // A snapshot to decode: what keeping it will push out goes first.
+            let len = if code >= 0.0 { n } else { js_length(&snapshot) };
+            if let Ok(mut r) = self.resident.try_borrow_mut() {
+                r.make_room(&process, len);
+            }
+        }
         // (current, had a snapshot, its string is ASCII, kept records, its
         // length and checksum (if bytes) when known without asking JavaScript)
         let (current, had, ascii, records, known) = match same {

@@ -304,3 +304,62 @@ fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
         }
     }
 }
+
+/// The decoded snapshots a Machine keeps between calls (eight processes, 16 MiB
+/// at most) never change an outcome. Sixteen processes, the four large ones
+/// (~4 MB by the end, more than 16 MiB together) first, each round two or three
+/// events each: the first handed the snapshot the process was last given (kept,
+/// or pushed out by the others and decoded again) or, every third time, an older
+/// one of its own; the second the one the first handed back (kept); the third,
+/// every other time, the one the second was handed while the second's own is kept
+/// (decoded; the kept entry dropped before the copy). Each outcome is the
+/// engine's for the same text.
+#[wasm_bindgen_test]
+fn kept_snapshots_never_change_an_outcome() {
+    let def = json!({
+        "id": "blobs", "version": "1", "initial": "open",
+        "context": { "blobs": [] },
+        "limits": { "maxPayloadBytes": 1 << 20, "maxSnapshotBytes": 64 << 20 },
+        "states": { "open": { "on": { "ADD": [{ "actions": [{ "assign": {
+            "blobs": { "merge": [{ "var": "context.blobs" }, [{ "var": "event.payload.blob" }]] }
+        } }] }] } } }
+    })
+    .to_string();
+    let m = Machine::new(JsValue::from_str(&def)).unwrap_or_else(|e| panic!("{e:?}"));
+    let native = idem::Machine::from_json(&def).unwrap_or_else(|e| panic!("{e:?}"));
+    const PROCESSES: usize = 16;
+    const LARGE: usize = 4;
+    // Per process: the JavaScript value last handed back, its text, and the text before it.
+    let mut held: Vec<(JsValue, Option<String>, Option<String>)> = vec![(JsValue::NULL, None, None); PROCESSES];
+    let (mut older_given, mut largest) = (0, 0);
+    for round in 0..3usize {
+        for (p, h) in held.iter_mut().enumerate() {
+            for step in 0..if (p + round) % 2 == 0 { 3 } else { 2 } {
+                let letter = char::from(b'a' + ((p * 2 + round * 5 + step) % 26) as u8);
+                let blob: String = std::iter::repeat_n(letter, if p < LARGE { 700_000 } else { 100 }).collect();
+                let event = json!({ "id": format!("p{p}-e{round}{step}"), "type": "ADD", "payload": { "blob": blob } });
+                let (given, text) = if step == 2 || (step == 0 && round >= 1 && (p + round) % 3 == 0) {
+                    older_given += 1;
+                    (snap(h.2.clone()), h.2.clone())
+                } else {
+                    (h.0.clone(), h.1.clone())
+                };
+                let process = format!("process-{p}");
+                let now = (1_000 + round * 2 + step) as u64;
+                let want = native.reduce_in(&process, text.as_deref(), &event, now);
+                assert_eq!(want.status.as_str(), "applied", "{process} event {round}{step}: {:?}", want.error);
+                let out = m.reduce(given, js(&event.to_string()), now as f64, Some(process.clone()));
+                let out = out.unwrap_or_else(|e| panic!("{process} event {round}{step} threw {e:?}"));
+                let mut got = value(&out);
+                let snapshot = got.as_object_mut().and_then(|o| o.remove("snapshot"));
+                let want_json: Value = serde_json::from_str(&want.to_json_text()).unwrap();
+                assert_eq!(got, want_json, "{process} event {round}{step}");
+                assert_eq!(snapshot.as_ref().and_then(Value::as_str), want.snapshot.as_deref(), "{process} event {round}{step}");
+                largest = largest.max(want.snapshot.as_ref().map_or(0, String::len));
+                *h = (Reflect::get(&out, &"snapshot".into()).unwrap(), want.snapshot, text);
+            }
+        }
+    }
+    assert!(older_given >= 30, "only {older_given} older snapshots handed back");
+    assert!(largest * LARGE > 16 << 20, "the large processes ({largest} B each) fit the 16 MiB kept");
+}

@@ -1,0 +1,212 @@
+// Section 5 of the benchmarks: the memory a round trip needs, idem against the peers, at
+// each ledger size. Each contender runs in fresh `node --expose-gc` processes that read
+// one stored snapshot, reduce a first event on a new process (so code is compiled and
+// caches made before anything is counted), collect garbage, then apply K fresh events
+// to the stored snapshot as section 2 does (stored text in, outcome + text out):
+//
+//   peak    the process's peak resident set (getrusage maxRSS) after the events, less
+//           the same just before them: what a round trip at this ledger adds on top of
+//           what the process already held, garbage not yet collected included (as an
+//           isolate near its memory limit would have to hold it);
+//   held    heap used + external memory after the events and two full collections,
+//           less the same before them: what stays between events (idem: the decoded
+//           snapshots its Machine keeps, wasm memory it grew into);
+//   wasm    idem's wasm linear memory after the events (a module's memory never
+//           shrinks: the most it needed at once).
+//
+// Contenders: XState (`transition()` + the ledger in the JSON, benches/peers.mjs), the
+// hand-written reducer, idem wasm (the stored string decoded on every call, the process id
+// rotating over 16 ids as section 2's does), and idem resident (a warm host passing back
+// the snapshot the engine gave it, one process id).
+//
+//   node benches/memory.mjs [--sizes 0,100,1000,10000,100000] [--runs 3] [--json FILE]
+//
+// Standalone, it builds the native bench (benches/idem.rs) for idem's snapshots and the
+// peers' stored texts by real transitions; benches/run.mjs imports `measureMemory` and
+// `memorySection` and prints section 5 from its own run's snapshots.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { fmtBytes, median, table } from "./measure.mjs";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+export const CONTENDERS = Object.freeze([
+  { key: "xstate", label: "XState" },
+  { key: "js", label: "JS reducer" },
+  { key: "wasm", label: "idem wasm" },
+  { key: "resident", label: "idem resident" },
+]);
+
+/** Events per child: enough for the collector's rhythm to show, few where one takes 100 ms. */
+export const eventsFor = (n) => (n >= 100_000 ? 6 : n >= 10_000 ? 20 : 100);
+
+/** The peers' stored texts for ledger size `n` in `dir` (`xstate-n.json`, `js-n.json`). */
+export function peerFiles(dir, n) {
+  return { xstate: path.join(dir, `xstate-${n}.json`), js: path.join(dir, `js-${n}.json`) };
+}
+
+/**
+ * The child's code: `kind` is a contender's key; `stored` the stored text of ledger `n`;
+ * `glue`/`wasm` the idem module; `def` the machine's definition file. Prints one JSON line.
+ */
+function childCode({ kind, n, events, stored, glue, wasm, def }) {
+  const s = JSON.stringify;
+  return `
+    const { readFileSync } = await import("node:fs");
+    const peers = await import(${s(pathToFileURL(path.join(ROOT, "benches/peers.mjs")).href)});
+    const kind = ${s(kind)}, n = ${n}, K = ${events};
+    let reduce, empty = null, wasmBytes = () => 0;
+    if (kind === "xstate" || kind === "js") {
+      const trip = kind === "xstate" ? peers.xstateRoundTrip : peers.jsRoundTrip;
+      reduce = (text, event) => trip(text, event);
+      empty = kind === "xstate" ? peers.xstateStored([]) : peers.jsStored([]);
+    } else {
+      const glue = await import(${s(pathToFileURL(glue).href)});
+      const exports = glue.initSync({ module: readFileSync(${s(wasm)}) });
+      wasmBytes = () => exports.memory.buffer.byteLength;
+      const m = new glue.Machine(readFileSync(${s(def)}, "utf8"));
+      let k = 0;
+      reduce = (text, event) => m.reduce(text, event, peers.NOW, kind === "wasm" ? "p" + (k++ % 16) : "hot");
+    }
+    const stored = readFileSync(${s(stored)}, "utf8");
+    // Warmed up on a new process's small snapshot: the code compiled and optimised (which
+    // takes memory of its own) before anything is counted, as in a long-running isolate.
+    let warm = empty;
+    for (let i = 0; i < 300; i++) {
+      const out = reduce(i % 20 === 0 ? empty : warm, peers.noteEvent(n + 1_000_000 + i));
+      if (out.status !== "applied") throw new Error("warm-up event not applied");
+      warm = out.snapshot;
+    }
+    warm = null;
+    const used = () => { const u = process.memoryUsage(); return u.heapUsed + u.external; };
+    gc(); gc();
+    const before = { rss: process.resourceUsage().maxRSS * 1024, used: used(), wasm: wasmBytes() };
+    let hot = stored, statuses = 0;
+    for (let i = 0; i < K; i++) {
+      // resident: a chain, each event on the snapshot the previous one returned (restarted every 50)
+      const text = kind === "resident" ? (i % 50 === 0 ? stored : hot) : stored;
+      const out = reduce(text, peers.noteEvent(n + 1 + i));
+      if (out.status === "applied") statuses++;
+      hot = out.snapshot;
+    }
+    const peak = process.resourceUsage().maxRSS * 1024;
+    hot = null;
+    gc(); gc();
+    process.stdout.write(JSON.stringify({ applied: statuses, events: K, peak: peak - before.rss, held: used() - before.used, wasm: wasmBytes(), wasmBefore: before.wasm }));`;
+}
+
+/**
+ * Measure every contender at every size in `sizes`, `runs` fresh processes each
+ * (interleaved), from the files in `dir`: `idem-n.snap` (benches/idem.rs --emit),
+ * `machine.json`, and the peers' texts (`peerFiles`). `moduleDir`: the idem module.
+ * Returns `{ runs, rows: [{ ledger, events, [key]: { peak, held, wasm } }] }`, medians.
+ */
+export function measureMemory({ dir, sizes, moduleDir, runs = 3, log = () => {} }) {
+  const rows = [];
+  for (const n of sizes) {
+    log(`memory at ledger ${n} (${runs} fresh processes per contender)`);
+    const events = eventsFor(n);
+    const files = { idem: path.join(dir, `idem-${n}.snap`), ...peerFiles(dir, n) };
+    for (const f of Object.values(files)) if (!existsSync(f)) throw new Error(`memory: ${f} is missing`);
+    const got = Object.fromEntries(CONTENDERS.map((c) => [c.key, []]));
+    for (let r = 0; r < runs; r++) {
+      for (const c of CONTENDERS) {
+        const peer = c.key === "xstate" || c.key === "js";
+        const code = childCode({
+          kind: c.key,
+          n,
+          events,
+          stored: peer ? files[c.key] : files.idem,
+          glue: path.join(moduleDir, "idem.js"),
+          wasm: path.join(moduleDir, "idem_bg.wasm"),
+          def: path.join(dir, "machine.json"),
+        });
+        const out = JSON.parse(execFileSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", code], { encoding: "utf8", maxBuffer: 1 << 24 }));
+        if (out.applied !== out.events) throw new Error(`memory: ${c.key} at ${n} applied ${out.applied} of ${out.events} events`);
+        got[c.key].push(out);
+      }
+    }
+    const row = { ledger: n, events };
+    for (const c of CONTENDERS) {
+      const rs = got[c.key];
+      row[c.key] = { peak: median(rs.map((x) => x.peak)), held: median(rs.map((x) => x.held)), wasm: median(rs.map((x) => x.wasm)) };
+    }
+    rows.push(row);
+  }
+  return { runs, rows };
+}
+
+const mib = (b) => `${(Math.max(0, b) / 2 ** 20).toFixed(1)} MiB`;
+
+/**
+ * "3.2× less" / "1.4× more": idem's figure against a peer's; "—" when both are under
+ * 4 MiB, where the resident set moves by a few MiB for reasons of its own (each figure
+ * counts as at least 1 MiB).
+ */
+function compare(peer, idem) {
+  if (Math.max(peer, idem) < 4 * 2 ** 20) return "—";
+  const [a, b] = [Math.max(peer, 2 ** 20), Math.max(idem, 2 ** 20)];
+  return a >= b ? `${(a / b).toFixed(a / b >= 10 ? 0 : 1)}× less` : `${(b / a).toFixed(b / a >= 10 ? 0 : 1)}× more`;
+}
+
+/** Section 5 as Markdown. */
+export function memorySection(mem) {
+  if (!mem) return "Not measured in this run.";
+  const out = [];
+  out.push(table(
+    ["ledger", "events", "XState peak", "JS reducer peak", "idem wasm peak", "idem resident peak", "wasm vs XState", "resident vs XState", "held: XState / JS / idem wasm / resident", "idem wasm memory"],
+    mem.rows.map((r) => [
+      r.ledger.toLocaleString("en"),
+      String(r.events),
+      mib(r.xstate.peak),
+      mib(r.js.peak),
+      mib(r.wasm.peak),
+      mib(r.resident.peak),
+      compare(r.xstate.peak, r.wasm.peak),
+      compare(r.xstate.peak, r.resident.peak),
+      [r.xstate.held, r.js.held, r.wasm.held, r.resident.held].map(mib).join(" / "),
+      `${fmtBytes(r.wasm.wasm)} (resident: ${fmtBytes(r.resident.wasm)})`,
+    ]),
+    ["l"],
+  ));
+  out.push("");
+  out.push(`Fresh \`node --expose-gc\` processes, ${mem.runs} per contender and size, interleaved; medians. Each reads its stored text, reduces 300 events on new processes (code compiled and optimised), collects garbage, then applies the events (fresh NOTE events on the stored snapshot, section 2's round trip). Peak: the process's peak resident set after the events less the same before them (getrusage maxRSS): what the round trips added, uncollected garbage included. Held: heap used + external memory after two full collections, less the same before the events: what stays between events. idem wasm memory: its linear memory after the events (it never shrinks: the most a reduce needed at once). "—": both under 4 MiB, where the resident set moves by a few MiB on its own; a ratio counts each figure as at least 1 MiB.`);
+  return out.join("\n");
+}
+
+// ---- standalone --------------------------------------------------------------------------
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const { values: opt } = parseArgs({
+    options: {
+      sizes: { type: "string", default: "0,100,1000,10000,100000" },
+      runs: { type: "string", default: "3" },
+      json: { type: "string" },
+      dir: { type: "string", default: "pkg/dist/lean" },
+    },
+  });
+  const sizes = opt.sizes.split(",").map((s) => Number(s.replaceAll("_", "")));
+  const log = (msg) => process.stderr.write(`memory: ${msg}\n`);
+  const moduleDir = path.resolve(ROOT, opt.dir);
+  if (!existsSync(path.join(moduleDir, "idem_bg.wasm"))) throw new Error(`no module in ${moduleDir}: run scripts/build-wasm.sh`);
+  const { buildNativeBench } = await import("./native.mjs");
+  const peers = await import("./peers.mjs");
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "idem-memory-"));
+  process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+  log("building the native bench for idem's snapshots (cargo bench --bench idem --no-run)");
+  execFileSync(buildNativeBench(ROOT), ["--smoke", "--emit", tmp, "--sizes", sizes.join(",")], { stdio: ["ignore", "ignore", "inherit"] });
+  for (const n of sizes) {
+    log(`the peers' stored texts at ledger ${n}`);
+    const events = peers.noteEvents(n);
+    const f = peerFiles(tmp, n);
+    writeFileSync(f.xstate, peers.xstateStored(events));
+    writeFileSync(f.js, peers.jsStored(events));
+  }
+  const mem = measureMemory({ dir: tmp, sizes, moduleDir, runs: Number(opt.runs), log });
+  console.log(`### Memory per round trip (${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, Node ${process.version}, ${path.relative(ROOT, moduleDir)})\n`);
+  console.log(memorySection(mem));
+  if (opt.json) writeFileSync(opt.json, JSON.stringify(mem, null, 2));
+}
