@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Where a cold start's time goes: each phase timed apart in fresh Node processes.
 //
-//   node benches/cold-start.mjs [--runs 9] [--dir pkg/dist/lean] [--eager]
+//   node benches/cold-start.mjs [--runs 9] [--dir pkg/dist/lean] [--eager] [--deno]
 //
 // Each child imports the wasm-bindgen glue, reads the module, validates it
 // (`new WebAssembly.Module`), instantiates it (`initSync`), builds the bench's
@@ -10,7 +10,9 @@
 // between the two is V8 compiling, on first call, what the first ones touched.
 // `--eager` passes `--no-wasm-lazy-compilation`, so the whole module is compiled
 // when it is validated. Uses the built module (scripts/build-wasm.sh); medians.
-// `--compiled` adds one more child run under `--trace-wasm-compilation-times`
+// `--deno` runs the same children under Deno (node_modules/.bin/deno, `deno eval`,
+// the module read with `Deno.readFileSync`; `--eager` as a V8 flag there too).
+// `--compiled` (Node only) adds one more child run under `--trace-wasm-compilation-times`
 // and counts the wasm functions V8 compiles in each phase and their code
 // bodies' bytes: a measure of the lazy compilation that load does not move;
 // and the same for a first event that brings a stored snapshot (a process that
@@ -30,14 +32,20 @@ const { values: opt } = parseArgs({
     dir: { type: "string", default: "pkg/dist/lean" },
     eager: { type: "boolean", default: false },
     compiled: { type: "boolean", default: false },
+    deno: { type: "boolean", default: false },
   },
 });
+const DENO = path.join(ROOT, "node_modules/.bin/deno");
+if (opt.deno && !existsSync(DENO)) throw new Error("no node_modules/.bin/deno: npm install");
 const dir = path.resolve(ROOT, opt.dir);
 if (!existsSync(path.join(dir, "idem_bg.wasm"))) throw new Error(`no module in ${dir}: run scripts/build-wasm.sh`);
 
 const child = `
   const t0 = performance.now();
-  const { readFileSync, writeSync } = await import("node:fs");
+  // In Deno its own file reading: its first \`node:\` import loads the Node compatibility layer.
+  const { readFileSync, writeSync } = globalThis.Deno
+    ? { readFileSync: (p, text) => (text ? Deno.readTextFileSync(p) : Deno.readFileSync(p)), writeSync: (_, s) => Deno.stdout.writeSync(new TextEncoder().encode(s)) }
+    : await import("node:fs");
   const mark = (phase) => MARKS && writeSync(1, "\\n#phase " + phase + "\\n");
   const glue = await import(${JSON.stringify(pathToFileURL(path.join(dir, "idem.js")).href)});
   const t1 = performance.now();
@@ -62,19 +70,22 @@ const child = `
   const second = m2.reduce(null, event("e2"), 1000, "q");
   const t9 = performance.now();
   if (first.status !== "applied" || second.status !== "applied") throw new Error(first.status + " " + second.status);
-  if (!MARKS) process.stdout.write(JSON.stringify({
+  if (!MARKS) writeSync(1, JSON.stringify({
     glue: t1 - t0, read: t2 - t1, validate: t3 - t2, instantiate: t4 - t3,
     build: t6 - t5, first: t7 - t6, build2: t8 - t7, second: t9 - t8,
   }));`;
 
 const runs = [];
 for (let i = 0; i < Number(opt.runs); i++) {
-  const flags = opt.eager ? ["--no-wasm-lazy-compilation"] : [];
-  runs.push(JSON.parse(execFileSync(process.execPath, [...flags, "--input-type=module", "-e", "const MARKS = false;" + child], { encoding: "utf8" })));
+  const [cmd, args] = opt.deno
+    ? [DENO, ["eval", ...(opt.eager ? ["--v8-flags=--no-wasm-lazy-compilation"] : []), "const MARKS = false;" + child]]
+    : [process.execPath, [...(opt.eager ? ["--no-wasm-lazy-compilation"] : []), "--input-type=module", "-e", "const MARKS = false;" + child]];
+  runs.push(JSON.parse(execFileSync(cmd, args, { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } })));
 }
 const ms = (k) => median(runs.map((r) => r[k])).toFixed(2) + " ms";
 const total = median(runs.map((r) => r.glue + r.read + r.validate + r.instantiate + r.build + r.first)).toFixed(2) + " ms";
-console.log(`cold start of ${path.relative(ROOT, dir)}/idem_bg.wasm, ${runs.length} fresh processes${opt.eager ? ", eager compilation" : ""}, medians\n`);
+const runtime = opt.deno ? execFileSync(DENO, ["--version"], { encoding: "utf8" }).split("\n")[0] : `Node ${process.version}`;
+console.log(`cold start of ${path.relative(ROOT, dir)}/idem_bg.wasm in ${runtime}, ${runs.length} fresh processes${opt.eager ? ", eager compilation" : ""}, medians\n`);
 console.log(
   table(
     ["import glue", "read file", "validate (new Module)", "instantiate", "build machine", "first event", "total", "second machine", "second event"],
@@ -82,7 +93,8 @@ console.log(
   ),
 );
 
-if (opt.compiled) {
+if (opt.compiled && opt.deno) console.log("\n(--compiled traces Node's compiler only: run it without --deno)");
+if (opt.compiled && !opt.deno) {
   // V8 prints one line per compiled function:
   // "Compiled function 0x...#12 using Liftoff, took 0 ms and 17520 bytes; bodysize 339 codesize 736".
   const out = execFileSync(process.execPath, ["--trace-wasm-compilation-times", "--input-type=module", "-e", "const MARKS = true;" + child], {

@@ -8,11 +8,11 @@
 //           the same just before them: what a round trip at this ledger adds on top of
 //           what the process already held, garbage not yet collected included (as an
 //           isolate near its memory limit would have to hold it);
-//   held    heap used + external memory after the events and two full collections,
-//           less the same before them: what stays between events (idem: the decoded
-//           snapshots its Machine keeps, wasm memory it grew into);
 //   wasm    idem's wasm linear memory after the events (a module's memory never
-//           shrinks: the most it needed at once).
+//           shrinks: the most it needed at once, the decoded snapshots its Machine
+//           keeps between calls included).
+// (The heap left after the events and a full collection says little: V8 keeps
+// about twice a large JSON.stringify result's size after the peers' round trips.)
 //
 // Contenders: XState (`transition()` + the ledger in the JSON, benches/peers.mjs), the
 // hand-written reducer, idem wasm (the stored string decoded on every call, the process id
@@ -82,9 +82,8 @@ function childCode({ kind, n, events, stored, glue, wasm, def }) {
       warm = out.snapshot;
     }
     warm = null;
-    const used = () => { const u = process.memoryUsage(); return u.heapUsed + u.external; };
     gc(); gc();
-    const before = { rss: process.resourceUsage().maxRSS * 1024, used: used(), wasm: wasmBytes() };
+    const before = process.resourceUsage().maxRSS * 1024;
     let hot = stored, statuses = 0;
     for (let i = 0; i < K; i++) {
       // resident: a chain, each event on the snapshot the previous one returned (restarted every 50)
@@ -94,16 +93,14 @@ function childCode({ kind, n, events, stored, glue, wasm, def }) {
       hot = out.snapshot;
     }
     const peak = process.resourceUsage().maxRSS * 1024;
-    hot = null;
-    gc(); gc();
-    process.stdout.write(JSON.stringify({ applied: statuses, events: K, peak: peak - before.rss, held: used() - before.used, wasm: wasmBytes(), wasmBefore: before.wasm }));`;
+    process.stdout.write(JSON.stringify({ applied: statuses, events: K, peak: peak - before, wasm: wasmBytes() }));`;
 }
 
 /**
  * Measure every contender at every size in `sizes`, `runs` fresh processes each
  * (interleaved), from the files in `dir`: `idem-n.snap` (benches/idem.rs --emit),
  * `machine.json`, and the peers' texts (`peerFiles`). `moduleDir`: the idem module.
- * Returns `{ runs, rows: [{ ledger, events, [key]: { peak, held, wasm } }] }`, medians.
+ * Returns `{ runs, rows: [{ ledger, events, [key]: { peak, wasm } }] }`, medians (bytes).
  */
 export function measureMemory({ dir, sizes, moduleDir, runs = 3, log = () => {} }) {
   const rows = [];
@@ -133,7 +130,7 @@ export function measureMemory({ dir, sizes, moduleDir, runs = 3, log = () => {} 
     const row = { ledger: n, events };
     for (const c of CONTENDERS) {
       const rs = got[c.key];
-      row[c.key] = { peak: median(rs.map((x) => x.peak)), held: median(rs.map((x) => x.held)), wasm: median(rs.map((x) => x.wasm)) };
+      row[c.key] = { peak: median(rs.map((x) => x.peak)), wasm: median(rs.map((x) => x.wasm)) };
     }
     rows.push(row);
   }
@@ -158,7 +155,7 @@ export function memorySection(mem) {
   if (!mem) return "Not measured in this run.";
   const out = [];
   out.push(table(
-    ["ledger", "events", "XState peak", "JS reducer peak", "idem wasm peak", "idem resident peak", "wasm vs XState", "resident vs XState", "held: XState / JS / idem wasm / resident", "idem wasm memory"],
+    ["ledger", "events", "XState peak", "JS reducer peak", "idem wasm peak", "idem resident peak", "wasm vs XState", "resident vs XState", "idem's wasm memory (resident)"],
     mem.rows.map((r) => [
       r.ledger.toLocaleString("en"),
       String(r.events),
@@ -168,13 +165,12 @@ export function memorySection(mem) {
       mib(r.resident.peak),
       compare(r.xstate.peak, r.wasm.peak),
       compare(r.xstate.peak, r.resident.peak),
-      [r.xstate.held, r.js.held, r.wasm.held, r.resident.held].map(mib).join(" / "),
-      `${fmtBytes(r.wasm.wasm)} (resident: ${fmtBytes(r.resident.wasm)})`,
+      `${fmtBytes(r.wasm.wasm)} (${fmtBytes(r.resident.wasm)})`,
     ]),
     ["l"],
   ));
   out.push("");
-  out.push(`Fresh \`node --expose-gc\` processes, ${mem.runs} per contender and size, interleaved; medians. Each reads its stored text, reduces 300 events on new processes (code compiled and optimised), collects garbage, then applies the events (fresh NOTE events on the stored snapshot, section 2's round trip). Peak: the process's peak resident set after the events less the same before them (getrusage maxRSS): what the round trips added, uncollected garbage included. Held: heap used + external memory after two full collections, less the same before the events: what stays between events. idem wasm memory: its linear memory after the events (it never shrinks: the most a reduce needed at once). "—": both under 4 MiB, where the resident set moves by a few MiB on its own; a ratio counts each figure as at least 1 MiB.`);
+  out.push(`Fresh \`node --expose-gc\` processes, ${mem.runs} per contender and size, interleaved; medians. Each reads its stored text, reduces 300 events on new processes (code compiled and optimised), collects garbage, then applies the events (fresh NOTE events on the stored snapshot, section 2's round trip). Peak: the process's peak resident set after the events less the same before them (getrusage maxRSS): what the round trips added, uncollected garbage included. idem's wasm memory: its linear memory after the events, which never shrinks: the most it needed at once, the decoded snapshots a Machine keeps between calls (8 processes, 16 MiB at most) included. "—": both under 4 MiB, where the resident set moves by a few MiB on its own; a ratio counts each figure as at least 1 MiB.`);
   return out.join("\n");
 }
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env node
 // Where the wasm round trip's time goes, seen from V8's sampling profiler.
 //
-//   node benches/wasm-profile.mjs [--sizes 1000,10000] [--seconds 3] [--dup] [--top 14]
+//   node benches/wasm-profile.mjs [--sizes 1000,10000] [--seconds 3] [--dup | --resident] [--top 14]
 //
 // Builds the lean engine (--no-default-features, as scripts/build-wasm.sh does)
 // with its function names kept (rustc without strip, wasm-opt -Oz -g) into
 // target/wasm-prof, loads it through the same wasm-bindgen glue, reduces a fresh
 // event (or a duplicate with --dup) against a snapshot of N ledger entries for a
-// few seconds under the inspector's CPU profiler, and prints self time by function:
+// few seconds under the inspector's CPU profiler (with --resident: a warm host's chain of
+// fresh NOTE events, each on the snapshot the previous one returned, restarted from
+// the stored one every max(50, n/20) events, as benches/run.mjs times it), and prints
+// self time by function:
 // Rust functions by name, and the JavaScript side (the glue's string copies,
 // JSON.parse of the outcome, the harness loop). Sampled, so load-dependent;
 // benches/profile.mjs gives exact native instruction counts.
@@ -29,6 +32,7 @@ const { values: opt } = parseArgs({
     seconds: { type: "string", default: "3" },
     top: { type: "string", default: "14" },
     dup: { type: "boolean", default: false },
+    resident: { type: "boolean", default: false },
   },
 });
 const sizes = opt.sizes.split(",").map((s) => Number(s.replaceAll("_", "")));
@@ -90,15 +94,25 @@ for (const n of sizes) {
   const snap = readFileSync(file, "utf8");
   const ev = opt.dup && n > 0 ? peers.noteEvent(peers.dupIndex(n)) : peers.freshEvent();
   const want = opt.dup && n > 0 ? "duplicate" : "applied";
+  const chain = Math.max(50, Math.floor(n / 20));
+  let [hot, k] = [snap, 0];
+  const call = opt.resident
+    ? () => {
+      if (k === chain) [hot, k] = [snap, 0];
+      const out = m.reduce(hot, peers.noteEvent(n + 1 + k++), peers.NOW, "hot");
+      hot = out.snapshot;
+      return out;
+    }
+    : () => m.reduce(snap, ev, peers.NOW, "");
   // Warm up past V8's baseline tier, then profile.
   const warmEnd = performance.now() + 1500;
-  while (performance.now() < warmEnd) m.reduce(snap, ev, peers.NOW, "");
-  if (m.reduce(snap, ev, peers.NOW, "").status !== want) throw new Error(`expected ${want}`);
+  while (performance.now() < warmEnd) call();
+  if (call().status !== want) throw new Error(`expected ${want}`);
   await session.post("Profiler.start");
   const end = performance.now() + Number(opt.seconds) * 1000;
   let calls = 0;
   while (performance.now() < end) {
-    m.reduce(snap, ev, peers.NOW, "");
+    call();
     calls++;
   }
   const { profile } = await session.post("Profiler.stop");
@@ -113,7 +127,7 @@ for (const n of sizes) {
   }
   const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(opt.top));
   const perCall = ((Number(opt.seconds) * 1e3) / calls).toFixed(3);
-  rows.push([n.toLocaleString("en"), want, `${perCall} ms`,
+  rows.push([n.toLocaleString("en"), opt.resident ? "applied (resident)" : want, `${perCall} ms`,
     top.map(([name, hits]) => `\`${name.length > 80 ? name.slice(0, 77) + "..." : name}\` ${((100 * hits) / total).toFixed(1)}%`).join("<br>")]);
 }
 console.log(table(["ledger", "event", "per call (profiled)", "self time by function (share of samples)"], rows, ["l", "l", "r", "l"]));
