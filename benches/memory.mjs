@@ -4,10 +4,12 @@
 // caches made before anything is counted), collect garbage, then apply K fresh events
 // to the stored snapshot as section 2 does (stored text in, outcome + text out):
 //
-//   peak    the process's peak resident set (getrusage maxRSS) after the events, less
-//           the same just before them: what a round trip at this ledger adds on top of
-//           what the process already held, garbage not yet collected included (as an
-//           isolate near its memory limit would have to hold it);
+//   peak    the process's peak resident set during the events (Linux's VmHWM, reset
+//           just before them through /proc/self/clear_refs), less the same at the
+//           reset: what a round trip at this ledger adds on top of what the process
+//           already held, garbage not yet collected included (as an isolate near its
+//           memory limit would have to hold it). Not getrusage's maxRSS: a child
+//           starts with its parent's, which would hide anything smaller;
 //   wasm    idem's wasm linear memory after the events (a module's memory never
 //           shrinks: the most it needed at once, the decoded snapshots its Machine
 //           keeps between calls included).
@@ -56,7 +58,8 @@ export function peerFiles(dir, n) {
 function childCode({ kind, n, events, stored, glue, wasm, def }) {
   const s = JSON.stringify;
   return `
-    const { readFileSync } = await import("node:fs");
+    const { readFileSync, writeFileSync } = await import("node:fs");
+    const kib = (field) => 1024 * Number(new RegExp("^" + field + ":[ \t]+([0-9]+) kB", "m").exec(readFileSync("/proc/self/status", "utf8"))?.[1]);
     const peers = await import(${s(pathToFileURL(path.join(ROOT, "benches/peers.mjs")).href)});
     const kind = ${s(kind)}, n = ${n}, K = ${events};
     let reduce, empty = null, wasmBytes = () => 0;
@@ -83,7 +86,10 @@ function childCode({ kind, n, events, stored, glue, wasm, def }) {
     }
     warm = null;
     gc(); gc();
-    const before = process.resourceUsage().maxRSS * 1024;
+    // The peak resident set starts again from the resident set now (Linux 4.0 and later).
+    writeFileSync("/proc/self/clear_refs", "5");
+    const before = kib("VmHWM");
+    if (!Number.isFinite(before)) throw new Error("no VmHWM in /proc/self/status");
     let hot = stored, statuses = 0;
     for (let i = 0; i < K; i++) {
       // resident: a chain, each event on the snapshot the previous one returned (restarted every 50)
@@ -92,8 +98,10 @@ function childCode({ kind, n, events, stored, glue, wasm, def }) {
       if (out.status === "applied") statuses++;
       hot = out.snapshot;
     }
-    const peak = process.resourceUsage().maxRSS * 1024;
-    process.stdout.write(JSON.stringify({ applied: statuses, events: K, peak: peak - before, wasm: wasmBytes() }));`;
+    // The kernel records the high-water mark when the resident set shrinks, so a set
+    // that never grew past the reset may read a few pages under it: none added.
+    const peak = Math.max(0, kib("VmHWM") - before);
+    process.stdout.write(JSON.stringify({ applied: statuses, events: K, peak, wasm: wasmBytes() }));`;
 }
 
 /**
@@ -170,7 +178,7 @@ export function memorySection(mem) {
     ["l"],
   ));
   out.push("");
-  out.push(`Fresh \`node --expose-gc\` processes, ${mem.runs} per contender and size, interleaved; medians. Each reads its stored text, reduces 300 events on new processes (code compiled and optimised), collects garbage, then applies the events (fresh NOTE events on the stored snapshot, section 2's round trip). Peak: the process's peak resident set after the events less the same before them (getrusage maxRSS): what the round trips added, uncollected garbage included. idem's wasm memory: its linear memory after the events, which never shrinks: the most it needed at once, the decoded snapshots a Machine keeps between calls (8 processes, 16 MiB at most) included. "—": both under 4 MiB, where the resident set moves by a few MiB on its own; a ratio counts each figure as at least 1 MiB.`);
+  out.push(`Fresh \`node --expose-gc\` processes, ${mem.runs} per contender and size, interleaved; medians. Each reads its stored text, reduces 300 events on new processes (code compiled and optimised), collects garbage, then applies the events (fresh NOTE events on the stored snapshot, section 2's round trip). Peak: the process's peak resident set during the events (VmHWM, reset just before them) less the same at the reset: what the round trips added, uncollected garbage included. idem's wasm memory: its linear memory after the events, which never shrinks: the most it needed at once, the decoded snapshots a Machine keeps between calls (8 processes, 16 MiB at most) included. "—": both under 4 MiB, where the resident set moves by a few MiB on its own; a ratio counts each figure as at least 1 MiB.`);
   return out.join("\n");
 }
 
