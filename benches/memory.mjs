@@ -44,7 +44,8 @@ export const CONTENDERS = Object.freeze([
 ]);
 
 /** Events per child: enough for the collector's rhythm to show, few where one takes 100 ms. */
-export const eventsFor = (n) => (n >= 100_000 ? 6 : n >= 10_000 ? 20 : 100);
+/** Events per child: for the peers few where one takes 100 ms; idem's take 100 at every size. */
+export const eventsFor = (n, peer) => (!peer ? 100 : n >= 100_000 ? 6 : n >= 10_000 ? 20 : 100);
 
 /** The peers' stored texts for ledger size `n` in `dir` (`xstate-n.json`, `js-n.json`). */
 export function peerFiles(dir, n) {
@@ -92,8 +93,9 @@ function childCode({ kind, n, events, stored, glue, wasm, def }) {
     if (!Number.isFinite(before)) throw new Error("no VmHWM in /proc/self/status");
     let hot = stored, statuses = 0;
     for (let i = 0; i < K; i++) {
-      // resident: a chain, each event on the snapshot the previous one returned (restarted every 50)
-      const text = kind === "resident" ? (i % 50 === 0 ? stored : hot) : stored;
+      // resident: a chain, each event on the snapshot the previous one returned, restarted
+      // from the stored one every max(50, n/20) events as section 2's is
+      const text = kind === "resident" ? (i % Math.max(50, Math.floor(n / 20)) === 0 ? stored : hot) : stored;
       const out = reduce(text, peers.noteEvent(n + 1 + i));
       if (out.status === "applied") statuses++;
       hot = out.snapshot;
@@ -108,13 +110,13 @@ function childCode({ kind, n, events, stored, glue, wasm, def }) {
  * Measure every contender at every size in `sizes`, `runs` fresh processes each
  * (interleaved), from the files in `dir`: `idem-n.snap` (benches/idem.rs --emit),
  * `machine.json`, and the peers' texts (`peerFiles`). `moduleDir`: the idem module.
- * Returns `{ runs, rows: [{ ledger, events, [key]: { peak, wasm } }] }`, medians (bytes).
+ * Returns `{ runs, rows: [{ ledger, events: { peer, idem }, [key]: { peak, wasm } }] }`, medians (bytes).
  */
 export function measureMemory({ dir, sizes, moduleDir, runs = 3, log = () => {} }) {
   const rows = [];
   for (const n of sizes) {
     log(`memory at ledger ${n} (${runs} fresh processes per contender)`);
-    const events = eventsFor(n);
+    const events = { peer: eventsFor(n, true), idem: eventsFor(n, false) };
     const files = { idem: path.join(dir, `idem-${n}.snap`), ...peerFiles(dir, n) };
     for (const f of Object.values(files)) if (!existsSync(f)) throw new Error(`memory: ${f} is missing`);
     const got = Object.fromEntries(CONTENDERS.map((c) => [c.key, []]));
@@ -124,7 +126,7 @@ export function measureMemory({ dir, sizes, moduleDir, runs = 3, log = () => {} 
         const code = childCode({
           kind: c.key,
           n,
-          events,
+          events: c.key === "xstate" || c.key === "js" ? events.peer : events.idem,
           stored: peer ? files[c.key] : files.idem,
           glue: path.join(moduleDir, "idem.js"),
           wasm: path.join(moduleDir, "idem_bg.wasm"),
@@ -163,10 +165,10 @@ export function memorySection(mem) {
   if (!mem) return "Not measured in this run.";
   const out = [];
   out.push(table(
-    ["ledger", "events", "XState peak", "JS reducer peak", "idem wasm peak", "idem resident peak", "wasm vs XState", "resident vs XState", "idem's wasm memory (resident)"],
+    ["ledger", "events (peers / idem)", "XState peak", "JS reducer peak", "idem wasm peak", "idem resident peak", "wasm vs XState", "resident vs XState", "idem's wasm memory (resident)"],
     mem.rows.map((r) => [
       r.ledger.toLocaleString("en"),
-      String(r.events),
+      `${r.events.peer} / ${r.events.idem}`,
       mib(r.xstate.peak),
       mib(r.js.peak),
       mib(r.wasm.peak),
@@ -178,7 +180,7 @@ export function memorySection(mem) {
     ["l"],
   ));
   out.push("");
-  out.push(`Fresh \`node --expose-gc\` processes, ${mem.runs} per contender and size, interleaved; medians. Each reads its stored text, reduces 300 events on new processes (code compiled and optimised), collects garbage, then applies the events (fresh NOTE events on the stored snapshot, section 2's round trip). Peak: the process's peak resident set during the events (VmHWM, reset just before them) less the same at the reset: what the round trips added, uncollected garbage included. idem's wasm memory: its linear memory after the events, which never shrinks: the most it needed at once, the decoded snapshots a Machine keeps between calls (8 processes, 16 MiB at most) included. "—": both under 4 MiB, where the resident set moves by a few MiB on its own; a ratio counts each figure as at least 1 MiB.`);
+  out.push(`Fresh \`node --expose-gc\` processes, ${mem.runs} per contender and size, interleaved; medians. Each reads its stored text, reduces 300 events on new processes (code compiled and optimised), collects garbage, then applies the events (fresh NOTE events on the stored snapshot, section 2's round trip; the warm host's chain restarts from it every max(50, n/20) events as section 2's does). Peak: the process's peak resident set during the events (VmHWM, reset just before them) less the same at the reset: what the round trips added, uncollected garbage included. idem's wasm memory: its linear memory after the events, which never shrinks: the most it needed at once, the decoded snapshots a Machine keeps between calls (8 processes, 16 MiB at most) included. "—": both under 4 MiB, where the resident set moves by a few MiB on its own; a ratio counts each figure as at least 1 MiB.`);
   return out.join("\n");
 }
 

@@ -1126,8 +1126,8 @@ impl Snapshot {
         let Some((body, expected)) = checked_tail(text)? else { return Err(corrupt("too short")) };
         if body.starts_with(V3_MAGIC) {
             let (snap, trailer_start) = decode_v3(body, expected)?;
-            // Room for the record this reduce will add, so appending never copies the ledger again.
-            let mut records = String::with_capacity(trailer_start + 1024);
+            // Room for the records to come, so appending does not copy the ledger again soon.
+            let mut records = String::with_capacity(with_record_room(trailer_start));
             records.push_str(cut(body, ..trailer_start));
             return Ok(snap.with_records(records));
         }
@@ -1373,7 +1373,7 @@ fn decode_v2(body: &str, expected: u64) -> Result<Snapshot> {
     let head = parse_head(after.get(..head_len).unwrap_or(""), 2)?;
     // Format 2 kept no pruning schedule: look at the expiries on the next append.
     let records = after.get(head_len + 1..).unwrap_or("");
-    let mut text = String::with_capacity(V3_MAGIC.len() + records.len() + 1024);
+    let mut text = String::with_capacity(with_record_room(V3_MAGIC.len() + records.len()));
     text.push_str(V3_MAGIC);
     text.push_str(records);
     let ledger = Ledger::index(text, count, 0)?;
@@ -1646,6 +1646,25 @@ fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
 
 /// JSON text written by `body`, made ASCII and preceded by its length in hex
 /// (`{:0width$x}`).
+/// The capacity to give a ledger text of `len` bytes that records will be
+/// appended to: an eighth more, at least 1 KiB (`Snapshot::decode` and the wasm
+/// boundary's copy of a snapshot, which becomes the ledger's text).
+pub(crate) fn with_record_room(len: usize) -> usize {
+    len + (len / 8).max(1024)
+}
+
+/// Room for a record at the end of a ledger's text: when less than 512 bytes
+/// (a usual record's room) are left, an eighth of the text more, where a `Vec`
+/// would double. A warm host appends to the same text event after event, and
+/// wasm memory never shrinks: a 15 MB ledger kept decoded had doubled on its
+/// fifth to eighth event, taking wasm memory from 22 MiB to 51; now its text
+/// has room for thousands of records as decoded, and grows by an eighth after.
+fn grow_records(t: &mut Vec<u8>) {
+    if t.capacity() - t.len() < 512 {
+        t.reserve_exact(with_record_room(t.len()) - t.len());
+    }
+}
+
 fn sized(t: &mut Vec<u8>, width: usize, body: impl FnOnce(&mut Vec<u8>)) {
     let at = t.len();
     t.resize(at + width, b'0');
@@ -2107,6 +2126,7 @@ impl Ledger {
         // SAFETY: only UTF-8 is appended (JSON text, `fp`, ASCII digits), and
         // the text is cut only where such a piece starts.
         let t = unsafe { self.text.as_mut_vec() };
+        grow_records(t);
         sized(t, 4, |t| json::write_str(id, t));
         t.extend_from_slice(fp.as_bytes());
         // `at` and `exp` in 16 digits, the revision's low 48 bits in 12, the
@@ -2157,7 +2177,7 @@ impl Ledger {
                 count += 1;
                 size += self.raw(&self.recs[i]).len();
             }
-            let mut text = String::with_capacity(size + 1024);
+            let mut text = String::with_capacity(with_record_room(size));
             text.push_str(V3_MAGIC);
             let mut recs = Vec::with_capacity(count + 1);
             let mut kept = Vec::with_capacity(count);
@@ -2975,5 +2995,31 @@ mod wire_tests {
         let mut v = v1();
         v["ledger"][0]["at"] = json!(1.5);
         assert_eq!(V1::from_value(v).unwrap_err().to_string(), "expected a non-negative integer at ledger[0].at");
+    }
+}
+
+#[cfg(test)]
+mod growth_tests {
+    use super::*;
+
+    /// A ledger's text grows by an eighth when a record finds less than a
+    /// usual record's room, never by doubling (wasm memory never shrinks), and
+    /// not at all while the room lasts.
+    #[test]
+    fn a_ledger_text_grows_by_an_eighth() {
+        for len in [0usize, 10_000, 1_000_000] {
+            let mut t = Vec::with_capacity(with_record_room(len));
+            t.resize(len, b'x');
+            assert!(t.capacity() - len >= (len / 8).max(1024), "decoded with room: {len}");
+            let cap = t.capacity();
+            grow_records(&mut t);
+            assert_eq!(t.capacity(), cap, "room left, nothing reserved: {len}");
+            // Use the room up to less than 512 bytes, then grow once.
+            t.resize(cap - 100, b'x');
+            grow_records(&mut t);
+            let used = t.len();
+            assert!(t.capacity() >= used + (used / 8).max(1024), "an eighth more: {used} -> {}", t.capacity());
+            assert!(t.capacity() < used + used / 4 + 4096, "not doubled: {used} -> {}", t.capacity());
+        }
     }
 }

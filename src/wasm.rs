@@ -184,8 +184,8 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
     }
     let bytes = if let Some(s) = v.dyn_ref::<js_sys::JsString>() {
         let n = s.length() as usize;
-        // Spare room for the record a reduce appends when this buffer becomes the ledger's.
-        let mut buf: Vec<u8> = Vec::with_capacity(n + 1024);
+        // Spare room for the records reduces append when this buffer becomes the ledger's.
+        let mut buf: Vec<u8> = Vec::with_capacity(crate::snapshot::with_record_room(n));
         // SAFETY: the view covers the vector's spare capacity and lives only for
         // the call, which cannot allocate in (or grow) wasm memory.
         let view = unsafe { js_sys::Uint8Array::view_mut_raw(buf.as_mut_ptr(), n) };
@@ -199,7 +199,8 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
         }
         array_vec(&utf8(v), 0)
     } else if let Some(b) = v.dyn_ref::<js_sys::Uint8Array>() {
-        let buf = array_vec(b, 1024);
+        let n = b.length() as usize;
+        let buf = array_vec(b, crate::snapshot::with_record_room(n) - n);
         if is_ascii(&buf) {
             // SAFETY: ASCII bytes are valid UTF-8.
             return Ok(Some((unsafe { String::from_utf8_unchecked(buf) }, false)));
