@@ -1126,8 +1126,8 @@ impl Snapshot {
         let Some((body, expected)) = checked_tail(text)? else { return Err(corrupt("too short")) };
         if body.starts_with(V3_MAGIC) {
             let (snap, trailer_start) = decode_v3(body, expected)?;
-            // Room for the records to come, so appending does not copy the ledger again soon.
-            let mut records = String::with_capacity(with_record_room(trailer_start));
+            // Room for the record this reduce will add, so appending never copies the ledger again.
+            let mut records = String::with_capacity(trailer_start + 1024);
             records.push_str(cut(body, ..trailer_start));
             return Ok(snap.with_records(records));
         }
@@ -1373,7 +1373,7 @@ fn decode_v2(body: &str, expected: u64) -> Result<Snapshot> {
     let head = parse_head(after.get(..head_len).unwrap_or(""), 2)?;
     // Format 2 kept no pruning schedule: look at the expiries on the next append.
     let records = after.get(head_len + 1..).unwrap_or("");
-    let mut text = String::with_capacity(with_record_room(V3_MAGIC.len() + records.len()));
+    let mut text = String::with_capacity(V3_MAGIC.len() + records.len() + 1024);
     text.push_str(V3_MAGIC);
     text.push_str(records);
     let ledger = Ledger::index(text, count, 0)?;
@@ -1647,8 +1647,11 @@ fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
 /// JSON text written by `body`, made ASCII and preceded by its length in hex
 /// (`{:0width$x}`).
 /// The capacity to give a ledger text of `len` bytes that records will be
-/// appended to: an eighth more, at least 1 KiB (`Snapshot::decode` and the wasm
-/// boundary's copy of a snapshot, which becomes the ledger's text).
+/// appended to: an eighth more, at least 1 KiB. The wasm boundary's copy of a
+/// snapshot, which becomes the ledger's text, is made so (a warm host appends
+/// to it event after event). Natively a decoded text gets 1 KiB: glibc hands a
+/// block an eighth larger back to the system on every free, and a round trip at
+/// 100,000 entries took four times as long.
 pub(crate) fn with_record_room(len: usize) -> usize {
     len + (len / 8).max(1024)
 }
@@ -1658,7 +1661,8 @@ pub(crate) fn with_record_room(len: usize) -> usize {
 /// would double. A warm host appends to the same text event after event, and
 /// wasm memory never shrinks: a 15 MB ledger kept decoded had doubled on its
 /// fifth to eighth event, taking wasm memory from 22 MiB to 51; now its text
-/// has room for thousands of records as decoded, and grows by an eighth after.
+/// has room for thousands of records as the boundary copies it in, and grows by
+/// an eighth after.
 fn grow_records(t: &mut Vec<u8>) {
     if t.capacity() - t.len() < 512 {
         t.reserve_exact(with_record_room(t.len()) - t.len());
@@ -2177,7 +2181,7 @@ impl Ledger {
                 count += 1;
                 size += self.raw(&self.recs[i]).len();
             }
-            let mut text = String::with_capacity(with_record_room(size));
+            let mut text = String::with_capacity(size + 1024);
             text.push_str(V3_MAGIC);
             let mut recs = Vec::with_capacity(count + 1);
             let mut kept = Vec::with_capacity(count);
