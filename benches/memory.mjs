@@ -33,6 +33,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { fmtBytes, median, table } from "./measure.mjs";
+import { inputFiles, writeInputs } from "./native.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -46,11 +47,6 @@ export const CONTENDERS = Object.freeze([
 /** Events per child: enough for the collector's rhythm to show, few where one takes 100 ms. */
 /** Events per child: for the peers few where one takes 100 ms; idem's take 100 at every size. */
 export const eventsFor = (n, peer) => (!peer ? 100 : n >= 100_000 ? 6 : n >= 10_000 ? 20 : 100);
-
-/** The peers' stored texts for ledger size `n` in `dir` (`xstate-n.json`, `js-n.json`). */
-export function peerFiles(dir, n) {
-  return { xstate: path.join(dir, `xstate-${n}.json`), js: path.join(dir, `js-${n}.json`) };
-}
 
 /**
  * The child's code: `kind` is a contender's key; `stored` the stored text of ledger `n`;
@@ -108,8 +104,8 @@ function childCode({ kind, n, events, stored, glue, wasm, def }) {
 
 /**
  * Measure every contender at every size in `sizes`, `runs` fresh processes each
- * (interleaved), from the files in `dir`: `idem-n.snap` (benches/idem.rs --emit),
- * `machine.json`, and the peers' texts (`peerFiles`). `moduleDir`: the idem module.
+ * (interleaved), from the files in `dir` (benches/native.mjs `writeInputs`: `machine.json`
+ * and the stored texts of `inputFiles`). `moduleDir`: the idem module.
  * Returns `{ runs, rows: [{ ledger, events: { peer, idem }, [key]: { peak, wasm } }] }`, medians (bytes).
  */
 export function measureMemory({ dir, sizes, moduleDir, runs = 3, log = () => {} }) {
@@ -117,7 +113,7 @@ export function measureMemory({ dir, sizes, moduleDir, runs = 3, log = () => {} 
   for (const n of sizes) {
     log(`memory at ledger ${n} (${runs} fresh processes per contender)`);
     const events = { peer: eventsFor(n, true), idem: eventsFor(n, false) };
-    const files = { idem: path.join(dir, `idem-${n}.snap`), ...peerFiles(dir, n) };
+    const files = inputFiles(dir, n);
     for (const f of Object.values(files)) if (!existsSync(f)) throw new Error(`memory: ${f} is missing`);
     const got = Object.fromEntries(CONTENDERS.map((c) => [c.key, []]));
     for (let r = 0; r < runs; r++) {
@@ -198,19 +194,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   const log = (msg) => process.stderr.write(`memory: ${msg}\n`);
   const moduleDir = path.resolve(ROOT, opt.dir);
   if (!existsSync(path.join(moduleDir, "idem_bg.wasm"))) throw new Error(`no module in ${moduleDir}: run scripts/build-wasm.sh`);
-  const { buildNativeBench } = await import("./native.mjs");
-  const peers = await import("./peers.mjs");
   const tmp = mkdtempSync(path.join(os.tmpdir(), "idem-memory-"));
   process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
-  log("building the native bench for idem's snapshots (cargo bench --bench idem --no-run)");
-  execFileSync(buildNativeBench(ROOT), ["--smoke", "--emit", tmp, "--sizes", sizes.join(",")], { stdio: ["ignore", "ignore", "inherit"] });
-  for (const n of sizes) {
-    log(`the peers' stored texts at ledger ${n}`);
-    const events = peers.noteEvents(n);
-    const f = peerFiles(tmp, n);
-    writeFileSync(f.xstate, peers.xstateStored(events));
-    writeFileSync(f.js, peers.jsStored(events));
-  }
+  log("building the native bench, then writing the machine and the stored texts");
+  await writeInputs(ROOT, tmp, sizes);
   const mem = measureMemory({ dir: tmp, sizes, moduleDir, runs: Number(opt.runs), log });
   console.log(`### Memory per round trip (${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, Node ${process.version}, ${path.relative(ROOT, moduleDir)})\n`);
   console.log(memorySection(mem));

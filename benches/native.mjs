@@ -1,5 +1,6 @@
 // The native bench (benches/idem.rs, a `cargo bench` target run as a plain program), built and found.
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -34,4 +35,25 @@ export function buildNativeBench(root, { targetDir = "target/bench", env = {} } 
     .find((m) => m.reason === "compiler-artifact" && m.target?.name === "idem" && m.target.kind.includes("bench"))?.executable;
   if (!exe) throw new Error("cargo did not report the bench executable");
   return exe;
+}
+
+/** The stored texts of ledger size `n` in an inputs directory (`writeInputs`): idem's and the peers'. */
+export function inputFiles(dir, n) {
+  return { idem: path.join(dir, `idem-${n}.snap`), xstate: path.join(dir, `xstate-${n}.json`), js: path.join(dir, `js-${n}.json`) };
+}
+
+/**
+ * Build the bench and write into `dir` the bench machine (`machine.json`), idem's snapshots
+ * (`--smoke --emit`) and the peers' stored texts of the same NOTE events (benches/peers.mjs),
+ * for each ledger size, named as `inputFiles` has them.
+ */
+export async function writeInputs(root, dir, sizes) {
+  execFileSync(buildNativeBench(root), ["--smoke", "--emit", dir, "--sizes", sizes.join(",")], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  const peers = await import("./peers.mjs");
+  for (const n of sizes) {
+    const events = peers.noteEvents(n);
+    const f = inputFiles(dir, n);
+    writeFileSync(f.xstate, peers.xstateStored(events));
+    writeFileSync(f.js, peers.jsStored(events));
+  }
 }

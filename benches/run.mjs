@@ -29,8 +29,8 @@ import { gzipSync } from "node:zlib";
 import { canon, fmtBytes, fmtNs, fmtOps, measureGroup, median, ratio, table } from "./measure.mjs";
 import { duplicatesWriteNothing, hostsSection, measureHosts } from "./hosts.mjs";
 import { bundle, coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
-import { measureMemory, memorySection, peerFiles } from "./memory.mjs";
-import { buildNativeBench } from "./native.mjs";
+import { measureMemory, memorySection } from "./memory.mjs";
+import { buildNativeBench, inputFiles } from "./native.mjs";
 import * as peers from "./peers.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -106,7 +106,7 @@ if (m.hash !== native.machineHash) throw new Error(`wasm and native machines dif
 const cache = new Map();
 function data(n) {
   if (!cache.has(n)) {
-    const file = path.join(tmp, `idem-${n}.snap`);
+    const file = inputFiles(tmp, n).idem;
     if (!existsSync(file)) throw new Error(`no snapshot for ledger size ${n} (is it in --sizes?)`);
     const idem = readFileSync(file, "utf8");
     const events = peers.noteEvents(n);
@@ -119,7 +119,7 @@ function data(n) {
       js: peers.jsStored(events),
     };
     // The peers' stored texts beside idem's, for section 5's fresh processes.
-    const f = peerFiles(tmp, n);
+    const f = inputFiles(tmp, n);
     writeFileSync(f.xstate, d.xs);
     writeFileSync(f.js, d.js);
     cache.set(n, d);

@@ -27,8 +27,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { canon, fmtNs, median, ratio, table } from "./measure.mjs";
 import { coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
-import { buildNativeBench } from "./native.mjs";
-import * as peers from "./peers.mjs";
+import { writeInputs } from "./native.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const LOAD_START = os.loadavg()[0];
@@ -54,15 +53,8 @@ if (!existsSync(path.join(LEAN, "idem_bg.wasm"))) throw new Error("no pkg/dist/l
 const localDeno = path.join(ROOT, "node_modules/.bin/deno");
 const DENO = opt.deno ?? (existsSync(localDeno) ? localDeno : "deno");
 
-log("building the native bench (cargo bench --bench idem --no-run)");
-const exe = buildNativeBench(ROOT);
-log(`writing the machine and snapshots (ledger ${SIZES.join(", ")})`);
-execFileSync(exe, ["--smoke", "--emit", tmp, "--sizes", SIZES.join(",")], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
-for (const n of SIZES) {
-  const events = peers.noteEvents(n);
-  writeFileSync(path.join(tmp, `xstate-${n}.json`), peers.xstateStored(events));
-  writeFileSync(path.join(tmp, `js-${n}.json`), peers.jsStored(events));
-}
+log(`building the native bench, then writing the machine and snapshots (ledger ${SIZES.join(", ")})`);
+await writeInputs(ROOT, tmp, SIZES);
 
 const CHILD = path.join(ROOT, "benches/runtimes-child.mjs");
 const childArgs = JSON.stringify({ dir: tmp, sizes: SIZES, budgetMs: BUDGET });

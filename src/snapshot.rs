@@ -1644,8 +1644,6 @@ fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
     t.extend_from_slice(&json::hex_digits(v)[16 - n.min(16)..]);
 }
 
-/// JSON text written by `body`, made ASCII and preceded by its length in hex
-/// (`{:0width$x}`).
 /// The capacity to give a ledger text of `len` bytes that records will be
 /// appended to: an eighth more, at least 1 KiB. The wasm boundary's copy of a
 /// snapshot, which becomes the ledger's text, is made so (a warm host appends
@@ -1669,6 +1667,8 @@ fn grow_records(t: &mut Vec<u8>) {
     }
 }
 
+/// JSON text written by `body`, made ASCII and preceded by its length in hex
+/// (`{:0width$x}`).
 fn sized(t: &mut Vec<u8>, width: usize, body: impl FnOnce(&mut Vec<u8>)) {
     let at = t.len();
     t.resize(at + width, b'0');
