@@ -62,6 +62,126 @@ export function jitteredBackoff(n, baseMs = 2, capMs = 200) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How long a call holding a process's lane may go without finishing before the calls queued behind it stop waiting (ms). */
+export const DEFAULT_LANE_STALL_MS = 2_000;
+
+// Lanes: the calls to `apply` for one process through one store, in this
+// isolate, run one at a time, in arrival order. Racing copies in one isolate
+// would otherwise all load the same version, all reduce, and all but one lose
+// the compare-and-set, back off and load again: a hot process under retries
+// spends its store round trips on losers. In a lane the next call starts when
+// the previous one is done, and it starts from what that call read or wrote,
+// so an applied event costs one commit and no load. The compare-and-set is
+// still what makes a write safe: other isolates, processes and threads are not
+// in the lane, and a guess they made stale loses it and loads as before.
+// An answer that writes nothing (a duplicate, an ignored, rejected or
+// conflicting event) is never given from the guess: it is read from the store.
+//
+// A lane exists while calls are in it. A call that holds it for more than
+// `laneStallMs` (a store that hangs, or a request cancelled while it waited
+// for its turn) lets the calls behind it go on their own, racing as without
+// lanes, so one stuck call never holds up the others for long. Each waiting
+// call watches the clock with a timer of its own (a timer belongs to the
+// request that set it in Workers) and every arriving call checks it too.
+/** @type {WeakMap<object, Map<string, Lane>>} */
+const lanes = new WeakMap();
+
+class Lane {
+  /**
+   * @param {Map<string, Lane>} byId
+   * @param {string} processId
+   * @param {number} stallMs
+   */
+  constructor(byId, processId, stallMs) {
+    this.byId = byId;
+    this.processId = processId;
+    this.stallMs = stallMs;
+    /** @type {object | null} the call holding the lane */
+    this.holder = null;
+    this.heldAt = 0;
+    /** @type {{ turn: object, go: (held: boolean) => void }[]} */
+    this.queue = [];
+    /** What the last call read or wrote: `{ loaded }` (`loaded` null: no such process), or null when unknown. */
+    this.known = null;
+  }
+
+  /** @param {object} turn */
+  hold(turn) {
+    this.holder = turn;
+    this.heldAt = Date.now();
+  }
+
+  /** How long the holder may still take (ms); 0 or less: it stalled. */
+  left() {
+    return this.heldAt + this.stallMs - Date.now();
+  }
+
+  /** The holder took too long: the calls queued behind it go on their own, and the lane is gone. */
+  stalled() {
+    this.holder = null;
+    this.known = null;
+    if (this.byId.get(this.processId) === this) this.byId.delete(this.processId);
+    for (const w of this.queue.splice(0)) w.go(false);
+  }
+
+  /** @param {object} turn */
+  leave(turn) {
+    if (this.holder !== turn) return; // it stalled: the others went on already
+    const next = this.queue.shift();
+    if (next) {
+      this.hold(next.turn);
+      next.go(true);
+      return;
+    }
+    this.holder = null;
+    this.byId.delete(this.processId);
+  }
+}
+
+/**
+ * Wait for this call's turn in the process's lane.
+ * @param {object} store
+ * @param {string} processId
+ * @param {number} stallMs
+ * @returns {Promise<{ lane: Lane, turn: object, held: boolean }>} `held` false: the lane stalled, go on alone
+ */
+async function enterLane(store, processId, stallMs) {
+  let byId = lanes.get(store);
+  if (!byId) lanes.set(store, (byId = new Map()));
+  let lane = byId.get(processId);
+  if (lane && lane.holder !== null && lane.left() <= 0) {
+    lane.stalled();
+    lane = undefined;
+  }
+  if (!lane) {
+    lane = new Lane(byId, processId, stallMs);
+    byId.set(processId, lane);
+  }
+  const turn = {};
+  if (lane.holder === null) {
+    lane.hold(turn);
+    return { lane, turn, held: true };
+  }
+  const waiting = lane;
+  const held = await new Promise((resolve) => {
+    let timer;
+    const watch = () => {
+      const left = waiting.left();
+      if (left <= 0) waiting.stalled();
+      else timer = setTimeout(watch, left + 1);
+    };
+    waiting.queue.push({
+      turn,
+      go: (held) => {
+        clearTimeout(timer);
+        resolve(held);
+      },
+    });
+    timer = setTimeout(watch, Math.max(waiting.left(), 0) + 1);
+  });
+  return { lane: waiting, turn, held };
+}
+
 /**
  * Apply one event to one process, exactly once in effect.
  *
@@ -71,6 +191,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * of the same event is then found in the ledger and comes back as a
  * `duplicate`. A duplicate, conflict, ignored or rejected event costs one
  * read and no write.
+ *
+ * Calls for one process through one store wait for each other in this
+ * isolate (a lane, see above; `lane: false` turns it off): a call that waited
+ * commits from what the previous one left, without a load.
  *
  * ```js
  * const out = await apply(store, machine, "order-42", { id: key, type: "PAY", payload });
@@ -87,15 +211,46 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * @throws {ContentionError} when every try lost the compare-and-set
  */
 export async function apply(store, machine, processId, event, options = {}) {
+  if (options.lane === false || store.serial === true) return applyLoop(store, machine, processId, event, options, null);
+  const { lane, turn, held } = await enterLane(store, processId, options.laneStallMs ?? DEFAULT_LANE_STALL_MS);
+  if (!held) return applyLoop(store, machine, processId, event, options, null);
+  try {
+    return await applyLoop(store, machine, processId, event, options, lane);
+  } finally {
+    lane.leave(turn);
+  }
+}
+
+/**
+ * The host loop, in a lane (`lane`) or on its own (null).
+ * @param {import("./index.d.ts").Store} store
+ * @param {import("./index.d.ts").MachineLike} machine
+ * @param {string} processId
+ * @param {import("./index.d.ts").Event} event
+ * @param {import("./index.d.ts").ApplyOptions} options
+ * @param {Lane | null} lane
+ */
+async function applyLoop(store, machine, processId, event, options, lane) {
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   const backoff = options.backoff ?? jitteredBackoff;
+  // What the previous call in the lane read or wrote; unknown again unless this call succeeds.
+  let guess = lane ? lane.known : null;
+  if (lane) lane.known = null;
   for (let attempt = 0; ; attempt++) {
-    const loaded = await store.load(processId);
+    const guessed = guess !== null;
+    const loaded = guessed ? guess.loaded : await store.load(processId);
+    guess = null;
     const now = readClock(options.now);
     const out = machine.reduce(loaded ? loaded.snapshot : null, event, now, processId);
     if (!out.changed) {
+      // Nothing to write, so nothing would check the guess: read the store instead (not a try).
+      if (guessed) {
+        attempt--;
+        continue;
+      }
       out.version = loaded ? loaded.version : null;
       out.attempts = attempt + 1;
+      if (lane) lane.known = { loaded };
       return out;
     }
     const expected = loaded ? loaded.version : null;
@@ -103,6 +258,7 @@ export async function apply(store, machine, processId, event, options = {}) {
     if (res.ok) {
       out.version = res.version;
       out.attempts = attempt + 1;
+      if (lane) lane.known = { loaded: { snapshot: out.snapshot, version: res.version } };
       return out;
     }
     options.onConflict?.({ processId, event, attempt: attempt + 1 });

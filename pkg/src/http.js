@@ -182,7 +182,14 @@ export function createHttpApi(options) {
   const { machine, store } = options;
   const base = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const applyOptions = { now: options.now, maxRetries: options.maxRetries, backoff: options.backoff, onConflict: options.onConflict };
+  const applyOptions = {
+    now: options.now,
+    maxRetries: options.maxRetries,
+    backoff: options.backoff,
+    onConflict: options.onConflict,
+    lane: options.lane,
+    laneStallMs: options.laneStallMs,
+  };
   // The engine's own reports (`idem.*`: effect attempts, timers) come from the
   // dispatcher, never from clients: refused here. An effect's outcome event
   // (`<effect>.succeeded` / `.failed`) the engine itself refuses from outside

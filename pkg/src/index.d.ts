@@ -324,6 +324,8 @@ export interface Store {
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
   /** Optional: the event log, oldest first (revisions after `after`, at most `limit`). */
   events?(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
+  /** Optional: true when the platform already runs one process's calls one at a time (a Durable Object): `apply` then keeps no lane for it. */
+  readonly serial?: boolean;
 }
 
 export interface EventLogRow {
@@ -349,6 +351,14 @@ export interface ApplyOptions {
   backoff?: (n: number) => number;
   /** Called after each lost compare-and-set. */
   onConflict?: (info: { processId: string; event: Event; attempt: number }) => void;
+  /**
+   * Calls for one process through one store run one at a time in this isolate, in arrival order,
+   * each starting from what the previous one read or wrote (default true). `false`: every call
+   * loads and races on its own; the compare-and-set keeps either way correct.
+   */
+  lane?: boolean;
+  /** A call holding its process's lane longer than this (ms) lets the calls behind it go on their own (default 2000). */
+  laneStallMs?: number;
 }
 
 export declare class ContentionError extends Error {
@@ -509,6 +519,8 @@ export declare class KVStore implements Store {
  */
 export declare class DurableObjectStore implements Store {
   constructor(storage: unknown, processId?: string);
+  /** Always true: the object runs its process's calls one at a time. */
+  readonly serial: true;
   /** Chunks written by this instance's commits. */
   chunkWrites: number;
   /** Chunks its commits did not write because the stored text was already theirs. */

@@ -45,10 +45,12 @@ test("an event a new process ignores does not create it", async () => {
   assert.equal(await store.load("fresh"), null);
 });
 
+// The races below are what calls from different isolates (or with `lane: false`) meet: every copy
+// loads the same version and all but one lose the compare-and-set.
 test("50 concurrent deliveries of one event: one applied, 49 duplicates with the first response, one write", async () => {
   const store = new MemoryStore();
   const m = new Machine(orderDefinition());
-  const outs = await Promise.all(Array.from({ length: 50 }, () => apply(store, m, "o1", pay("e1", "p1", 40))));
+  const outs = await Promise.all(Array.from({ length: 50 }, () => apply(store, m, "o1", pay("e1", "p1", 40), { lane: false })));
   const applied = outs.filter((o) => o.status === "applied");
   const dups = outs.filter((o) => o.status === "duplicate");
   assert.equal(applied.length, 1);
@@ -64,7 +66,8 @@ test("50 distinct events delivered concurrently twice each: all applied once, re
   const m = checkoutMachine();
   const events = Array.from({ length: 50 }, (_, i) => pay(`e${i}`, `p${i}`, 1));
   const deliveries = [...events, ...events]; // both copies in flight together
-  const outs = await Promise.all(deliveries.map((e) => apply(store, m, "o1", e, { maxRetries: 200 })));
+  const outs = await Promise.all(deliveries.map((e) => apply(store, m, "o1", e, { maxRetries: 200, lane: false })));
+  assert.ok(store.conflicts > 0, "the race really happened");
   assert.equal(outs.filter((o) => o.status === "applied").length, 50);
   assert.equal(outs.filter((o) => o.status === "duplicate").length, 50);
   const view = await inspect(store, m, "o1");
@@ -86,4 +89,136 @@ test("contention that outlasts the retries throws ContentionError with code cont
     (err) => err instanceof ContentionError && err.code === "contention" && err.attempts === 4,
   );
   assert.deepEqual(conflicts, [1, 2, 3, 4]);
+});
+
+/** A memory store that counts its loads; `afterCommit` runs once a commit has landed, before it returns. */
+function counting(inner = new MemoryStore(), afterCommit = null) {
+  const store = {
+    loads: 0,
+    load: (id) => {
+      store.loads++;
+      return inner.load(id);
+    },
+    commit: async (id, expected, outcome, extras) => {
+      const res = await inner.commit(id, expected, outcome, extras);
+      if (res.ok && afterCommit) await afterCommit(extras.event);
+      return res;
+    },
+    events: (id, o) => inner.events(id, o),
+  };
+  return store;
+}
+
+test("calls for one process in one isolate wait in its lane: no lost compare-and-set, and an applied event that waited loads nothing", async () => {
+  const inner = new MemoryStore();
+  const store = counting(inner);
+  const m = checkoutMachine();
+  const events = Array.from({ length: 50 }, (_, i) => pay(`e${i}`, `p${i}`, 1));
+  const outs = await Promise.all([...events, ...events].map((e) => apply(store, m, "o1", e)));
+  assert.equal(outs.filter((o) => o.status === "applied").length, 50);
+  assert.equal(outs.filter((o) => o.status === "duplicate").length, 50);
+  assert.equal(inner.conflicts, 0, "no compare-and-set lost");
+  assert.equal(inner.writes, 50);
+  assert.ok(outs.every((o) => o.attempts === 1));
+  // The first call loads; each duplicate reads the store; the 49 applied events after it load nothing.
+  assert.equal(store.loads, 1 + 50);
+  // One at a time, in arrival order.
+  const log = await inner.events("o1", { limit: 1000 });
+  assert.deepEqual(log.map((r) => r.eventId), events.map((e) => e.id));
+  assert.deepEqual(log.map((r) => r.revision), Array.from({ length: 50 }, (_, i) => i + 1));
+  assert.equal((await inspect(store, m, "o1")).context.paid, 50);
+});
+
+test("in a lane, another writer's commit makes the guess lose: the call loads and lands after it", async () => {
+  const inner = new MemoryStore();
+  const m = new Machine(orderDefinition());
+  const other = counting(inner); // another isolate: its own store object, the same rows
+  let once = false;
+  const store = counting(inner, async (event) => {
+    if (event.id !== "e1" || once) return;
+    once = true;
+    assert.equal((await apply(other, m, "o1", pay("x1", "px", 5))).status, "applied");
+  });
+  const conflicts = [];
+  const onConflict = (c) => conflicts.push(c.event.id);
+  const [a, b] = await Promise.all([apply(store, m, "o1", pay("e1", "p1", 10), { onConflict }), apply(store, m, "o1", pay("e2", "p2", 20), { onConflict })]);
+  assert.equal(a.status, "applied");
+  assert.equal(b.status, "applied");
+  assert.equal(b.attempts, 2, "the guess lost its compare-and-set");
+  assert.deepEqual(conflicts, ["e2"]);
+  assert.deepEqual((await inner.events("o1")).map((r) => `${r.eventId}@${r.revision}`), ["e1@1", "x1@2", "e2@3"]);
+  assert.equal((await inspect(store, m, "o1")).context.paid, 35);
+});
+
+test("in a lane, an answer that writes nothing is read from the store, never from the guess", async () => {
+  const inner = new MemoryStore();
+  const m = new Machine(orderDefinition());
+  const other = counting(inner);
+  const store = counting(inner, async (event) => {
+    // Another isolate completes the payment while SHIP waits behind e1: SHIP is no longer ignored.
+    if (event.id === "e1") assert.equal((await apply(other, m, "o1", pay("x1", "px", 60))).status, "applied");
+  });
+  const [a, ship] = await Promise.all([apply(store, m, "o1", pay("e1", "p1", 40)), apply(store, m, "o1", { id: "s1", type: "SHIP" })]);
+  assert.equal(a.status, "applied");
+  assert.equal(ship.status, "applied", "the guess (pending) would have ignored SHIP; the store says paid");
+  assert.equal(ship.state, "shipped");
+  assert.equal(ship.attempts, 1);
+  assert.equal(inner.conflicts, 0);
+});
+
+test("a call stuck in the store holds its lane only laneStallMs: the calls behind it go on and nothing is lost", async () => {
+  const inner = new MemoryStore();
+  const m = new Machine(orderDefinition());
+  let release;
+  const stuck = new Promise((r) => (release = r));
+  let first = true;
+  const store = {
+    load: async (id) => {
+      if (first) {
+        first = false;
+        await stuck; // a store call that hangs
+      }
+      return inner.load(id);
+    },
+    commit: (...a) => inner.commit(...a),
+  };
+  const opts = { laneStallMs: 30 };
+  const slow = apply(store, m, "o1", pay("e1", "p1", 10), opts);
+  const fast = await Promise.all([apply(store, m, "o1", pay("e2", "p2", 20), opts), apply(store, m, "o1", pay("e3", "p3", 30), opts)]);
+  assert.deepEqual(fast.map((o) => o.status), ["applied", "applied"]);
+  release();
+  assert.equal((await slow).status, "applied");
+  assert.equal((await inspect(inner, m, "o1")).context.paid, 60);
+  assert.equal((await inner.events("o1")).length, 3);
+  // The lane is usable again: a later call runs at once.
+  assert.equal((await apply(store, m, "o1", pay("e4", "p4", 1), opts)).status, "applied");
+});
+
+test("after a store's error in a lane the next call loads: the error may have left the store changed", async () => {
+  const inner = new MemoryStore();
+  const m = new Machine(orderDefinition());
+  const store = counting(inner);
+  let commits = 0;
+  const failing = {
+    load: (id) => store.load(id),
+    commit: async (...a) => {
+      if (++commits === 2) throw new Error("store unavailable");
+      return store.commit(...a);
+    },
+  };
+  const outs = await Promise.allSettled([1, 2, 3].map((i) => apply(failing, m, "o1", pay(`e${i}`, `p${i}`, 10))));
+  assert.deepEqual(outs.map((o) => o.status), ["fulfilled", "rejected", "fulfilled"]);
+  assert.equal(outs[2].value.status, "applied");
+  // e1 loads; e2 commits from e1's write without a load and fails; e3 does not trust e2's turn and loads.
+  assert.equal(store.loads, 2);
+  assert.deepEqual((await inner.events("o1")).map((r) => r.eventId), ["e1", "e3"]);
+});
+
+test("a store that says it is serial (a Durable Object's) gets no lane: its calls run as they come", async () => {
+  const inner = new MemoryStore();
+  const m = checkoutMachine();
+  const store = { serial: true, load: (id) => inner.load(id), commit: (...a) => inner.commit(...a) };
+  const outs = await Promise.all(Array.from({ length: 10 }, (_, i) => apply(store, m, "o1", pay(`e${i}`, `p${i}`, 1), { maxRetries: 200 })));
+  assert.ok(outs.every((o) => o.status === "applied"));
+  assert.ok(inner.conflicts > 0, "the calls raced: no lane ordered them");
 });

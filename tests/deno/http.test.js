@@ -4,7 +4,7 @@
 // concurrency through the API, effects through Deno KV's queue against the
 // fake gateways, and the static demo page.
 import { assert, assertEquals } from "./assert.js";
-import { eventually } from "./helpers.js";
+import { eventually, tempKvPath } from "./helpers.js";
 import { startServer } from "./server.js";
 
 // One server for the file (a child process): the tests below share it.
@@ -173,11 +173,32 @@ Deno.test({ name: "a snapshot Deno KV cannot hold in one commit -> 507 snapshot_
   assertEquals(log.events.map((e) => e.revision), Array.from({ length: i - 1 }, (_, k) => k + 1));
 }});
 
-Deno.test({ name: "contention that outlasts the retries -> 409 contention with Retry-After; retrying the same key then succeeds", ...opts, fn: async () => {
+Deno.test({ name: "one server, no retries allowed: 20 concurrent writers to one process all land (they wait in its lane)", ...opts, fn: async () => {
   const tight = await startServer({ env: { MAX_RETRIES: "0" } });
   try {
+    const pid = "laned";
+    const first = await Promise.all(Array.from({ length: 20 }, (_, i) => tight.post(`/processes/${pid}/events`, `k${i}`, pay(`p${i}`, 1))));
+    // 201 for the event that created the process, 200 for the others: none is a 409.
+    assertEquals(first.map((r) => r.status).sort(), [...Array(19).fill(200), 201]);
+    for (const r of first) {
+      assertEquals(r.headers.get("idem-attempts"), "1");
+      await r.body?.cancel();
+    }
+    const view = await (await tight.fetch(`/processes/${pid}`)).json();
+    assertEquals(view.context.payments.length, 20);
+  } finally {
+    await tight.stop();
+  }
+}});
+
+Deno.test({ name: "contention that outlasts the retries -> 409 contention with Retry-After; retrying the same key then succeeds", ...opts, fn: async () => {
+  // Two servers on one database, as two instances of a deploy: their calls share no lane and race.
+  const db = await tempKvPath();
+  const env = { MAX_RETRIES: "0", IDEM_KV_PATH: db.path };
+  const servers = [await startServer({ env }), await startServer({ env })];
+  try {
     const pid = "contended";
-    const send = (i) => tight.post(`/processes/${pid}/events`, `k${i}`, pay(`p${i}`, 1));
+    const send = (i) => servers[i % 2].post(`/processes/${pid}/events`, `k${i}`, pay(`p${i}`, 1));
     const first = await Promise.all(Array.from({ length: 20 }, (_, i) => send(i)));
     const lost = [];
     for (const [i, r] of first.entries()) {
@@ -192,8 +213,8 @@ Deno.test({ name: "contention that outlasts the retries -> 409 contention with R
         await r.body?.cancel();
       }
     }
-    assert(lost.length > 0, "with no retries allowed, 20 concurrent writers must collide");
-    console.log(`contention: ${lost.length} of 20 concurrent requests got 409 with MAX_RETRIES=0`);
+    assert(lost.length > 0, "with no retries allowed, two servers' concurrent writers must collide");
+    console.log(`contention: ${lost.length} of 20 concurrent requests to two servers got 409 with MAX_RETRIES=0`);
     for (const i of lost) {
       let r;
       do {
@@ -203,10 +224,11 @@ Deno.test({ name: "contention that outlasts the retries -> 409 contention with R
       assert(r.status === 200 || r.status === 201, `status ${r.status}`);
       await r.body?.cancel();
     }
-    const view = await (await tight.fetch(`/processes/${pid}`)).json();
+    const view = await (await servers[0].fetch(`/processes/${pid}`)).json();
     assertEquals(view.context.payments.length, 20);
   } finally {
-    await tight.stop();
+    for (const s of servers) await s.stop();
+    await db.cleanup();
   }
 }});
 

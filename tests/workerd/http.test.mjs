@@ -120,8 +120,24 @@ test("request body over the limit -> 413 request_too_large; not JSON -> 415 / 40
   assert.equal((await broken.json()).code, "invalid_json");
 });
 
-test("contention that outlasts the retries -> 409 contention with Retry-After; retrying the same key then succeeds", async () => {
+test("no retries allowed: 20 concurrent writers to one process all land (they wait in its lane in the isolate)", async () => {
   const tight = await startWorker({ vars: { MAX_RETRIES: "0" } });
+  try {
+    const pid = "laned";
+    const first = await Promise.all(Array.from({ length: 20 }, (_, i) => tight.post(`/processes/${pid}/events`, `k${i}`, pay(`p${i}`, 1))));
+    // 201 for the event that created the process, 200 for the others: none is a 409.
+    assert.deepEqual(first.map((r) => r.status).sort(), [...Array(19).fill(200), 201]);
+    assert.deepEqual(first.map((r) => r.headers.get("idem-attempts")), Array(20).fill("1"));
+    const view = await (await tight.fetch(`/processes/${pid}`)).json();
+    assert.equal(view.context.payments.length, 20);
+  } finally {
+    await tight.close();
+  }
+});
+
+test("contention that outlasts the retries -> 409 contention with Retry-After; retrying the same key then succeeds", async () => {
+  // LANES=off: the isolate's requests race as requests in different isolates do.
+  const tight = await startWorker({ vars: { MAX_RETRIES: "0", LANES: "off" } });
   try {
     const pid = "contended";
     const send = (i) => tight.post(`/processes/${pid}/events`, `k${i}`, pay(`p${i}`, 1));

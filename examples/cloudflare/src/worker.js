@@ -69,6 +69,11 @@ function effectsFor(env, variant) {
 
 /** Compare-and-set retries per request (the MAX_RETRIES var can lower it, e.g. to show 409 contention). */
 const maxRetries = (env) => (env.MAX_RETRIES === undefined ? 64 : Number(env.MAX_RETRIES));
+/**
+ * The host loop's lanes (one call at a time per process in this isolate): on unless the LANES var
+ * is "off", which makes this isolate's concurrent requests race as other isolates' do.
+ */
+const lane = (env) => env.LANES !== "off";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -103,6 +108,7 @@ async function d1Api(request, env, ctx, url) {
     machine,
     store,
     maxRetries: maxRetries(env),
+    lane: lane(env),
     afterCommit: (processId) => dispatchAndFollow(store, machine, processId, effectsFor(env, variant)),
     onError: (err) => console.error("dispatch failed", err),
   });

@@ -70,6 +70,8 @@ export class DurableObjectStore {
   constructor(storage, processId) {
     this.storage = storage;
     this.processId = processId;
+    /** The object runs its process's calls one at a time already: `apply` keeps no lane for it. */
+    this.serial = true;
     /**
      * The snapshot last read or written, its version, and whether it is stored in chunks.
      * @type {{ snapshot: string, version: number, chunked: boolean } | null}
