@@ -195,7 +195,8 @@ export declare class Machine implements MachineLike {
   eventTypes(): string[];
   /**
    * The duplicate-delivery hazards of this machine (as `idem lint` reports them), errors first.
-   * In the full module (the node and web entries); the edge entries load the engine alone.
+   * In the node entry (which loads the full module on the first call) and the web entry; the edge
+   * entries (workerd, deno) load the engine alone.
    */
   analyze(): Finding[];
 }
@@ -206,7 +207,8 @@ export declare function version(): string;
  * Import the JSON form of an XState v5 config (`JSON.stringify(machine.config)`, as text or
  * as the parsed object) as an idem definition. Throws an `IdemError` (`invalid_json`, ...) when
  * it is not a config; what cannot be expressed as data becomes an `unrepresentable` diagnostic.
- * Exported by the node and web entries (the full module), not by the edge ones.
+ * Exported by the node entry (the full module loaded on the first call) and the web entry, not by the
+ * edge ones.
  */
 export declare function importXState(config: object | string): ImportedXState;
 

@@ -204,6 +204,27 @@ test("importXState takes a real XState v5 machine's config; analyze() finds its 
   assert.deepEqual(new Machine(orderDefinition()).analyze().filter((f) => f.severity === "error"), []);
 });
 
+test("the node entry reduces with the lean module and answers byte for byte as the full module does", async () => {
+  const lean = await import("../../pkg/dist/lean/idem.js");
+  const full = await import("../../pkg/dist/idem.js");
+  const a = new Machine(orderDefinition());
+  assert.ok(a instanceof lean.Machine, "the node entry's Machine is the lean module's");
+  assert.ok(!(a instanceof full.Machine));
+  importXState("{}"); // loads the full module, as analyze() does
+  const b = new full.Machine(orderDefinition());
+  let sa = null;
+  let sb = null;
+  const events = [pay("e1", "p1", 30), pay("e1", "p1", 30), pay("e2", "p2", 70), { id: "s1", type: "SHIP" }, pay("e1", "p1", 31)];
+  for (const [i, e] of events.entries()) {
+    const oa = a.reduce(sa, e, 1_700_000_000_000 + i, "o1");
+    const ob = b.reduce(sb, e, 1_700_000_000_000 + i, "o1");
+    assert.deepEqual(oa, ob);
+    if (oa.snapshot !== null) [sa, sb] = [oa.snapshot, ob.snapshot];
+  }
+  assert.equal(sa, sb);
+  assert.deepEqual(a.analyze(), b.analyze());
+});
+
 test("reduceBytes: the same snapshot text as bytes, and a duplicate hands back the caller's own array", () => {
   const m = new Machine(read("tests/machines/order.json"));
   const pay = (id, p, amount) => ({ id, type: "PAYMENT_PARTIAL", payload: { paymentId: p, amount } });
