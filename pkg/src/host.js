@@ -134,7 +134,7 @@ class Lane {
       return;
     }
     this.holder = null;
-    this.byId.delete(this.processId);
+    if (this.byId.get(this.processId) === this) this.byId.delete(this.processId);
   }
 }
 
