@@ -77,6 +77,13 @@ const lane = (env) => env.LANES !== "off";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Whether a commit left work due within FOLLOW_UP_MS (an effect to perform now, a retry soon): only
+ * then is the dispatcher run after it. Nothing due (most events) costs no read of the process; work
+ * due later is the cron's.
+ */
+const dueSoon = (out) => out.nextDueAt !== null && out.nextDueAt - Date.now() <= FOLLOW_UP_MS;
+
 /** Dispatch now, then keep following retries that are due within FOLLOW_UP_MS. */
 async function dispatchAndFollow(store, machine, processId, options) {
   const deadline = Date.now() + 25_000;
@@ -109,7 +116,7 @@ async function d1Api(request, env, ctx, url) {
     store,
     maxRetries: maxRetries(env),
     lane: lane(env),
-    afterCommit: (processId) => dispatchAndFollow(store, machine, processId, effectsFor(env, variant)),
+    afterCommit: (processId, out) => (dueSoon(out) ? dispatchAndFollow(store, machine, processId, effectsFor(env, variant)) : undefined),
     onError: (err) => console.error("dispatch failed", err),
   });
   return api.handle(request, { waitUntil: (p) => ctx.waitUntil(p) });
@@ -205,7 +212,8 @@ export class ProcessObject extends DurableObject {
       store: this.store(),
       basePath: `/${mode}`,
       maxRetries: maxRetries(this.env),
-      afterCommit: () => this.kick(),
+      // Nothing due at all: no dispatch to run, and an alarm left from earlier finds nothing when it rings.
+      afterCommit: (_processId, out) => (out.nextDueAt === null ? undefined : this.kick()),
       onError: (err) => console.error("dispatch failed", err),
     });
     return api.handle(request, { waitUntil: (p) => this.ctx.waitUntil(p) });
