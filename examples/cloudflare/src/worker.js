@@ -1,5 +1,5 @@
 // The idem demo Worker: the HTTP API (pkg/src/http.js) over three Cloudflare
-// stores, the outbox dispatcher after every commit, and the demo page (www/)
+// stores, the outbox dispatcher after a commit that leaves work due, and the demo page (www/)
 // as static assets.
 //
 //   /processes/:id[/events]        D1 (the default; the page's "worker" mode uses it)
