@@ -37,12 +37,10 @@ const TIMEOUT_MS = 2_000;
 /** After a commit, wait in the background for retries due this soon (ms); later ones go to the cron / alarm. */
 const FOLLOW_UP_MS = 10_000;
 
-let machines = null; // built on first use, inside a request
+const machines = {}; // each built on its first use, inside a request
 function machineFor(processId) {
-  machines ??= Object.fromEntries(Object.entries(DEFINITIONS).map(([k, d]) => [k, new Machine(d)]));
-  if (processId.endsWith("-robust-nokeys")) return { variant: "robust-nokeys", machine: machines["robust-nokeys"] };
-  if (processId.endsWith("-fragile")) return { variant: "fragile", machine: machines.fragile };
-  return { variant: "robust", machine: machines.robust };
+  const variant = processId.endsWith("-robust-nokeys") ? "robust-nokeys" : processId.endsWith("-fragile") ? "fragile" : "robust";
+  return { variant, machine: (machines[variant] ??= new Machine(DEFINITIONS[variant])) };
 }
 
 let localGateways = null;
