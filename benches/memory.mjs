@@ -44,7 +44,6 @@ export const CONTENDERS = Object.freeze([
   { key: "resident", label: "idem resident" },
 ]);
 
-/** Events per child: enough for the collector's rhythm to show, few where one takes 100 ms. */
 /** Events per child: for the peers few where one takes 100 ms; idem's take 100 at every size. */
 export const eventsFor = (n, peer) => (!peer ? 100 : n >= 100_000 ? 6 : n >= 10_000 ? 20 : 100);
 

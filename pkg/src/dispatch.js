@@ -156,7 +156,6 @@ export async function dispatch(store, machine, processId, options = {}) {
   const verifiers = options.verifiers ?? {};
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxRounds = options.maxRounds ?? DEFAULT_MAX_ROUNDS;
-  const applyOptions = { now: options.now, maxRetries: options.maxRetries, onConflict: options.onConflict, lane: options.lane, laneStallMs: options.laneStallMs };
   const report = { steps: [], unhandled: 0, nextDueAt: null };
   const seen = new Set();
   const stuck = new Set();
@@ -165,7 +164,8 @@ export async function dispatch(store, machine, processId, options = {}) {
     report.steps.push(s);
     options.onStep?.(s);
   };
-  const send = (event) => apply(store, machine, processId, event, applyOptions);
+  // The options are `apply`'s too (DispatchOptions extends ApplyOptions); it reads only its own.
+  const send = (event) => apply(store, machine, processId, event, options);
 
   let loaded = await store.load(processId);
   for (let round = 0; loaded && round < maxRounds; round++) {

@@ -119,7 +119,6 @@ class Lane {
   /** The holder took too long: the calls queued behind it go on their own, and the lane is gone. */
   stalled() {
     this.holder = null;
-    this.known = null;
     if (this.byId.get(this.processId) === this) this.byId.delete(this.processId);
     for (const w of this.queue.splice(0)) w.go(false);
   }
@@ -148,21 +147,17 @@ class Lane {
 async function enterLane(store, processId, stallMs) {
   let byId = lanes.get(store);
   if (!byId) lanes.set(store, (byId = new Map()));
-  let lane = byId.get(processId);
-  if (lane && lane.holder !== null && lane.left() <= 0) {
-    lane.stalled();
-    lane = undefined;
-  }
-  if (!lane) {
-    lane = new Lane(byId, processId, stallMs);
-    byId.set(processId, lane);
-  }
   const turn = {};
-  if (lane.holder === null) {
+  // A lane in the map is always held (it goes when its last call leaves or it stalls).
+  const current = byId.get(processId);
+  if (current === undefined || current.left() <= 0) {
+    current?.stalled();
+    const lane = new Lane(byId, processId, stallMs);
+    byId.set(processId, lane);
     lane.hold(turn);
     return { lane, turn, held: true };
   }
-  const waiting = lane;
+  const waiting = current;
   const held = await new Promise((resolve) => {
     let timer;
     const watch = () => {

@@ -182,14 +182,6 @@ export function createHttpApi(options) {
   const { machine, store } = options;
   const base = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const applyOptions = {
-    now: options.now,
-    maxRetries: options.maxRetries,
-    backoff: options.backoff,
-    onConflict: options.onConflict,
-    lane: options.lane,
-    laneStallMs: options.laneStallMs,
-  };
   // The engine's own reports (`idem.*`: effect attempts, timers) come from the
   // dispatcher, never from clients: refused here. An effect's outcome event
   // (`<effect>.succeeded` / `.failed`) the engine itself refuses from outside
@@ -260,7 +252,8 @@ export function createHttpApi(options) {
 
     let out;
     try {
-      out = await apply(store, machine, processId, event, applyOptions);
+      // The options are `apply`'s too (HttpApiOptions extends ApplyOptions); it reads only its own.
+      out = await apply(store, machine, processId, event, options);
     } catch (err) {
       if (err instanceof ContentionError || err?.code === "contention") {
         return problem(409, "contention", err.message, { processId, eventId: k.key }, { "retry-after": "1" });
