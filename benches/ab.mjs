@@ -10,6 +10,11 @@
 //   cp -r pkg/dist/lean /tmp/b      # after it
 //   node benches/ab.mjs /tmp/a /tmp/b [--rounds 3] [--sizes 0,100,10000]
 //
+// --browser: the same, in headless Chromium (IDEM_CHROMIUM, as the e2e tests
+// start it; scripts/serve.mjs serves pkg/ at /pkg/, so both directories must be
+// under pkg/): `node benches/ab.mjs pkg/dist pkg/dist/lean --browser` is the web
+// entry's reduce on the full module against the lean one it loads.
+//
 // The snapshots are the bench's own (benches/idem.rs --emit: the order machine
 // with NOTE events, as benches/run.mjs uses), and every call is a fresh payment
 // that must be applied.
@@ -25,9 +30,13 @@ import { NOW } from "./peers.mjs";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const { values: opt, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: "string", default: "3" }, sizes: { type: "string", default: "0,100,10000" } },
+  options: {
+    rounds: { type: "string", default: "3" },
+    sizes: { type: "string", default: "0,100,10000" },
+    browser: { type: "boolean", default: false },
+  },
 });
-if (positionals.length !== 2) throw new Error("usage: node benches/ab.mjs DIR_A DIR_B [--rounds 3] [--sizes 0,100,10000]");
+if (positionals.length !== 2) throw new Error("usage: node benches/ab.mjs DIR_A DIR_B [--rounds 3] [--sizes 0,100,10000] [--browser]");
 const sizes = opt.sizes.split(",").map(Number);
 
 // The bench's snapshots, as benches/run.mjs makes them.
@@ -51,13 +60,69 @@ const definition = readFileSync(path.join(emit, "machine.json"), "utf8");
 const snaps = Object.fromEntries(sizes.map((n) => [n, readFileSync(path.join(emit, `idem-${n}.snap`), "utf8")]));
 const bytes = Object.fromEntries(sizes.map((n) => [n, new TextEncoder().encode(snaps[n])]));
 
+const fresh = (i) => ({ id: `01JBENCHFRESH${String(i).padStart(13, "0")}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `q-${i}`, amount: 1 } });
+const print = (medians, where) => {
+  console.log(`A: ${positionals[0]}\nB: ${positionals[1]}\nmedians per round${where} (ledger, snapshot form, side):`);
+  for (const [name, ms] of Object.entries(medians)) console.log(`  ${name.padEnd(18)} ${ms.map(fmtNs).join("  ")}`);
+};
+
+if (opt.browser) {
+  const pkg = path.join(ROOT, "pkg");
+  const urls = positionals.map((dir) => {
+    const rel = path.relative(pkg, path.resolve(dir));
+    if (rel.startsWith("..") || path.isAbsolute(rel)) throw new Error(`--browser: ${dir} is not under pkg/ (served at /pkg/)`);
+    return `/pkg/${rel.split(path.sep).join("/")}/`;
+  });
+  const { startAll } = await import("../tests/e2e/browser.mjs");
+  const env = await startAll();
+  try {
+    const page = await (await env.browser.newContext()).newPage();
+    await page.goto(`${env.url}machines/order-robust.json`); // same origin as /pkg/
+    const version = env.browser.version();
+    const medians = await page.evaluate(
+      async ({ urls, definition, snaps, sizes, rounds, NOW, measureSrc, freshSrc }) => {
+        const measureGroup = new Function(`return ${measureSrc}`)();
+        const fresh = new Function(`return ${freshSrc}`)();
+        const machines = {};
+        for (const [side, url] of [["A", urls[0]], ["B", urls[1]]]) {
+          const glue = await import(`${url}idem.js`);
+          await glue.default({ module_or_path: `${url}idem_bg.wasm` });
+          machines[side] = new glue.Machine(definition);
+        }
+        const bytes = Object.fromEntries(sizes.map((n) => [n, new TextEncoder().encode(snaps[n])]));
+        const applied = (o) => {
+          if (o.status !== "applied") throw new Error(`expected applied, got ${o.status}`);
+        };
+        const medians = {};
+        for (let round = 0; round < rounds; round++) {
+          for (const n of sizes) {
+            const fns = {};
+            for (const [side, m] of Object.entries(machines)) {
+              fns[`${n} string ${side}`] = (i) => applied(m.reduce(snaps[n], fresh(i), NOW, ""));
+              fns[`${n} bytes ${side}`] = (i) => applied(m.reduceBytes(bytes[n], fresh(i), NOW, ""));
+            }
+            // Chromium's clock is coarse (about 0.1 ms): batches of 20 ms, sized from a longer warm-up.
+            const timed = measureGroup(fns, { budgetMs: n >= 10_000 ? 1_200 : 600, warmMs: 300, batchMs: 20 });
+            for (const [name, r] of Object.entries(timed)) (medians[name] ??= []).push(r.medianNs);
+          }
+        }
+        return medians;
+      },
+      { urls, definition, snaps, sizes, rounds: Number(opt.rounds), NOW, measureSrc: measureGroup.toString(), freshSrc: fresh.toString() },
+    );
+    print(medians, ` in Chromium ${version}`);
+  } finally {
+    await env.close();
+  }
+  process.exit(0);
+}
+
 async function load(dir) {
   const glue = await import(pathToFileURL(path.resolve(dir, "idem.js")).href);
   glue.initSync({ module: readFileSync(path.resolve(dir, "idem_bg.wasm")) });
   return new glue.Machine(definition);
 }
 const machines = { A: await load(positionals[0]), B: await load(positionals[1]) };
-const fresh = (i) => ({ id: `01JBENCHFRESH${String(i).padStart(13, "0")}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `q-${i}`, amount: 1 } });
 const applied = (o) => {
   if (o.status !== "applied") throw new Error(`expected applied, got ${o.status}`);
 };
@@ -73,5 +138,4 @@ for (let round = 0; round < Number(opt.rounds); round++) {
     for (const [name, r] of Object.entries(measureGroup(fns, { budgetMs: n >= 10_000 ? 600 : 300 }))) (medians[name] ??= []).push(r.medianNs);
   }
 }
-console.log(`A: ${positionals[0]}\nB: ${positionals[1]}\nmedians per round (ledger, snapshot form, side):`);
-for (const [name, ms] of Object.entries(medians)) console.log(`  ${name.padEnd(18)} ${ms.map(fmtNs).join("  ")}`);
+print(medians, "");

@@ -36,9 +36,10 @@ export function measure(fn, { budgetMs = 400, maxSamples = 2000, minSamples = 5 
  * batch of each in turn, round after round, so that load that comes and goes
  * on a shared machine hits every contender alike. Stops after `budgetMs` per
  * function (at least `minSamples` rounds, at most `maxSamples`). Returns
- * `{ name: { medianNs, p95Ns, samples, batch } }`.
+ * `{ name: { medianNs, p95Ns, samples, batch } }`. Self-contained (its source
+ * is evaluated in a browser page by benches/ab.mjs --browser).
  */
-export function measureGroup(fns, { budgetMs = 400, maxSamples = 2000, minSamples = 5, warmMs = 50 } = {}) {
+export function measureGroup(fns, { budgetMs = 400, maxSamples = 2000, minSamples = 5, warmMs = 50, batchMs } = {}) {
   const names = Object.keys(fns);
   const state = {};
   let i = 0;
@@ -50,10 +51,12 @@ export function measureGroup(fns, { budgetMs = 400, maxSamples = 2000, minSample
       fn(i++);
       warm++;
     } while (performance.now() < warmEnd && warm < 5000);
+    const warmedMs = performance.now() - (warmEnd - warmMs);
     const t = performance.now();
     fn(i++);
-    const one = Math.max(performance.now() - t, 1e-4);
-    state[name] = { batch: Math.min(100_000, Math.max(1, Math.floor(0.2 / one))), samples: [] };
+    // One call's time sizes batches of 0.2 ms; with `batchMs` (a browser, whose clock is coarse) the warm-up's average does.
+    const one = Math.max(batchMs === undefined ? performance.now() - t : warmedMs / warm, 1e-4);
+    state[name] = { batch: Math.min(100_000, Math.max(1, Math.floor((batchMs ?? 0.2) / one))), samples: [] };
   }
   const start = performance.now();
   const total = budgetMs * names.length;

@@ -7,7 +7,7 @@
 //
 // The page holds no business logic: every outcome shown comes from the engine.
 
-import { Machine, newEventId, version } from "../pkg/src/web.js";
+import { Machine, loadAnalysis, newEventId, version } from "../pkg/src/web.js";
 import { apply } from "../pkg/src/host.js";
 import { dispatch, nextDueAt } from "../pkg/src/dispatch.js";
 import { openIndexedDBStore } from "../pkg/src/stores/indexeddb.js";
@@ -110,6 +110,9 @@ function serial(fn) {
 }
 
 async function loadMachines() {
+  // The hazard analysis is a second module: fetched alongside the definitions.
+  const analysis = typeof loadAnalysis === "function" ? loadAnalysis() : null;
+  analysis?.catch(() => {});
   await Promise.all(
     Object.entries(VARIANTS).map(async ([variant, v]) => {
       const def = await (await fetch(v.file)).json();
@@ -117,6 +120,7 @@ async function loadMachines() {
       let findings = null;
       if (typeof machine.analyze === "function") {
         try {
+          await analysis;
           findings = machine.analyze();
         } catch (err) {
           findings = [{ code: err.code ?? "analyze_failed", severity: "error", message: String(err.message ?? err) }];

@@ -49,6 +49,8 @@ export type ErrorCode =
   | "microstep_limit"
   | "unknown_effect"
   | "invalid_effect_report"
+  // the web entry: analyze() or importXState() before loadAnalysis()
+  | "analysis_not_loaded"
   // command line
   | "usage"
   | "io";
@@ -195,7 +197,8 @@ export declare class Machine implements MachineLike {
   eventTypes(): string[];
   /**
    * The duplicate-delivery hazards of this machine (as `idem lint` reports them), errors first.
-   * In the node entry (which loads the full module on the first call) and the web entry; the edge
+   * In the node entry (which loads the full module on the first call) and the web entry (after
+   * `await loadAnalysis()`; before it, an `IdemError` with code `analysis_not_loaded`); the edge
    * entries (workerd, deno) load the engine alone.
    */
   analyze(): Finding[];
@@ -207,10 +210,18 @@ export declare function version(): string;
  * Import the JSON form of an XState v5 config (`JSON.stringify(machine.config)`, as text or
  * as the parsed object) as an idem definition. Throws an `IdemError` (`invalid_json`, ...) when
  * it is not a config; what cannot be expressed as data becomes an `unrepresentable` diagnostic.
- * Exported by the node entry (the full module loaded on the first call) and the web entry, not by the
- * edge ones.
+ * Exported by the node entry (the full module loaded on the first call) and the web entry (after
+ * `await loadAnalysis()`), not by the edge ones.
  */
 export declare function importXState(config: object | string): ImportedXState;
+
+/**
+ * Load the full module, which holds the hazard analysis (`machine.analyze()`) and `importXState`.
+ * The web entry reduces with the lean module and fetches the full one only when this is called
+ * (once; a failed fetch is tried again on the next call). In the node entry it resolves at once,
+ * the module read from disk. Exported by the node and web entries, not by the edge ones.
+ */
+export declare function loadAnalysis(): Promise<void>;
 
 export interface ImportedXState {
   /** An idem definition: pass it to `new Machine(definition)`. */

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import * as lean from "../dist/lean/idem.js";
 import * as full from "../dist/idem.js";
+import { withAnalysis } from "./analysis.js";
 
 lean.initSync({ module: readFileSync(new URL("../dist/lean/idem_bg.wasm", import.meta.url)) });
 
@@ -17,27 +18,11 @@ function analysis() {
   return full;
 }
 
-/** The full module's machine for each machine that was asked for its hazards (built once). */
-const analysed = new WeakMap();
+export const { Machine, importXState } = withAnalysis(lean, analysis);
 
-export class Machine extends lean.Machine {
-  /**
-   * The duplicate-delivery hazards of this machine (as `idem lint` reports them), errors first:
-   * the full module builds the same definition and analyses it.
-   */
-  analyze() {
-    let m = analysed.get(this);
-    if (m === undefined) {
-      m = new (analysis().Machine)(this.definition());
-      analysed.set(this, m);
-    }
-    return m.analyze();
-  }
-}
-
-/** Import the JSON form of an XState v5 config as an idem definition (see index.d.ts). */
-export function importXState(config) {
-  return analysis().importXState(config);
+/** The full module, loaded now (in Node it also loads on first use; the web entry needs this call). */
+export async function loadAnalysis() {
+  analysis();
 }
 
 export { newEventId, version } from "../dist/lean/idem.js";

@@ -1,8 +1,47 @@
-// Browser entry: fetch and instantiate the wasm once, before anything is exported.
-import init from "../dist/idem.js";
+// Browser entry: fetch and instantiate the lean module (the engine built for speed, 92 KiB
+// gzip) before anything is exported. The hazard analysis and the XState import live in the
+// full module (the engine again, with them, built for size), fetched only by
+// `await loadAnalysis()`: a page that only reduces never downloads it.
+import initLean, * as lean from "../dist/lean/idem.js";
+import initFull, * as full from "../dist/idem.js";
+import { withAnalysis } from "./analysis.js";
 
-await init({ module_or_path: new URL("../dist/idem_bg.wasm", import.meta.url) });
+await initLean({ module_or_path: new URL("../dist/lean/idem_bg.wasm", import.meta.url) });
 
-export { Machine, importXState, newEventId, version } from "../dist/idem.js";
+/** @type {Promise<void> | null} */
+let loading = null;
+let fullReady = false;
+
+/**
+ * Fetch and instantiate the full module, once: `machine.analyze()` and `importXState` need it.
+ * A failed fetch is not remembered, so calling again tries again.
+ */
+export function loadAnalysis() {
+  loading ??= initFull({ module_or_path: new URL("../dist/idem_bg.wasm", import.meta.url) }).then(
+    () => {
+      fullReady = true;
+    },
+    (err) => {
+      loading = null;
+      throw err;
+    },
+  );
+  return loading;
+}
+
+function analysis() {
+  if (!fullReady) {
+    const err = new Error("the hazard analysis and the XState import are in a second module: await loadAnalysis() once before analyze() or importXState()");
+    err.name = "IdemError";
+    // @ts-ignore: an IdemError's code
+    err.code = "analysis_not_loaded";
+    throw err;
+  }
+  return full;
+}
+
+export const { Machine, importXState } = withAnalysis(lean, analysis);
+
+export { newEventId, version } from "../dist/lean/idem.js";
 
 export * from "./hosting.js";

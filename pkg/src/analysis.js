@@ -1,0 +1,36 @@
+// What the node and web entries share: they reduce with the lean module (the engine built for
+// speed) and keep the hazard analysis and the XState import in the full module, which the
+// node entry reads on first use and the web entry fetches on `loadAnalysis()`.
+
+/**
+ * The entry's `Machine` and `importXState` over the lean module's `Machine`.
+ * @param {{ Machine: new (definition: unknown) => { definition(): unknown } }} lean
+ * @param {() => { Machine: new (definition: unknown) => { analyze(): unknown }, importXState(config: unknown): unknown }} full
+ *   the full module's exports, instantiated (it throws when they cannot be had now)
+ */
+export function withAnalysis(lean, full) {
+  /** The full module's machine for each machine that was asked for its hazards (built once). */
+  const analysed = new WeakMap();
+
+  class Machine extends lean.Machine {
+    /**
+     * The duplicate-delivery hazards of this machine (as `idem lint` reports them), errors first:
+     * the full module builds the same definition and analyses it.
+     */
+    analyze() {
+      let m = analysed.get(this);
+      if (m === undefined) {
+        m = new (full().Machine)(this.definition());
+        analysed.set(this, m);
+      }
+      return m.analyze();
+    }
+  }
+
+  /** Import the JSON form of an XState v5 config as an idem definition (see index.d.ts). */
+  function importXState(config) {
+    return full().importXState(config);
+  }
+
+  return { Machine, importXState };
+}
