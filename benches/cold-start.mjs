@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Where a cold start's time goes: each phase timed apart in fresh Node processes.
 //
-//   node benches/cold-start.mjs [--runs 9] [--dir pkg/dist/lean] [--eager] [--deno]
+//   node benches/cold-start.mjs [--runs 9] [--dir pkg/dist/lean] [--eager] [--deno] [--compiled]
+//   node benches/cold-start.mjs --entries [--deno | --browser] [--runs 9]
 //
 // Each child imports the wasm-bindgen glue, reads the module, validates it
 // (`new WebAssembly.Module`), instantiates it (`initSync`), builds the bench's
@@ -17,9 +18,15 @@
 // bodies' bytes: a measure of the lazy compilation that load does not move;
 // and the same for a first event that brings a stored snapshot (a process that
 // exists), which decodes where the harness's first event starts a process.
+// `--entries`: what a user's `import "idem"` costs instead, the package's own entry
+// (pkg/src/node.js as the repository has it, 15 module files, against the published
+// pkg/dist/js/node.js, the host modules in one file; deno.js with --deno): the import,
+// then building the machine and the first event, in fresh processes taken in turns;
+// with --browser, web.js in fresh Chromium contexts (IDEM_CHROMIUM; scripts/serve.mjs on
+// localhost, as the e2e tests run it: every module file one request).
 // benches/run.mjs section 3 measures the same total against XState.
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -33,12 +40,87 @@ const { values: opt } = parseArgs({
     eager: { type: "boolean", default: false },
     compiled: { type: "boolean", default: false },
     deno: { type: "boolean", default: false },
+    entries: { type: "boolean", default: false },
+    browser: { type: "boolean", default: false },
   },
 });
 const DENO = path.join(ROOT, "node_modules/.bin/deno");
 if (opt.deno && !existsSync(DENO)) throw new Error("no node_modules/.bin/deno: npm install");
 const dir = path.resolve(ROOT, opt.dir);
 if (!existsSync(path.join(dir, "idem_bg.wasm"))) throw new Error(`no module in ${dir}: run scripts/build-wasm.sh`);
+
+if (opt.entries && opt.browser) {
+  const entries = ["/pkg/src/web.js", "/pkg/dist/js/web.js"];
+  const { startAll } = await import("../tests/e2e/browser.mjs");
+  const env = await startAll();
+  const definition = JSON.parse(readFileSync(path.join(ROOT, "tests/machines/order.json"), "utf8"));
+  const times = Object.fromEntries(entries.map((e) => [e, []]));
+  try {
+    for (let i = 0; i < Number(opt.runs); i++) {
+      for (const entry of entries) {
+        const context = await env.browser.newContext();
+        const page = await context.newPage();
+        let requests = 0;
+        page.on("request", (req) => {
+          if (new URL(req.url()).pathname.startsWith("/pkg/")) requests++;
+        });
+        await page.goto(`${env.url}machines/order-robust.json`); // same origin, nothing loaded
+        const t = await page.evaluate(
+          async ({ entry, definition }) => {
+            const t0 = performance.now();
+            const idem = await import(entry);
+            const t1 = performance.now();
+            const out = new idem.Machine(definition).reduce(null, { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 1 } }, 1000, "p");
+            if (out.status !== "applied") throw new Error(out.status);
+            return { load: t1 - t0, total: performance.now() - t0 };
+          },
+          { entry, definition },
+        );
+        times[entry].push({ ...t, requests });
+        await context.close();
+      }
+    }
+    console.log(`import of the web entry in Chromium ${env.browser.version()}, served from localhost: the entry, then a machine built and a first event; ${opt.runs} fresh contexts each, in turns, medians\n`);
+    const med = (entry, k) => median(times[entry].map((r) => r[k]));
+    console.log(
+      table(
+        ["entry", "requests under /pkg/", "import", "to the first event"],
+        entries.map((e) => [e, String(med(e, "requests")), med(e, "load").toFixed(1) + " ms", med(e, "total").toFixed(1) + " ms"]),
+      ),
+    );
+  } finally {
+    await env.close();
+  }
+  process.exit(0);
+}
+
+if (opt.entries) {
+  const name = opt.deno ? "deno.js" : "node.js";
+  const entries = [`pkg/src/${name}`, `pkg/dist/js/${name}`];
+  const timing = (entry) => `
+    const t0 = performance.now();
+    const idem = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, entry)).href)});
+    const t1 = performance.now();
+    const m = new idem.Machine(${JSON.stringify(readFileSync(path.join(ROOT, "tests/machines/order.json"), "utf8"))});
+    const out = m.reduce(null, { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 1 } }, 1000, "p");
+    const t2 = performance.now();
+    if (out.status !== "applied") throw new Error(out.status);
+    console.log(JSON.stringify({ load: t1 - t0, total: t2 - t0 }));`;
+  const times = Object.fromEntries(entries.map((e) => [e, []]));
+  for (let i = 0; i < Number(opt.runs); i++) {
+    for (const entry of entries) {
+      const [cmd, args] = opt.deno
+        ? [DENO, ["eval", timing(entry)]]
+        : [process.execPath, ["--input-type=module", "-e", timing(entry)]];
+      times[entry].push(JSON.parse(execFileSync(cmd, args, { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } })));
+    }
+  }
+  const runtime = opt.deno ? execFileSync(DENO, ["--version"], { encoding: "utf8" }).split("\n")[0] : `Node ${process.version}`;
+  console.log(`import "idem" in ${runtime}: the entry, then a machine built and a first event; ${opt.runs} fresh processes each, in turns, medians\n`);
+  const ms = (entry, k) => median(times[entry].map((r) => r[k])).toFixed(2) + " ms";
+  console.log(table(["entry", "import", "to the first event"], entries.map((e) => [e, ms(e, "load"), ms(e, "total")])));
+  process.exit(0);
+}
 
 const child = `
   const t0 = performance.now();

@@ -2,10 +2,11 @@
 # Build the WebAssembly package (generated, never committed), shrink it with
 # wasm-opt, print its size and fail when it is over budget. Two modules:
 #
-#   pkg/dist/lean/idem_bg.wasm   the engine alone: what edge hosts load
-#                                (pkg/src/workerd.js, pkg/src/deno.js)
+#   pkg/dist/lean/idem_bg.wasm   the engine alone: what every entry reduces with
 #   pkg/dist/idem_bg.wasm        the engine with hazard analysis and XState import
-#                                (pkg/src/node.js, pkg/src/web.js: tools and the demo)
+#                                (node.js on first use, web.js on loadAnalysis())
+#
+# and then the package's JavaScript as published, pkg/dist/js/ (scripts/bundle-js.mjs).
 #
 #   SIZE_BUDGET=warn scripts/build-wasm.sh   only warn when over budget (the demo uses this)
 #
@@ -112,6 +113,7 @@ build() {
 # The lean module is built for speed (Cargo.toml, profile release-lean), the full one for size.
 build pkg/dist/lean "$LEAN_BUDGET_KIB" release-lean "$LEAN_RUSTC_ARGS" "$LEAN_WASM_OPT_ARGS" --no-default-features
 build pkg/dist "$FULL_BUDGET_KIB" release "" ""
+node scripts/bundle-js.mjs
 
 if [ "$over" = 1 ] && [ "${SIZE_BUDGET:-}" != warn ]; then
   exit 1

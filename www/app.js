@@ -7,11 +7,11 @@
 //
 // The page holds no business logic: every outcome shown comes from the engine.
 
-import { Machine, loadAnalysis, newEventId, version } from "../pkg/src/web.js";
-import { apply } from "../pkg/src/host.js";
-import { dispatch, nextDueAt } from "../pkg/src/dispatch.js";
-import { openIndexedDBStore } from "../pkg/src/stores/indexeddb.js";
-import { FakeGateway, gatewayEffects } from "../pkg/src/testing/fake-gateway.js";
+import { Machine, loadAnalysis, newEventId, version } from "../pkg/dist/js/web.js";
+import { apply } from "../pkg/dist/js/host.js";
+import { dispatch, nextDueAt } from "../pkg/dist/js/dispatch.js";
+import { openIndexedDBStore } from "../pkg/dist/js/stores/indexeddb.js";
+import { FakeGateway, gatewayEffects } from "../pkg/dist/js/testing/fake-gateway.js";
 import { parseDefinition, render, activePaths, findingPath } from "./diagram.js";
 import { detectWorker, RemoteProcess } from "./remote.js";
 

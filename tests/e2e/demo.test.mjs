@@ -298,42 +298,44 @@ test("two tabs racing the same events through IndexedDB apply each id once", asy
   await context.close();
 });
 
-test("the web entry reduces with the lean module and fetches the analysis only when asked", async () => {
-  const context = await env.browser.newContext();
-  const page = await context.newPage();
-  const wasm = [];
-  page.on("request", (req) => {
-    if (req.url().endsWith(".wasm")) wasm.push(new URL(req.url()).pathname);
-  });
-  await page.goto(`${env.url}machines/order-fragile.json`); // same origin, no demo running
-  const before = await page.evaluate(async () => {
-    const { Machine } = await import("/pkg/src/web.js");
-    const machine = new Machine(await (await fetch("/machines/order-fragile.json")).json());
-    const out = machine.reduce(null, { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 1 } }, 1000, "o1");
-    let refused = null;
-    try {
-      machine.analyze();
-    } catch (err) {
-      refused = { name: err.name, code: err.code };
-    }
-    return { status: out.status, refused };
-  });
-  assert.equal(before.status, "applied");
-  assert.deepEqual(before.refused, { name: "IdemError", code: "analysis_not_loaded" });
-  assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm"], "only the lean module is fetched to reduce");
+for (const entry of ["/pkg/dist/js/web.js", "/pkg/src/web.js"]) {
+  test(`the web entry (${entry}) reduces with the lean module and fetches the analysis only when asked`, async () => {
+    const context = await env.browser.newContext();
+    const page = await context.newPage();
+    const wasm = [];
+    page.on("request", (req) => {
+      if (req.url().endsWith(".wasm")) wasm.push(new URL(req.url()).pathname);
+    });
+    await page.goto(`${env.url}machines/order-fragile.json`); // same origin, no demo running
+    const before = await page.evaluate(async (entry) => {
+      const { Machine } = await import(entry);
+      const machine = new Machine(await (await fetch("/machines/order-fragile.json")).json());
+      const out = machine.reduce(null, { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 1 } }, 1000, "o1");
+      let refused = null;
+      try {
+        machine.analyze();
+      } catch (err) {
+        refused = { name: err.name, code: err.code };
+      }
+      return { status: out.status, refused };
+    }, entry);
+    assert.equal(before.status, "applied");
+    assert.deepEqual(before.refused, { name: "IdemError", code: "analysis_not_loaded" });
+    assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm"], "only the lean module is fetched to reduce");
 
-  const after = await page.evaluate(async () => {
-    const { Machine, loadAnalysis, importXState } = await import("/pkg/src/web.js");
-    const machine = new Machine(await (await fetch("/machines/order-fragile.json")).json());
-    await Promise.all([loadAnalysis(), loadAnalysis()]);
-    const imported = importXState({ id: "toggle", initial: "off", states: { off: { on: { T: "on" } }, on: {} } });
-    return { codes: machine.analyze().map((f) => `${f.severity} ${f.code}`), initial: imported.definition.initial };
+    const after = await page.evaluate(async (entry) => {
+      const { Machine, loadAnalysis, importXState } = await import(entry);
+      const machine = new Machine(await (await fetch("/machines/order-fragile.json")).json());
+      await Promise.all([loadAnalysis(), loadAnalysis()]);
+      const imported = importXState({ id: "toggle", initial: "off", states: { off: { on: { T: "on" } }, on: {} } });
+      return { codes: machine.analyze().map((f) => `${f.severity} ${f.code}`), initial: imported.definition.initial };
+    }, entry);
+    assert.ok(after.codes.some((c) => c.startsWith("error ")), JSON.stringify(after.codes));
+    assert.equal(after.initial, "off");
+    assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm", "/pkg/dist/idem_bg.wasm"], "the full module once, on loadAnalysis()");
+    await context.close();
   });
-  assert.ok(after.codes.some((c) => c.startsWith("error ")), JSON.stringify(after.codes));
-  assert.equal(after.initial, "off");
-  assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm", "/pkg/dist/idem_bg.wasm"], "the full module once, on loadAnalysis()");
-  await context.close();
-});
+}
 
 test("hazard findings are marked on the diagram", async () => {
   const { page, context, errors } = await openDemo(env);

@@ -1,7 +1,8 @@
-// Run by deno.test.mjs under Deno: load the package through its Deno entry and
-// print what the engine answered, as one JSON line (the test compares it with
-// the same calls in Node).
-import * as entry from "../../pkg/src/deno.js";
+// Run by deno.test.mjs under Deno: load the package through its Deno entry (the
+// source one, or the published one given as the argument, relative to this file)
+// and print what the engine answered, as one JSON line (the test compares it
+// with the same calls in Node).
+const entry = await import(Deno.args[0] ?? "../../pkg/src/deno.js");
 
 const { Machine, newEventId, version } = entry;
 

@@ -10,30 +10,32 @@ import { Machine, version } from "../../pkg/src/node.js";
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const deno = `${root}node_modules/.bin/deno`;
 
-test("pkg/src/deno.js loads the lean engine under Deno, which answers as the full one in Node does", async () => {
-  const out = execFileSync(deno, ["run", "--no-prompt", "--no-config", "--no-lock", `--allow-read=${root}`, "tests/js/deno-entry.js"], {
-    cwd: root,
-    encoding: "utf8",
-    env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
-  });
-  const got = JSON.parse(out);
-  assert.equal(got.runtime, "string", "ran under Deno");
-  assert.equal(got.version, version());
-  // The lean engine has no analysis and no XState import; the host API is the same everywhere.
-  const full = Object.keys(await import("../../pkg/src/node.js")).sort();
-  assert.deepEqual(got.exports, full.filter((name) => name !== "importXState" && name !== "loadAnalysis"));
-  assert.equal(got.analyze, "undefined");
-  assert.match(got.eventId, /^[0-9A-HJKMNP-TV-Z]{26}$/);
+for (const [entry, arg] of [["pkg/src/deno.js", []], ["pkg/dist/js/deno.js (published)", ["../../pkg/dist/js/deno.js"]]]) {
+  test(`${entry} loads the lean engine under Deno, which answers as the full one in Node does`, async () => {
+    const out = execFileSync(deno, ["run", "--no-prompt", "--no-config", "--no-lock", `--allow-read=${root}`, "tests/js/deno-entry.js", ...arg], {
+      cwd: root,
+      encoding: "utf8",
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+    });
+    const got = JSON.parse(out);
+    assert.equal(got.runtime, "string", "ran under Deno");
+    assert.equal(got.version, version());
+    // The lean engine has no analysis and no XState import; the host API is the same everywhere.
+    const full = Object.keys(await import("../../pkg/src/node.js")).sort();
+    assert.deepEqual(got.exports, full.filter((name) => name !== "importXState" && name !== "loadAnalysis"));
+    assert.equal(got.analyze, "undefined");
+    assert.match(got.eventId, /^[0-9A-HJKMNP-TV-Z]{26}$/);
 
-  const definition = JSON.parse(readFileSync(`${root}tests/machines/order.json`, "utf8"));
-  const machine = new Machine(definition);
-  const pay = { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 40 } };
-  const first = machine.reduce(null, pay, 1000, "order-1");
-  const again = machine.reduce(first.snapshot, pay, 2000, "order-1");
-  assert.equal(got.first.snapshot, first.snapshot, "the same snapshot string in Deno and in Node");
-  assert.deepEqual(got.first, JSON.parse(JSON.stringify(first)));
-  assert.deepEqual(got.again, JSON.parse(JSON.stringify(again)));
-  assert.equal(got.again.status, "duplicate");
-  assert.equal(got.again.response, got.first.response);
-  assert.deepEqual(got.error, { isError: true, name: "IdemError", code: "invalid_initial", path: "initial" });
-});
+    const definition = JSON.parse(readFileSync(`${root}tests/machines/order.json`, "utf8"));
+    const machine = new Machine(definition);
+    const pay = { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 40 } };
+    const first = machine.reduce(null, pay, 1000, "order-1");
+    const again = machine.reduce(first.snapshot, pay, 2000, "order-1");
+    assert.equal(got.first.snapshot, first.snapshot, "the same snapshot string in Deno and in Node");
+    assert.deepEqual(got.first, JSON.parse(JSON.stringify(first)));
+    assert.deepEqual(got.again, JSON.parse(JSON.stringify(again)));
+    assert.equal(got.again.status, "duplicate");
+    assert.equal(got.again.response, got.first.response);
+    assert.deepEqual(got.error, { isError: true, name: "IdemError", code: "invalid_initial", path: "initial" });
+  });
+}

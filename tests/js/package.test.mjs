@@ -4,6 +4,7 @@
 // each other (exports, types, the tsconfig that checks them).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createMachine } from "xstate";
 import * as idem from "../../pkg/src/node.js";
@@ -322,4 +323,43 @@ test("a new snapshot string that keeps the old one's records is the same text as
   const held = warm.reduceBytes(bytes, note(2001), 6000, "log-2").snapshot;
   held[held.length - 1] = held[held.length - 1] === 48 ? 49 : 48;
   assert.equal(warm.reduceBytes(held, note(2002), 6001, "log-2").error?.code, "invalid_snapshot");
+});
+
+test("the published package (pkg/dist/js, what pkg/package.json exports) is what pkg/src makes, with one copy of the host code", async () => {
+  // Up to date: scripts/bundle-js.mjs --check rebuilds it apart and compares.
+  execFileSync(process.execPath, ["scripts/bundle-js.mjs", "--check"], { cwd: root, encoding: "utf8" });
+  const pkg = JSON.parse(read("pkg/package.json"));
+  /** The file Node loads for `idem` or `idem/<sub>`, by the package's "node" (or default) condition. */
+  const resolve = (sub) => {
+    const url = (file) => new URL(`pkg/${file.replace(/^\.\//, "")}`, root);
+    for (const [key, target] of Object.entries(pkg.exports)) {
+      const file = target.node ?? target.default;
+      const star = key.indexOf("*");
+      if (star < 0 && key === sub) return url(file);
+      if (star >= 0 && sub.startsWith(key.slice(0, star))) return url(file.replace("*", sub.slice(star)));
+    }
+    throw new Error(`idem/${sub.slice(2)} is not exported`);
+  };
+  const published = await import(resolve("."));
+  assert.deepEqual(Object.keys(published).sort(), Object.keys(idem).sort(), "the same root API as pkg/src/node.js");
+  const host = await import(resolve("./host"));
+  const d1 = await import(resolve("./stores/d1"));
+  const denokv = await import(resolve("./stores/denokv"));
+  const gateway = await import(resolve("./testing/fake-gateway"));
+  // One copy: the root's and the subpaths' classes and functions are the same objects.
+  assert.equal(host.apply, published.apply);
+  assert.equal(host.ContentionError, published.ContentionError);
+  assert.equal(d1.D1Store, published.D1Store);
+  assert.equal(denokv.StoreCorruptError, d1.StoreCorruptError);
+  assert.equal(gateway.FakeGateway, published.FakeGateway);
+  assert.notEqual(host.apply, (await import("../../pkg/src/host.js")).apply, "the published files do not load pkg/src");
+  // Every subpath module exports what its source does.
+  for (const rel of ["host", "dispatch", "http", "stores/memory", "stores/d1", "stores/kv", "stores/durable", "stores/denokv", "stores/indexeddb", "stores/limit", "stores/kept", "testing/fake-gateway"]) {
+    const source = await import(`../../pkg/src/${rel}.js`);
+    assert.deepEqual(Object.keys(await import(resolve(`./${rel}`))).sort(), Object.keys(source).sort(), rel);
+  }
+  // And the published entry reduces (the lean module, as pkg/src/node.js).
+  const m = new published.Machine(orderDefinition());
+  const out = await published.apply(new published.MemoryStore(), m, "o1", pay("e1", "p1", 30));
+  assert.equal(out.status, "applied");
 });

@@ -56,10 +56,10 @@ test("README.md has JavaScript examples that announce their output", () => {
 });
 
 test("the helpers resolve and compare as they should", () => {
-  assert.equal(resolveIdem("idem"), new URL("pkg/src/node.js", root).href);
-  assert.equal(resolveIdem("idem/stores/memory"), new URL("pkg/src/stores/memory.js", root).href);
+  assert.equal(resolveIdem("idem"), new URL("pkg/dist/js/node.js", root).href);
+  assert.equal(resolveIdem("idem/stores/memory"), new URL("pkg/dist/js/stores/memory.js", root).href);
   assert.throws(() => resolveIdem("idem/nope"), /does not export "idem\/nope"/);
-  assert.equal(linkIdem(`import { apply } from "idem/host";`), `import { apply } from "${new URL("pkg/src/host.js", root).href}";`);
+  assert.equal(linkIdem(`import { apply } from "idem/host";`), `import { apply } from "${new URL("pkg/dist/js/host.js", root).href}";`);
   assert.deepEqual(announced("a(); // → 1 2\nb();\nc(); // → x"), ["1 2", "x"]);
   assert.deepEqual(jsBlocks("t\n```js\nx();\n```\n```sh\ny\n```\n"), [{ code: "x();\n", line: 3 }]);
 });

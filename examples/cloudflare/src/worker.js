@@ -20,13 +20,13 @@
 // gateways (demo only: their books live in the isolate's memory).
 
 import { DurableObject } from "cloudflare:workers";
-import { Machine } from "../../../pkg/src/workerd.js";
-import { createHttpApi, problem, PROCESS_ID_PATTERN } from "../../../pkg/src/http.js";
-import { dispatch } from "../../../pkg/src/dispatch.js";
-import { D1Store } from "../../../pkg/src/stores/d1.js";
-import { KVStore } from "../../../pkg/src/stores/kv.js";
-import { DurableObjectStore } from "../../../pkg/src/stores/durable.js";
-import { FakeGateway, gatewayEffects, httpGateway } from "../../../pkg/src/testing/fake-gateway.js";
+import { Machine } from "../../../pkg/dist/js/workerd.js";
+import { createHttpApi, problem, PROCESS_ID_PATTERN } from "../../../pkg/dist/js/http.js";
+import { dispatch } from "../../../pkg/dist/js/dispatch.js";
+import { D1Store } from "../../../pkg/dist/js/stores/d1.js";
+import { KVStore } from "../../../pkg/dist/js/stores/kv.js";
+import { DurableObjectStore } from "../../../pkg/dist/js/stores/durable.js";
+import { FakeGateway, gatewayEffects, httpGateway } from "../../../pkg/dist/js/testing/fake-gateway.js";
 import robust from "../../../www/machines/order-robust.json";
 import fragile from "../../../www/machines/order-fragile.json";
 import robustNokeys from "../../../www/machines/order-robust-nokeys.json";
