@@ -49,14 +49,14 @@ export type ErrorCode =
   | "microstep_limit"
   | "unknown_effect"
   | "invalid_effect_report"
-  // the web entry: analyze() or importXState() before loadAnalysis()
-  | "analysis_not_loaded"
   // command line
   | "usage"
   | "io";
 
 /** Codes added by the hosts (not the engine). */
 export type HostErrorCode =
+  // the web entry: analyze() or importXState() before loadAnalysis() (an AnalysisNotLoadedError)
+  | "analysis_not_loaded"
   | "contention"
   | "snapshot_corrupt"
   | "missing_idempotency_key"
@@ -198,7 +198,7 @@ export declare class Machine implements MachineLike {
   /**
    * The duplicate-delivery hazards of this machine (as `idem lint` reports them), errors first.
    * In the node entry (which loads the full module on the first call) and the web entry (after
-   * `await loadAnalysis()`; before it, an `IdemError` with code `analysis_not_loaded`); the edge
+   * `await loadAnalysis()`; before it, an `AnalysisNotLoadedError`, code `analysis_not_loaded`); the edge
    * entries (workerd, deno) load the engine alone.
    */
   analyze(): Finding[];

@@ -32,8 +32,8 @@ export function loadAnalysis() {
 function analysis() {
   if (!fullReady) {
     const err = new Error("the hazard analysis and the XState import are in a second module: await loadAnalysis() once before analyze() or importXState()");
-    err.name = "IdemError";
-    // @ts-ignore: an IdemError's code
+    err.name = "AnalysisNotLoadedError";
+    // @ts-ignore: a host error's code (HostErrorCode)
     err.code = "analysis_not_loaded";
     throw err;
   }

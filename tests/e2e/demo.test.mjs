@@ -320,7 +320,7 @@ for (const entry of ["/pkg/dist/js/web.js", "/pkg/src/web.js"]) {
       return { status: out.status, refused };
     }, entry);
     assert.equal(before.status, "applied");
-    assert.deepEqual(before.refused, { name: "IdemError", code: "analysis_not_loaded" });
+    assert.deepEqual(before.refused, { name: "AnalysisNotLoadedError", code: "analysis_not_loaded" });
     assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm"], "only the lean module is fetched to reduce");
 
     const after = await page.evaluate(async (entry) => {

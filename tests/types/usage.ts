@@ -1,7 +1,7 @@
 // A typed program using the package as a consumer does; `tsc -p tests/types`
 // checks it (it is never run). Each `@ts-expect-error` asserts that the types
 // refuse a mistake: if a type grows loose enough to accept it, tsc fails.
-import { Machine, importXState, newEventId, version } from "idem";
+import { Machine, importXState, loadAnalysis, newEventId, version } from "idem";
 import type {
   DueItem,
   Effect,
@@ -9,6 +9,7 @@ import type {
   Event,
   Finding,
   FindingCode,
+  HostErrorCode,
   IdemError,
   ImportedXState,
   Json,
@@ -107,7 +108,9 @@ try {
   thrown = codeOf(err);
 }
 
-// Hazard analysis and the XState import.
+// Hazard analysis and the XState import (in a browser, after the analysis's module is loaded).
+const loaded: Promise<void> = loadAnalysis();
+const notLoaded: HostErrorCode = "analysis_not_loaded";
 const findings: Finding[] = machine.analyze();
 const errors: FindingCode[] = findings.filter((f) => f.severity === "error").map((f) => f.code);
 const steps: Event[] = findings.flatMap((f) => f.witness?.steps.map((s) => s.event) ?? []);
@@ -126,4 +129,4 @@ const browserStore: Store = await openIndexedDBStore({ name: "idem-types" });
 const notAStore: Store = { load: async () => null };
 
 export const used = [same, bare, noId, badPayload, status, notAStatus, mustCheck, replay, code, path, due, describe, keys, badKey];
-export const used2 = [firstDue, codes, notACode, thrown, errors, steps, fromXState, notASeverity, version2, tries, browserStore, notAStore];
+export const used2 = [firstDue, codes, notACode, thrown, errors, steps, fromXState, notASeverity, version2, tries, browserStore, notAStore, loaded, notLoaded];
