@@ -260,6 +260,81 @@ test("the IndexedDB store is a compare-and-set: one writer wins per version", as
   await context.close();
 });
 
+test("the IndexedDB store hands back the snapshot it kept until another store writes, and reads databases of schema 1", async () => {
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${env.url}machines/order-robust.json`); // same origin, no demo running (nothing else reads)
+  const r = await page.evaluate(async () => {
+    const { openIndexedDBStore } = await import("/pkg/dist/js/stores/indexeddb.js");
+    // Rows read whole (a load that asks the index only reads none).
+    let reads = 0;
+    const get = IDBObjectStore.prototype.get;
+    IDBObjectStore.prototype.get = function (...args) {
+      reads++;
+      return get.apply(this, args);
+    };
+    const load = async (store) => {
+      const before = reads;
+      const row = await store.load("p");
+      return { row, reads: reads - before };
+    };
+    const out = (snapshot, revision) => ({ snapshot, status: "applied", revision });
+    const steps = {};
+    const a = await openIndexedDBStore({ name: "kept" });
+    const b = await openIndexedDBStore({ name: "kept" }); // another tab on the same database
+    await a.commit("p", null, out("snapshot-1", 1));
+    steps.kept = await load(a);
+    steps.other = await load(b);
+    steps.otherWrites = await b.commit("p", 1, out("snapshot-2", 2));
+    steps.afterOther = await load(a);
+    steps.keptAgain = await load(a);
+    // b starts the process again: versions restart, so a must not trust the version alone
+    await b.clear();
+    await b.commit("p", null, out("again-1", 1));
+    await b.commit("p", 1, out("again-2", 2));
+    steps.afterRestart = await load(a);
+    await b.clear();
+    steps.gone = await load(a);
+    a.close();
+    b.close();
+
+    // A database written by the store's first schema (no index, rows without a stamp).
+    await new Promise((resolve, reject) => {
+      const req = indexedDB.open("schema-1", 1);
+      req.onupgradeneeded = () => {
+        req.result.createObjectStore("processes", { keyPath: "id" }).put({ id: "p", snapshot: "old", version: 3, state: null, revision: 3, updatedAt: 0 });
+        req.result.createObjectStore("log", { keyPath: ["processId", "version"] });
+      };
+      req.onsuccess = () => {
+        req.result.close();
+        resolve();
+      };
+      req.onerror = () => reject(req.error);
+    });
+    const c = await openIndexedDBStore({ name: "schema-1" });
+    steps.legacy = await load(c);
+    steps.legacyAgain = await load(c);
+    steps.legacyCommit = await c.commit("p", 3, out("new-4", 4));
+    steps.legacyKept = await load(c);
+    c.close();
+    IDBObjectStore.prototype.get = get;
+    return steps;
+  });
+  const row = (snapshot, version) => ({ snapshot, version });
+  assert.deepEqual(r.kept, { row: row("snapshot-1", 1), reads: 0 }, "what it wrote, without reading it");
+  assert.deepEqual(r.other, { row: row("snapshot-1", 1), reads: 1 });
+  assert.deepEqual(r.otherWrites, { ok: true, version: 2 });
+  assert.deepEqual(r.afterOther, { row: row("snapshot-2", 2), reads: 1 }, "another store wrote: read again");
+  assert.deepEqual(r.keptAgain, { row: row("snapshot-2", 2), reads: 0 }, "what it read, kept");
+  assert.deepEqual(r.afterRestart, { row: row("again-2", 2), reads: 1 }, "the same version from another write: read again");
+  assert.deepEqual(r.gone, { row: null, reads: 1 });
+  assert.deepEqual(r.legacy, { row: row("old", 3), reads: 1 });
+  assert.deepEqual(r.legacyAgain, { row: row("old", 3), reads: 1 }, "a row without a stamp is read whole");
+  assert.deepEqual(r.legacyCommit, { ok: true, version: 4 });
+  assert.deepEqual(r.legacyKept, { row: row("new-4", 4), reads: 0 });
+  await context.close();
+});
+
 test("two tabs racing the same events through IndexedDB apply each id once", async () => {
   const context = await env.browser.newContext();
   const tabs = await Promise.all([context.newPage(), context.newPage()]);

@@ -4,7 +4,11 @@ import type { CommitExtras, CommitResult, EventLogRow, Outcome, Store } from "..
 /** Open (or create) the IndexedDB database `name` (default "idem") and return a store on it. */
 export declare function openIndexedDBStore(options?: { name?: string; indexedDB?: IDBFactory }): Promise<IndexedDBStore>;
 
-/** One readwrite transaction per commit; the version compare-and-set happens inside it. Versions are 1, 2, 3, ... */
+/**
+ * One readwrite transaction per commit; the version compare-and-set happens inside it. Versions are 1, 2, 3, ...
+ * `load` hands back the snapshot this store last read or wrote, without reading it, while no other store
+ * (another tab) has written the process since.
+ */
 export declare class IndexedDBStore implements Store {
   readonly name: string;
   load(processId: string): Promise<{ snapshot: string; version: number } | null>;

@@ -15,14 +15,32 @@
 // transaction, so the log and the snapshot never disagree. `events()` reads it back in
 // the shape of the in-memory store's log.
 //
+// The store keeps the rows it last read or wrote (`kept.js`), each with the random stamp its
+// write put in the row; `load` asks the index whether the row still has that version and
+// stamp and, if so, hands back the kept string without reading the snapshot, which the
+// engine then recognises and reduces from its decoded copy.
+//
 //   const store = await openIndexedDBStore({ name: "idem" });
 //   const row = await store.load("order-42");            // null the first time
 //   const out = machine.reduce(row?.snapshot ?? null, event, Date.now(), "order-42");
 //   if (out.changed) await store.commit("order-42", row?.version ?? null, out, { event });
 
+import { KeptSnapshots } from "./kept.js";
+
 const PROCESSES = "processes";
 const LOG = "log";
-const DB_VERSION = 1;
+// Version 2 adds the index HEAD: a process's row by [id, version, stamp], so `load` can ask
+// whether the row is still the one it kept without reading the snapshot. Rows written by
+// version 1 have no stamp, are not in the index, and are read whole until rewritten.
+const DB_VERSION = 2;
+const HEAD = "head";
+
+/** A new stamp for a written row: which write it was, even across a `clear()` that restarts versions. */
+function stamp() {
+  const bytes = new Uint8Array(12);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 /** Open (or create) the database and return a store bound to it. */
 export async function openIndexedDBStore({ name = "idem", indexedDB: idb = globalThis.indexedDB } = {}) {
@@ -32,7 +50,10 @@ export async function openIndexedDBStore({ name = "idem", indexedDB: idb = globa
       const req = idb.open(name, DB_VERSION);
       req.onupgradeneeded = () => {
         const db = req.result;
-        if (!db.objectStoreNames.contains(PROCESSES)) db.createObjectStore(PROCESSES, { keyPath: "id" });
+        const processes = db.objectStoreNames.contains(PROCESSES)
+          ? /** @type {IDBTransaction} */ (req.transaction).objectStore(PROCESSES)
+          : db.createObjectStore(PROCESSES, { keyPath: "id" });
+        if (!processes.indexNames.contains(HEAD)) processes.createIndex(HEAD, ["id", "version", "stamp"]);
         if (!db.objectStoreNames.contains(LOG)) db.createObjectStore(LOG, { keyPath: ["processId", "version"] });
       };
       return req;
@@ -48,13 +69,33 @@ export class IndexedDBStore {
     this.db = db;
     this.name = name;
     this.idb = idb;
+    /** The rows this store last read or wrote: `version` is `[version, stamp]`. */
+    this.kept = new KeptSnapshots();
   }
 
-  /** The stored snapshot and its version, or null when the process does not exist. */
+  /**
+   * The stored snapshot and its version, or null when the process does not exist. While the
+   * row is the one this store last read or wrote (same version and stamp: no other tab or
+   * store wrote since), the kept string itself, without reading the snapshot: the engine then
+   * reduces from the decoded copy it keeps.
+   */
   async load(processId) {
+    const kept = this.kept.get(processId);
+    if (kept) {
+      const [version, stamp] = /** @type {[number, string]} */ (kept.version);
+      const tx = this.db.transaction(PROCESSES, "readonly");
+      const same = await request(tx.objectStore(PROCESSES).index(HEAD).count([processId, version, stamp]));
+      if (same === 1) return { snapshot: kept.snapshot, version };
+    }
     const tx = this.db.transaction(PROCESSES, "readonly");
     const row = await request(tx.objectStore(PROCESSES).get(processId));
-    return row ? { snapshot: row.snapshot, version: row.version } : null;
+    if (!row) {
+      this.kept.delete(processId);
+      return null;
+    }
+    if (typeof row.stamp === "string") this.kept.set(processId, [row.version, row.stamp], row.snapshot);
+    else this.kept.delete(processId);
+    return { snapshot: row.snapshot, version: row.version };
   }
 
   /**
@@ -70,19 +111,21 @@ export class IndexedDBStore {
       const tx = this.db.transaction([PROCESSES, LOG], "readwrite");
       const processes = tx.objectStore(PROCESSES);
       let result = null;
-      const get = processes.get(processId);
-      get.onsuccess = () => {
-        const current = get.result;
-        const have = current ? current.version : null;
+      /** @type {string | null} the new row's stamp */
+      let written = null;
+      /** @param {number | null} have the stored version (null: no such process) */
+      const decide = (have) => {
         if (have !== (expectedVersion ?? null)) {
           result = { ok: false, conflict: true };
           return; // nothing written: the transaction commits empty
         }
         const version = (have ?? 0) + 1;
+        written = stamp();
         processes.put({
           id: processId,
           snapshot,
           version,
+          stamp: written,
           state: outcome?.state ?? null,
           revision: outcome?.revision ?? null,
           updatedAt: Date.now(),
@@ -101,9 +144,27 @@ export class IndexedDBStore {
         }
         result = { ok: true, version };
       };
-      tx.oncomplete = () => resolve(result);
-      tx.onerror = () => reject(tx.error ?? get.error);
-      tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
+      // The stored version without reading the snapshot: the row's key in the index. A row
+      // the first schema wrote (no stamp) is not in the index, so then the row is read whole.
+      const head = processes.index(HEAD).openKeyCursor(IDBKeyRange.bound([processId], [processId, []]));
+      head.onsuccess = () => {
+        if (head.result) return decide(/** @type {[string, number, string]} */ (head.result.key)[1]);
+        const whole = processes.get(processId);
+        whole.onsuccess = () => decide(whole.result ? whole.result.version : null);
+      };
+      tx.oncomplete = () => {
+        if (result?.ok) this.kept.set(processId, [result.version, written], snapshot);
+        else this.kept.delete(processId);
+        resolve(result);
+      };
+      tx.onerror = () => {
+        this.kept.delete(processId);
+        reject(tx.error ?? new Error("transaction failed"));
+      };
+      tx.onabort = () => {
+        this.kept.delete(processId);
+        reject(tx.error ?? new Error("transaction aborted"));
+      };
     });
   }
 
@@ -130,6 +191,7 @@ export class IndexedDBStore {
 
   /** Remove every process and log entry (one transaction). */
   clear() {
+    this.kept = new KeptSnapshots();
     return new Promise((resolve, reject) => {
       const tx = this.db.transaction([PROCESSES, LOG], "readwrite");
       tx.objectStore(PROCESSES).clear();
