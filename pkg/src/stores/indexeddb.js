@@ -29,9 +29,10 @@ import { KeptSnapshots } from "./kept.js";
 
 const PROCESSES = "processes";
 const LOG = "log";
-// Version 2 adds the index HEAD: a process's row by [id, version, stamp], so `load` can ask
-// whether the row is still the one it kept without reading the snapshot. Rows written by
-// version 1 have no stamp, are not in the index, and are read whole until rewritten.
+// Schema 2 adds the index HEAD: a process's row by [id, version, stamp], so `load` can ask
+// whether the row is still the one it kept, and `commit` can read the stored version, without
+// reading the snapshot. Rows written by schema 1 have no stamp, are not in the index, and are
+// read whole until rewritten.
 const DB_VERSION = 2;
 const HEAD = "head";
 
@@ -82,9 +83,9 @@ export class IndexedDBStore {
   async load(processId) {
     const kept = this.kept.get(processId);
     if (kept) {
-      const [version, stamp] = /** @type {[number, string]} */ (kept.version);
+      const [version, keptStamp] = /** @type {[number, string]} */ (kept.version);
       const tx = this.db.transaction(PROCESSES, "readonly");
-      const same = await request(tx.objectStore(PROCESSES).index(HEAD).count([processId, version, stamp]));
+      const same = await request(tx.objectStore(PROCESSES).index(HEAD).count([processId, version, keptStamp]));
       if (same === 1) return { snapshot: kept.snapshot, version };
     }
     const tx = this.db.transaction(PROCESSES, "readonly");
