@@ -16,10 +16,10 @@
 // run order-robust-nokeys.json (a gateway without idempotency keys: the
 // dispatcher verifies), all others order-robust.json.
 
-import { Machine } from "../../pkg/src/deno.js";
-import { createHttpApi, problem } from "../../pkg/src/http.js";
-import { DenoKvQueue, DenoKvStore } from "../../pkg/src/stores/denokv.js";
-import { FakeGateway, gatewayEffects, httpGateway } from "../../pkg/src/testing/fake-gateway.js";
+import { Machine } from "../../pkg/dist/js/deno.js";
+import { createHttpApi, problem } from "../../pkg/dist/js/http.js";
+import { DenoKvQueue, DenoKvStore } from "../../pkg/dist/js/stores/denokv.js";
+import { FakeGateway, gatewayEffects, httpGateway } from "../../pkg/dist/js/testing/fake-gateway.js";
 import robust from "../../www/machines/order-robust.json" with { type: "json" };
 import fragile from "../../www/machines/order-fragile.json" with { type: "json" };
 import robustNokeys from "../../www/machines/order-robust-nokeys.json" with { type: "json" };
