@@ -3,34 +3,33 @@
 // full module (the engine again, with them, built for size), fetched only by
 // `await loadAnalysis()`: a page that only reduces never downloads it.
 import initLean, * as lean from "../dist/lean/idem.js";
-import initFull, * as full from "../dist/idem.js";
 import { withAnalysis } from "./analysis.js";
 
 await initLean({ module_or_path: new URL("../dist/lean/idem_bg.wasm", import.meta.url) });
 
 /** @type {Promise<void> | null} */
 let loading = null;
-let fullReady = false;
+/** @type {any} the full module's bindings, once instantiated */
+let full = null;
 
 /**
- * Fetch and instantiate the full module, once: `machine.analyze()` and `importXState` need it.
- * A failed fetch is not remembered, so calling again tries again.
+ * Fetch and instantiate the full module (its bindings and its wasm), once: `machine.analyze()`
+ * and `importXState` need it. A failed fetch is not remembered, so calling again tries again.
  */
 export function loadAnalysis() {
-  loading ??= initFull({ module_or_path: new URL("../dist/idem_bg.wasm", import.meta.url) }).then(
-    () => {
-      fullReady = true;
-    },
-    (err) => {
-      loading = null;
-      throw err;
-    },
-  );
+  loading ??= (async () => {
+    const bindings = await import("../dist/idem.js");
+    await bindings.default({ module_or_path: new URL("../dist/idem_bg.wasm", import.meta.url) });
+    full = bindings;
+  })().catch((err) => {
+    loading = null;
+    throw err;
+  });
   return loading;
 }
 
 function analysis() {
-  if (!fullReady) {
+  if (full === null) {
     const err = new Error("the hazard analysis and the XState import are in a second module: await loadAnalysis() once before analyze() or importXState()");
     err.name = "AnalysisNotLoadedError";
     // @ts-ignore: a host error's code (HostErrorCode)

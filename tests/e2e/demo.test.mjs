@@ -374,13 +374,19 @@ test("two tabs racing the same events through IndexedDB apply each id once", asy
 });
 
 for (const entry of ["/pkg/dist/js/web.js", "/pkg/src/web.js"]) {
-  test(`the web entry (${entry}) reduces with the lean module and fetches the analysis only when asked`, async () => {
+  test(`the web entry (${entry}) reduces with the lean module and fetches the analysis only when asked, again after a failure`, async () => {
     const context = await env.browser.newContext();
     const page = await context.newPage();
     const wasm = [];
+    const glue = [];
     page.on("request", (req) => {
-      if (req.url().endsWith(".wasm")) wasm.push(new URL(req.url()).pathname);
+      const path = new URL(req.url()).pathname;
+      if (path.endsWith(".wasm")) wasm.push(path);
+      if (path.endsWith("/idem.js")) glue.push(path);
     });
+    // The full module's first fetch fails: loadAnalysis() rejects, and the next call fetches again.
+    let failed = 0;
+    await page.route("**/pkg/dist/idem_bg.wasm", (route) => (failed++ === 0 ? route.abort() : route.continue()));
     await page.goto(`${env.url}machines/order-fragile.json`); // same origin, no demo running
     const before = await page.evaluate(async (entry) => {
       const { Machine } = await import(entry);
@@ -397,17 +403,28 @@ for (const entry of ["/pkg/dist/js/web.js", "/pkg/src/web.js"]) {
     assert.equal(before.status, "applied");
     assert.deepEqual(before.refused, { name: "AnalysisNotLoadedError", code: "analysis_not_loaded" });
     assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm"], "only the lean module is fetched to reduce");
+    assert.deepEqual(glue, ["/pkg/dist/lean/idem.js"], "and only its bindings");
 
     const after = await page.evaluate(async (entry) => {
       const { Machine, loadAnalysis, importXState } = await import(entry);
       const machine = new Machine(await (await fetch("/machines/order-fragile.json")).json());
+      const first = await loadAnalysis().then(() => "loaded", () => "failed");
+      let refused = null;
+      try {
+        machine.analyze();
+      } catch (err) {
+        refused = err.code;
+      }
       await Promise.all([loadAnalysis(), loadAnalysis()]);
       const imported = importXState({ id: "toggle", initial: "off", states: { off: { on: { T: "on" } }, on: {} } });
-      return { codes: machine.analyze().map((f) => `${f.severity} ${f.code}`), initial: imported.definition.initial };
+      return { first, refused, codes: machine.analyze().map((f) => `${f.severity} ${f.code}`), initial: imported.definition.initial };
     }, entry);
+    assert.equal(after.first, "failed", "the full module's fetch was made to fail");
+    assert.equal(after.refused, "analysis_not_loaded");
     assert.ok(after.codes.some((c) => c.startsWith("error ")), JSON.stringify(after.codes));
     assert.equal(after.initial, "off");
-    assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm", "/pkg/dist/idem_bg.wasm"], "the full module once, on loadAnalysis()");
+    assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm", "/pkg/dist/idem_bg.wasm", "/pkg/dist/idem_bg.wasm"], "the full module on loadAnalysis(): the failed fetch, then once more");
+    assert.deepEqual(glue, ["/pkg/dist/lean/idem.js", "/pkg/dist/idem.js"]);
     await context.close();
   });
 }
