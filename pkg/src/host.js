@@ -74,8 +74,13 @@ export const DEFAULT_LANE_STALL_MS = 2_000;
 // so an applied event costs one commit and no load. The compare-and-set is
 // still what makes a write safe: other isolates, processes and threads are not
 // in the lane, and a guess they made stale loses it and loads as before.
-// An answer that writes nothing (a duplicate, an ignored, rejected or
-// conflicting event) is never given from the guess: it is read from the store.
+// An answer that writes nothing is read from the store, not given from the
+// guess, with one exception: a duplicate, when the guess was read or written
+// after the call arrived. The store then held that state at an instant within
+// the call, so the answer (the first response, and the state, revision and
+// version of that instant) is one the call could have had from a read of its
+// own. An ignored, rejected or conflicting event is always read again: a write
+// from elsewhere since the guess could make it apply.
 //
 // A lane exists while calls are in it. A call that holds it for more than
 // `laneStallMs` (a store that hangs, or a request cancelled while it waited
@@ -85,6 +90,9 @@ export const DEFAULT_LANE_STALL_MS = 2_000;
 // request that set it in Workers) and every arriving call checks it too.
 /** @type {WeakMap<object, Map<string, Lane>>} */
 const lanes = new WeakMap();
+
+/** Orders, in this isolate, the arrival of each call and the start of each store call. */
+let ticks = 0;
 
 class Lane {
   /**
@@ -101,7 +109,11 @@ class Lane {
     this.heldAt = 0;
     /** @type {{ turn: object, go: (held: boolean) => void }[]} */
     this.queue = [];
-    /** What the last call read or wrote: `{ loaded }` (`loaded` null: no such process), or null when unknown. */
+    /**
+     * What the last call read or wrote, or null when unknown: `{ loaded, seen }`, `loaded` null for no
+     * such process, `seen` the tick at which the store call that read or wrote it started.
+     * @type {{ loaded: { snapshot: any, version: any } | null, seen: number } | null}
+     */
     this.known = null;
   }
 
@@ -184,12 +196,14 @@ async function enterLane(store, processId, stallMs) {
  * `store.commit(processId, version, outcome, { event, now })`; on a conflict,
  * reload and reduce again (bounded, with jittered backoff): a concurrent copy
  * of the same event is then found in the ledger and comes back as a
- * `duplicate`. A duplicate, conflict, ignored or rejected event costs one
- * read and no write.
+ * `duplicate`. A duplicate, conflict, ignored or rejected event costs at most
+ * one read and no write.
  *
  * Calls for one process through one store wait for each other in this
  * isolate (a lane, see above; `lane: false` turns it off): a call that waited
- * commits from what the previous one left, without a load.
+ * commits from what the previous one left, without a load, and a duplicate
+ * that waited answers from it when it was read or written after the call
+ * arrived.
  *
  * ```js
  * const out = await apply(store, machine, "order-42", { id: key, type: "PAY", payload });
@@ -206,11 +220,12 @@ async function enterLane(store, processId, stallMs) {
  * @throws {ContentionError} when every try lost the compare-and-set
  */
 export async function apply(store, machine, processId, event, options = {}) {
-  if (options.lane === false || store.serial === true) return applyLoop(store, machine, processId, event, options, null);
+  const arrived = ++ticks;
+  if (options.lane === false || store.serial === true) return applyLoop(store, machine, processId, event, options, null, arrived);
   const { lane, turn, held } = await enterLane(store, processId, options.laneStallMs ?? DEFAULT_LANE_STALL_MS);
-  if (!held) return applyLoop(store, machine, processId, event, options, null);
+  if (!held) return applyLoop(store, machine, processId, event, options, null, arrived);
   try {
-    return await applyLoop(store, machine, processId, event, options, lane);
+    return await applyLoop(store, machine, processId, event, options, lane, arrived);
   } finally {
     lane.leave(turn);
   }
@@ -224,8 +239,9 @@ export async function apply(store, machine, processId, event, options = {}) {
  * @param {import("./index.d.ts").Event} event
  * @param {import("./index.d.ts").ApplyOptions} options
  * @param {Lane | null} lane
+ * @param {number} arrived the tick at which the call arrived
  */
-async function applyLoop(store, machine, processId, event, options, lane) {
+async function applyLoop(store, machine, processId, event, options, lane, arrived) {
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   const backoff = options.backoff ?? jitteredBackoff;
   // What the previous call in the lane read or wrote; unknown again unless this call succeeds.
@@ -233,27 +249,30 @@ async function applyLoop(store, machine, processId, event, options, lane) {
   if (lane) lane.known = null;
   for (let attempt = 0; ; attempt++) {
     const guessed = guess !== null;
+    const seen = guessed ? guess.seen : ++ticks;
     const loaded = guessed ? guess.loaded : await store.load(processId);
     guess = null;
     const now = readClock(options.now);
     const out = machine.reduce(loaded ? loaded.snapshot : null, event, now, processId);
     if (!out.changed) {
-      // Nothing to write, so nothing would check the guess: read the store instead (not a try).
-      if (guessed) {
+      // Nothing to write, so nothing would check the guess: read the store instead (not a
+      // try), unless this is a duplicate and the guess is from after the call arrived.
+      if (guessed && !(out.status === "duplicate" && seen > arrived)) {
         attempt--;
         continue;
       }
       out.version = loaded ? loaded.version : null;
       out.attempts = attempt + 1;
-      if (lane) lane.known = { loaded };
+      if (lane) lane.known = { loaded, seen };
       return out;
     }
     const expected = loaded ? loaded.version : null;
+    const committing = ++ticks;
     const res = await store.commit(processId, expected, out, { event, now });
     if (res.ok) {
       out.version = res.version;
       out.attempts = attempt + 1;
-      if (lane) lane.known = { loaded: { snapshot: out.snapshot, version: res.version } };
+      if (lane) lane.known = { loaded: { snapshot: out.snapshot, version: res.version }, seen: committing };
       return out;
     }
     options.onConflict?.({ processId, event, attempt: attempt + 1 });

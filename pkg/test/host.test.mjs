@@ -109,7 +109,7 @@ function counting(inner = new MemoryStore(), afterCommit = null) {
   return store;
 }
 
-test("calls for one process in one isolate wait in its lane: no lost compare-and-set, and an applied event that waited loads nothing", async () => {
+test("calls for one process in one isolate wait in its lane: no lost compare-and-set, and an applied event or a duplicate that waited loads nothing", async () => {
   const inner = new MemoryStore();
   const store = counting(inner);
   const m = checkoutMachine();
@@ -120,8 +120,9 @@ test("calls for one process in one isolate wait in its lane: no lost compare-and
   assert.equal(inner.conflicts, 0, "no compare-and-set lost");
   assert.equal(inner.writes, 50);
   assert.ok(outs.every((o) => o.attempts === 1));
-  // The first call loads; each duplicate reads the store; the 49 applied events after it load nothing.
-  assert.equal(store.loads, 1 + 50);
+  // The first call loads. The 49 applied events after it commit from what the call before wrote, and
+  // the 50 duplicates answer from it: every call arrived before that write started.
+  assert.equal(store.loads, 1);
   // One at a time, in arrival order.
   const log = await inner.events("o1", { limit: 1000 });
   assert.deepEqual(log.map((r) => r.eventId), events.map((e) => e.id));
@@ -164,6 +165,42 @@ test("in a lane, an answer that writes nothing is read from the store, never fro
   assert.equal(ship.state, "shipped");
   assert.equal(ship.attempts, 1);
   assert.equal(inner.conflicts, 0);
+});
+
+test("in a lane, a duplicate is answered from the guess only when the guess was read after it arrived", async () => {
+  const inner = new MemoryStore();
+  const m = new Machine(orderDefinition());
+  const other = counting(inner); // another isolate
+  await apply(other, m, "o1", pay("e1", "p1", 10));
+  // A store whose loads wait at a gate once the rows are read, so a call can arrive between a read and its answer.
+  let gate = null;
+  const store = counting(inner);
+  const load = store.load;
+  store.load = async (id) => {
+    const row = await load(id);
+    if (gate) await gate;
+    return row;
+  };
+  let open;
+  gate = new Promise((r) => (open = r));
+  const first = apply(store, m, "o1", pay("e1", "p1", 10)); // reads revision 1, then waits at the gate
+  await new Promise((r) => setTimeout(r, 5));
+  const second = apply(store, m, "o1", pay("e1", "p1", 10)); // arrives after that read started
+  assert.equal((await apply(other, m, "o1", pay("e2", "p2", 20))).status, "applied"); // revision 2, elsewhere
+  gate = null;
+  open();
+  const [a, b] = await Promise.all([first, second]);
+  assert.deepEqual([a.status, a.revision, a.version], ["duplicate", 1, 1]);
+  // The guess (revision 1) was read before the second call arrived: it reads the store again.
+  assert.deepEqual([b.status, b.revision, b.version, b.response], ["duplicate", 2, 2, a.response]);
+  assert.equal(store.loads, 2);
+  // A third copy behind a read that started after it arrived is answered from that read.
+  gate = new Promise((r) => (open = r));
+  const c = apply(store, m, "o1", pay("e1", "p1", 10));
+  const d = apply(store, m, "o1", pay("e1", "p1", 10));
+  open();
+  assert.deepEqual((await Promise.all([c, d])).map((o) => `${o.status}@${o.revision}`), ["duplicate@2", "duplicate@2"]);
+  assert.equal(store.loads, 3, "one read for both copies");
 });
 
 test("a call stuck in the store holds its lane only laneStallMs: the calls behind it go on and nothing is lost", async () => {
