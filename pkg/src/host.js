@@ -13,7 +13,13 @@
 // stored version still equals `expectedVersion` (or, for `null`, only if the
 // process does not exist yet), and it reports a conflict otherwise. Nothing
 // else is asked of a store, which is why the same loop runs on D1, Workers KV,
-// Durable Objects, Deno KV, IndexedDB and memory.
+// Durable Objects, Deno KV, IndexedDB and memory. A store may also offer
+//
+//   commitMany(processId, expectedVersion, [{ outcome, extras }, ...])
+//
+// the same compare-and-set for several changed outcomes in order (the last
+// one's snapshot stored, each logged, all or nothing); then the calls waiting
+// in a lane are committed together (see applyGroup).
 
 /** Default number of compare-and-set retries after the first try. */
 export const DEFAULT_MAX_RETRIES = 16;
@@ -94,6 +100,18 @@ const lanes = new WeakMap();
 /** Orders, in this isolate, the arrival of each call and the start of each store call. */
 let ticks = 0;
 
+/** The most calls one commit takes: the one holding the lane and those queued behind it. */
+const MAX_GROUP = 32;
+
+/**
+ * One call to `apply`, as a lane sees it.
+ * @typedef {{ machine: import("./index.d.ts").MachineLike, event: import("./index.d.ts").Event, options: import("./index.d.ts").ApplyOptions, arrived: number }} Call
+ */
+/**
+ * What a call taken into another's group gets instead of its turn.
+ * @typedef {{ outcome: import("./index.d.ts").AppliedOutcome } | { error: unknown }} Settled
+ */
+
 class Lane {
   /**
    * @param {Map<string, Lane>} byId
@@ -107,8 +125,10 @@ class Lane {
     /** @type {object | null} the call holding the lane */
     this.holder = null;
     this.heldAt = 0;
-    /** @type {{ turn: object, go: (held: boolean) => void }[]} */
+    /** @type {{ turn: object, call: Call, go: (result: boolean | Settled) => void }[]} */
     this.queue = [];
+    /** @type {Set<{ go: (result: boolean | Settled) => void }>} calls the holder took into its group, not yet settled */
+    this.taken = new Set();
     /**
      * What the last call read or wrote, or null when unknown: `{ loaded, seen }`, `loaded` null for no
      * such process, `seen` the tick at which the store call that read or wrote it started.
@@ -128,11 +148,17 @@ class Lane {
     return this.heldAt + this.stallMs - Date.now();
   }
 
-  /** The holder took too long: the calls queued behind it go on their own, and the lane is gone. */
+  /**
+   * The holder took too long: the calls queued behind it, and those it took into its group, go on
+   * their own, and the lane is gone. (Should the group's commit land after all, a call that went
+   * alone finds its event in the ledger, or its own commit makes the group's lose.)
+   */
   stalled() {
     this.holder = null;
     if (this.byId.get(this.processId) === this) this.byId.delete(this.processId);
     for (const w of this.queue.splice(0)) w.go(false);
+    for (const t of this.taken) t.go(false);
+    this.taken.clear();
   }
 
   /** @param {object} turn */
@@ -150,13 +176,16 @@ class Lane {
 }
 
 /**
- * Wait for this call's turn in the process's lane.
+ * Wait for this call's turn in the process's lane, or for its outcome when the call holding the
+ * lane takes it into its group.
  * @param {object} store
  * @param {string} processId
  * @param {number} stallMs
- * @returns {Promise<{ lane: Lane, turn: object, held: boolean }>} `held` false: the lane stalled, go on alone
+ * @param {Call} call
+ * @returns {Promise<{ lane: Lane, turn: object, held: boolean, settled?: Settled }>} `held` false: the
+ *   lane stalled, go on alone (or `settled`: done by another call)
  */
-async function enterLane(store, processId, stallMs) {
+async function enterLane(store, processId, stallMs, call) {
   let byId = lanes.get(store);
   if (!byId) lanes.set(store, (byId = new Map()));
   const turn = {};
@@ -170,7 +199,8 @@ async function enterLane(store, processId, stallMs) {
     return { lane, turn, held: true };
   }
   const waiting = current;
-  const held = await new Promise((resolve) => {
+  /** @type {boolean | Settled} */
+  const result = await new Promise((resolve) => {
     let timer;
     const watch = () => {
       const left = waiting.left();
@@ -179,14 +209,16 @@ async function enterLane(store, processId, stallMs) {
     };
     waiting.queue.push({
       turn,
-      go: (held) => {
+      call,
+      go: (result) => {
         clearTimeout(timer);
-        resolve(held);
+        resolve(result);
       },
     });
     timer = setTimeout(watch, Math.max(waiting.left(), 0) + 1);
   });
-  return { lane: waiting, turn, held };
+  if (typeof result === "boolean") return { lane: waiting, turn, held: result };
+  return { lane: waiting, turn, held: false, settled: result };
 }
 
 /**
@@ -222,12 +254,145 @@ async function enterLane(store, processId, stallMs) {
 export async function apply(store, machine, processId, event, options = {}) {
   const arrived = ++ticks;
   if (options.lane === false || store.serial === true) return applyLoop(store, machine, processId, event, options, null, arrived);
-  const { lane, turn, held } = await enterLane(store, processId, options.laneStallMs ?? DEFAULT_LANE_STALL_MS);
+  /** @type {Call} */
+  const call = { machine, event, options, arrived };
+  const { lane, turn, held, settled } = await enterLane(store, processId, options.laneStallMs ?? DEFAULT_LANE_STALL_MS, call);
+  if (settled) {
+    if ("error" in settled) throw settled.error;
+    return settled.outcome;
+  }
   if (!held) return applyLoop(store, machine, processId, event, options, null, arrived);
   try {
-    return await applyLoop(store, machine, processId, event, options, lane, arrived);
+    const taken = typeof store.commitMany === "function" ? takeGroup(lane, machine) : [];
+    if (taken.length === 0) return await applyLoop(store, machine, processId, event, options, lane, arrived);
+    return await applyGroup(store, processId, lane, call, taken);
   } finally {
     lane.leave(turn);
+  }
+}
+
+/**
+ * The calls queued behind the holder that its commit can take along: the first ones in the
+ * queue, in order, while they reduce with the same machine (at most MAX_GROUP in all).
+ * @param {Lane} lane
+ * @param {import("./index.d.ts").MachineLike} machine
+ */
+function takeGroup(lane, machine) {
+  const taken = [];
+  while (taken.length < MAX_GROUP - 1 && lane.queue.length > 0 && lane.queue[0].call.machine === machine) {
+    const t = /** @type {(typeof lane.queue)[number]} */ (lane.queue.shift());
+    lane.taken.add(t);
+    taken.push(t);
+  }
+  return taken;
+}
+
+/**
+ * The holder of a lane and the calls it took from the queue, with one commit: each event reduced
+ * in turn from the snapshot the one before it left, and the changed outcomes written together by
+ * `store.commitMany`, whose compare-and-set on the first one's version vouches for the whole chain,
+ * answers that write nothing included (each call is then as if applied, in its order, at that
+ * commit, after every one of them arrived). When nothing in the chain writes, the answers obey the
+ * lane's rule for answers that write nothing. When the compare-and-set loses, each call goes again
+ * alone, in order. A store error is every call's error.
+ * @param {object} store
+ * @param {string} processId
+ * @param {Lane} lane
+ * @param {Call} holder
+ * @param {{ call: Call, go: (result: Settled) => void }[]} taken
+ * @returns {Promise<import("./index.d.ts").AppliedOutcome>} the holder's outcome
+ */
+async function applyGroup(store, processId, lane, holder, taken) {
+  const calls = [holder, ...taken.map((t) => t.call)];
+  /** @type {(Settled | null)[]} */
+  let settled;
+  try {
+    settled = await commitGroup(store, processId, lane, calls);
+  } catch (error) {
+    lane.known = null;
+    for (const t of taken) {
+      lane.taken.delete(t);
+      t.go({ error });
+    }
+    throw error;
+  }
+  if (settled === null) {
+    // Lost the compare-and-set: each call again alone, in order, from a fresh load.
+    settled = [];
+    for (const c of calls) {
+      if (c.options.onConflict) c.options.onConflict({ processId, event: c.event, attempt: 1 });
+      try {
+        settled.push({ outcome: await applyLoop(store, c.machine, processId, c.event, c.options, lane, c.arrived) });
+      } catch (error) {
+        settled.push({ error });
+      }
+    }
+  }
+  taken.forEach((t, i) => {
+    lane.taken.delete(t);
+    t.go(/** @type {Settled} */ (settled[i + 1]));
+  });
+  const own = /** @type {Settled} */ (settled[0]);
+  if ("error" in own) throw own.error;
+  return own.outcome;
+}
+
+/**
+ * One try of a group (see applyGroup): each call's settled outcome, or null when the commit lost its
+ * compare-and-set.
+ * @param {any} store
+ * @param {string} processId
+ * @param {Lane} lane
+ * @param {Call[]} calls
+ * @returns {Promise<Settled[] | null>}
+ */
+async function commitGroup(store, processId, lane, calls) {
+  let guess = lane.known;
+  lane.known = null;
+  for (;;) {
+    const guessed = guess !== null;
+    const seen = guessed ? guess.seen : ++ticks;
+    const base = guessed ? guess.loaded : await store.load(processId);
+    guess = null;
+    let snapshot = base ? base.snapshot : null;
+    /** @type {Settled[]} */
+    const settled = [];
+    const steps = [];
+    for (const c of calls) {
+      try {
+        const now = readClock(c.options.now);
+        const out = c.machine.reduce(snapshot, c.event, now, processId);
+        if (out.changed) {
+          snapshot = out.snapshot;
+          steps.push({ outcome: out, extras: { event: c.event, now } });
+        }
+        settled.push({ outcome: out });
+      } catch (error) {
+        settled.push({ error });
+      }
+    }
+    /** @param {unknown} version */
+    const done = (version) => {
+      for (const r of settled) {
+        if ("outcome" in r) {
+          r.outcome.version = version;
+          r.outcome.attempts = 1;
+        }
+      }
+      return settled;
+    };
+    if (steps.length === 0) {
+      // Nothing to write: from a guess, only duplicates of calls that arrived before it was read.
+      const fromGuess = (r, i) => "error" in r || (r.outcome.status === "duplicate" && seen > calls[i].arrived);
+      if (guessed && !settled.every(fromGuess)) continue; // read the store, then reduce again
+      lane.known = { loaded: base, seen };
+      return done(base ? base.version : null);
+    }
+    const committing = ++ticks;
+    const res = await store.commitMany(processId, base ? base.version : null, steps);
+    if (!res.ok) return null;
+    lane.known = { loaded: { snapshot, version: res.version }, seen: committing };
+    return done(res.version);
   }
 }
 

@@ -335,6 +335,12 @@ export interface Store {
    * answer `{ ok: false, conflict: true }`. Never partially.
    */
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+  /**
+   * Optional: several changed outcomes of one process, in order, as one compare-and-set on
+   * `expectedVersion`: the last one's snapshot is stored, each is logged, all or nothing. With it,
+   * `apply` commits the calls waiting in a lane together (D1Store and MemoryStore have it).
+   */
+  commitMany?(processId: string, expectedVersion: Version | null, steps: Array<{ outcome: Outcome; extras?: CommitExtras }>): Promise<CommitResult>;
   /** Optional: the event log, oldest first (revisions after `after`, at most `limit`). */
   events?(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
   /** Optional: true when the platform already runs one process's calls one at a time (a Durable Object): `apply` then keeps no lane for it. */

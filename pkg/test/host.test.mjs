@@ -260,28 +260,40 @@ test("a store that says it is serial (a Durable Object's) gets no lane: its call
   assert.ok(inner.conflicts > 0, "the calls raced: no lane ordered them");
 });
 
-test("lanes under random schedules: three isolates, slow store calls, errors before and after a write, stalls; every event applied once, nothing hangs", async () => {
+for (const grouped of [false, true]) {
+test(`lanes under random schedules${grouped ? ", commits grouped" : ""}: three isolates, slow store calls, errors before and after a write, stalls; every event applied once, nothing hangs`, async () => {
   // A seeded generator, so a failure replays.
   let seed = 20_261_201;
   const rand = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
   const delay = () => new Promise((r) => setTimeout(r, rand() < 0.7 ? 0 : Math.floor(rand() * 6)));
   const m = checkoutMachine();
+  let groups = 0;
   for (let round = 0; round < 8; round++) {
     const inner = new MemoryStore();
+    /** A store call that is slow at random, and fails at random before or after it writes. */
+    const flaky = async (write) => {
+      await delay();
+      if (rand() < 0.05) throw new Error("store unavailable");
+      const res = await write();
+      await delay(); // the answer can come back late,
+      if (rand() < 0.05) throw new Error("store unavailable"); // or not at all, the write done
+      return res;
+    };
     // Each isolate has its own store object (so its own lanes) over the same rows.
     const isolates = Array.from({ length: 3 }, () => ({
       load: async (id) => {
         await delay();
         return inner.load(id);
       },
-      commit: async (...a) => {
-        await delay();
-        if (rand() < 0.05) throw new Error("store unavailable");
-        const res = await inner.commit(...a);
-        await delay(); // the answer can come back late,
-        if (rand() < 0.05) throw new Error("store unavailable"); // or not at all, the write done
-        return res;
-      },
+      commit: (...a) => flaky(() => inner.commit(...a)),
+      ...(grouped
+        ? {
+            commitMany: (id, expected, steps) => {
+              if (steps.length > 1) groups++;
+              return flaky(() => inner.commitMany(id, expected, steps));
+            },
+          }
+        : {}),
     }));
     const events = Array.from({ length: 30 }, (_, i) => pay(`r${round}e${i}`, `r${round}p${i}`, 1));
     const deliveries = [];
@@ -304,4 +316,106 @@ test("lanes under random schedules: three isolates, slow store calls, errors bef
     assert.deepEqual(log.map((r) => r.revision), Array.from({ length: events.length }, (_, i) => i + 1));
     assert.equal((await inspect(inner, m, "p")).context.paid, events.length);
   }
+  if (grouped) assert.ok(groups > 0, "some commits took several events");
+});
+}
+
+test("a lane's waiting calls are committed together: the same outcomes and log as one by one, one read, fewer writes", async () => {
+  const m = checkoutMachine();
+  const events = Array.from({ length: 50 }, (_, i) => pay(`e${i}`, `p${i}`, 1));
+  const deliveries = [...events, ...events];
+  // One by one (no lane), the reference.
+  const serial = new MemoryStore();
+  const expected = [];
+  for (const e of deliveries) expected.push(await apply(serial, m, "o1", e, { lane: false, now: 1000 }));
+  // All at once through a lane, on a store that takes several outcomes per commit.
+  const inner = new MemoryStore();
+  const store = counting(inner);
+  store.commitMany = (...a) => inner.commitMany(...a);
+  const outs = await Promise.all(deliveries.map((e) => apply(store, m, "o1", e, { now: 1000 })));
+  const strip = (o) => ({ ...o, version: undefined, attempts: undefined, snapshot: undefined });
+  assert.deepEqual(outs.map(strip), expected.map(strip), "each outcome as one by one");
+  assert.equal((await inner.load("o1")).snapshot, (await serial.load("o1")).snapshot, "the same snapshot, byte for byte");
+  assert.deepEqual(await inner.events("o1", { limit: 1000 }), await serial.events("o1", { limit: 1000 }), "the same log");
+  assert.equal(store.loads, 1);
+  assert.equal(inner.conflicts, 0);
+  assert.ok(inner.writes < 10, `${inner.writes} writes for 50 applied events`);
+  assert.ok(outs.every((o) => o.attempts === 1));
+  // Every call answers with the store's version after the commit that carried it.
+  assert.equal(outs[outs.length - 1].version, (await inner.load("o1")).version);
+});
+
+test("a group whose commit loses its compare-and-set goes again one by one; a store error is every grouped call's error", async () => {
+  const m = new Machine(orderDefinition());
+  const inner = new MemoryStore();
+  const other = counting(inner); // another isolate
+  const store = counting(inner);
+  let raced = false;
+  store.commitMany = async (...a) => {
+    if (!raced) {
+      raced = true; // another isolate writes first: the group's compare-and-set loses
+      assert.equal((await apply(other, m, "o1", pay("x1", "px", 5))).status, "applied");
+    }
+    return inner.commitMany(...a);
+  };
+  const conflicts = [];
+  const onConflict = (c) => conflicts.push(c.event.id);
+  const calls = ["e1", "e2", "e3", "e4"].map((id, i) => apply(store, m, "o1", pay(id, `p${i}`, 10), { onConflict }));
+  const outs = await Promise.all(calls);
+  assert.deepEqual(outs.map((o) => o.status), ["applied", "applied", "applied", "applied"]);
+  // The first call's turn began with the other three queued: it loaded and took them along.
+  assert.deepEqual(conflicts, ["e1", "e2", "e3", "e4"], "the group lost once");
+  assert.deepEqual((await inner.events("o1")).map((r) => `${r.eventId}@${r.revision}`), ["x1@1", "e1@2", "e2@3", "e3@4", "e4@5"]);
+
+  // A store error: every call in the group gets it, and nothing was half written.
+  store.commitMany = async () => {
+    throw new Error("store unavailable");
+  };
+  const failing = ["f1", "f2", "f3"].map((id, i) => apply(store, m, "o1", pay(id, `q${i}`, 1)));
+  const settled = await Promise.allSettled(failing);
+  assert.deepEqual(settled.map((r) => r.status), ["rejected", "rejected", "rejected"]);
+  assert.ok(settled.every((r) => r.reason.message === "store unavailable"));
+  assert.deepEqual((await inner.events("o1")).map((r) => r.eventId), ["x1", "e1", "e2", "e3", "e4"]);
+  // The next call loads (the error may have left the store changed) and lands.
+  const loads = store.loads;
+  assert.equal((await apply(store, m, "o1", pay("f2", "q1", 1))).status, "applied");
+  assert.equal(store.loads, loads + 1);
+});
+
+test("a group whose commit hangs past laneStallMs lets the calls it took go on alone; its late commit then loses, and each event lands once", async () => {
+  const m = new Machine(orderDefinition());
+  const inner = new MemoryStore();
+  const store = counting(inner);
+  let first = true;
+  store.commitMany = async (...a) => {
+    if (first) {
+      first = false;
+      await new Promise((r) => setTimeout(r, 100)); // the group's commit is slow, then lands (or tries to)
+    }
+    return inner.commitMany(...a);
+  };
+  const outs = await Promise.all(["e1", "e2", "e3", "e4"].map((id, i) => apply(store, m, "o1", pay(id, `p${i}`, 10), { laneStallMs: 20, backoff: () => 1 })));
+  assert.deepEqual(outs.map((o) => o.status), ["applied", "applied", "applied", "applied"]);
+  const log = (await inner.events("o1")).map((r) => r.eventId);
+  assert.deepEqual([...log].sort(), ["e1", "e2", "e3", "e4"], "each event once");
+  assert.equal(log[log.length - 1], "e1", "the holder's event landed last, after its group's commit lost");
+  assert.equal((await inspect(inner, m, "o1")).context.paid, 40);
+});
+
+test("a group takes only the calls queued in a row with the holder's machine, and keeps their order", async () => {
+  const a = checkoutMachine();
+  const b = checkoutMachine(); // another Machine object for the same definition
+  const inner = new MemoryStore();
+  const store = counting(inner);
+  const sizes = [];
+  store.commitMany = (id, expected, steps) => {
+    sizes.push(steps.length);
+    return inner.commitMany(id, expected, steps);
+  };
+  const plan = [a, a, a, b, a, a];
+  const outs = await Promise.all(plan.map((m, i) => apply(store, m, "o1", pay(`e${i}`, `p${i}`, 1))));
+  assert.ok(outs.every((o) => o.status === "applied"));
+  assert.deepEqual((await inner.events("o1")).map((r) => r.eventId), ["e0", "e1", "e2", "e3", "e4", "e5"]);
+  // e0 takes e1 and e2 and stops at b's call; e3 goes alone (a plain commit); e4 takes e5.
+  assert.deepEqual(sizes, [3, 2]);
 });

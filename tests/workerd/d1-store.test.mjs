@@ -335,3 +335,50 @@ test("a chunk missing under a row: load throws a StoreCorruptError (snapshot_cor
   // The store that wrote it still has it (same revision: not read again).
   assert.equal((await store.load("holed")).snapshot, start.snapshot);
 });
+
+test("commitMany: several events in one batch, each logged at its own revision; a stale one writes nothing of any", async () => {
+  const store = new D1Store(w.db);
+  const events = [pay("e1", "p1"), pay("e2", "p2"), pay("e3", "p3")];
+  let snapshot = null;
+  const steps = events.map((event, i) => {
+    const outcome = machine.reduce(snapshot, event, 10 + i, "s9");
+    snapshot = outcome.snapshot;
+    return { outcome, extras: { event, now: 10 + i } };
+  });
+  assert.deepEqual(await store.commitMany("s9", null, steps), { ok: true, version: 3 });
+  assert.deepEqual(await rows("s9"), [
+    { event_id: "e1", revision: 1 },
+    { event_id: "e2", revision: 2 },
+    { event_id: "e3", revision: 3 },
+  ]);
+  const received = (await w.db.prepare("SELECT received_at FROM events WHERE process_id = 's9' ORDER BY revision").all()).results;
+  assert.deepEqual(received.map((r) => r.received_at), [10, 11, 12]);
+  assert.equal((await new D1Store(w.db).load("s9")).snapshot, snapshot, "the last step's snapshot, read by another store");
+  // Two more from revision 1: the row is at 3, so neither log row nor the row is written.
+  let from1 = steps[0].outcome.snapshot;
+  const stale = [pay("e4", "p4"), pay("e5", "p5")].map((event) => {
+    const outcome = machine.reduce(from1, event, 20, "s9");
+    from1 = outcome.snapshot;
+    return { outcome, extras: { event, now: 20 } };
+  });
+  assert.deepEqual(await store.commitMany("s9", 1, stale), { ok: false, conflict: true });
+  assert.deepEqual((await rows("s9")).map((r) => r.event_id), ["e1", "e2", "e3"]);
+  assert.equal((await new D1Store(w.db).load("s9")).version, 3);
+});
+
+test("the host loop over D1: calls waiting in a lane are committed together, each event once, in order", async () => {
+  const store = new D1Store(w.db);
+  let batches = 0;
+  const commitMany = store.commitMany.bind(store);
+  store.commitMany = (id, expected, steps) => {
+    if (steps.length > 1) batches++;
+    return commitMany(id, expected, steps);
+  };
+  const events = Array.from({ length: 20 }, (_, i) => pay(`e${i}`, `p${i}`));
+  const outs = await Promise.all([...events, ...events].map((e) => apply(store, machine, "s10", e)));
+  assert.equal(outs.filter((o) => o.status === "applied").length, 20);
+  assert.equal(outs.filter((o) => o.status === "duplicate").length, 20);
+  assert.ok(batches > 0, "some batch carried several events");
+  assert.deepEqual(await rows("s10"), events.map((e, i) => ({ event_id: e.id, revision: i + 1 })));
+  assert.equal(machine.inspect((await new D1Store(w.db).load("s10")).snapshot).context.payments.length, 20);
+});

@@ -19,10 +19,12 @@
 //
 //   create: INSERT the process row (fails if it exists: PRIMARY KEY)
 //   update: UPDATE ... WHERE process_id = ? AND revision = <expected>
-//   both:   INSERT the event-log row, whose `revision` is read back from the
-//           process row *as this batch left it*:
-//             (SELECT revision FROM processes
-//               WHERE process_id = ? AND revision = <new> AND last_event_id = <event id>)
+//   both:   INSERT the event-log row of each event (one; several when `apply`
+//           commits the calls waiting in a lane together, `commitMany`), whose
+//           `revision` is its own, read only if the process row is *as this
+//           batch left it*:
+//             (SELECT <its revision> FROM processes
+//               WHERE process_id = ? AND revision = <new> AND last_event_id = <the last event's id>)
 //   then:   upsert the chunks whose text changed (each records the revision
 //           that wrote it), and DELETE the chunks at or beyond the new count
 //           when the snapshot may have had more
@@ -140,12 +142,27 @@ export class D1Store {
    * @param {import("../index.d.ts").Outcome} outcome
    * @param {import("../index.d.ts").CommitExtras} [extras]
    */
-  async commit(processId, expectedVersion, outcome, extras = {}) {
-    const now = extras.now ?? Date.now();
-    const event = extras.event ?? { id: `revision-${outcome.revision}`, type: "unknown" };
-    const revision = outcome.revision;
-    const nextDue = outcome.nextDueAt ?? null;
-    const text = outcome.snapshot;
+  commit(processId, expectedVersion, outcome, extras = {}) {
+    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
+  }
+
+  /**
+   * Several changed outcomes of one process in one batch (`apply` groups the calls waiting in a
+   * lane): the row and the chunks hold the last one's snapshot, and each gets its log row, whose
+   * revision is its own but whose guard is the last one's (see the header): every row lands or
+   * none does.
+   * @param {string} processId
+   * @param {number | null} expectedVersion
+   * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
+   */
+  async commitMany(processId, expectedVersion, steps) {
+    const last = steps[steps.length - 1];
+    const eventOf = (step) => step.extras?.event ?? { id: `revision-${step.outcome.revision}`, type: "unknown" };
+    const now = last.extras?.now ?? Date.now();
+    const event = eventOf(last);
+    const revision = last.outcome.revision;
+    const nextDue = last.outcome.nextDueAt ?? null;
+    const text = last.outcome.snapshot;
     const count = Math.floor(text.length / CHUNK);
     const tail = text.slice(count * CHUNK);
     // The snapshot the chunk rows hold now, when known (see the header).
@@ -163,15 +180,19 @@ export class D1Store {
               "UPDATE processes SET revision = ?2, snapshot = ?3, chunks = ?4, updated_at = ?5, next_due_at = ?6, last_event_id = ?7 WHERE process_id = ?1 AND revision = ?8",
             )
             .bind(processId, revision, tail, count, now, nextDue, event.id, expectedVersion);
-    const log = this.db
-      .prepare(
-        `INSERT INTO events (process_id, event_id, revision, type, status, response, received_at)
-         VALUES (?1, ?2,
-                 (SELECT revision FROM processes WHERE process_id = ?1 AND revision = ?3 AND last_event_id = ?2),
-                 ?4, ?5, ?6, ?7)`,
-      )
-      .bind(processId, event.id, revision, event.type, outcome.status, JSON.stringify(outcome.response ?? null), now);
-    const statements = [write, log];
+    // Each log row's revision is its own, read back only if the row above holds the last step.
+    const logs = steps.map((step) => {
+      const e = eventOf(step);
+      return this.db
+        .prepare(
+          `INSERT INTO events (process_id, event_id, revision, type, status, response, received_at)
+           VALUES (?1, ?2,
+                   (SELECT ?8 FROM processes WHERE process_id = ?1 AND revision = ?3 AND last_event_id = ?9),
+                   ?4, ?5, ?6, ?7)`,
+        )
+        .bind(processId, e.id, revision, e.type, step.outcome.status, JSON.stringify(step.outcome.response ?? null), step.extras?.now ?? now, step.outcome.revision, event.id);
+    });
+    const statements = [write, ...logs];
     let skipped = 0;
     for (let i = 0; i < count; i++) {
       const chunk = text.slice(i * CHUNK, (i + 1) * CHUNK);
@@ -188,7 +209,7 @@ export class D1Store {
           .bind(processId, i, chunk, revision),
       );
     }
-    const writes = statements.length - 2;
+    const writes = statements.length - 1 - logs.length;
     if (before === null || Math.floor(before.length / CHUNK) > count) {
       statements.push(this.db.prepare("DELETE FROM snapshot_chunks WHERE process_id = ?1 AND idx >= ?2").bind(processId, count));
     }

@@ -39,20 +39,51 @@ export class MemoryStore {
     }
     const version = (current ?? 0) + 1;
     this.rows.set(processId, { snapshot: outcome.snapshot, version });
-    if (extras.event) {
-      const rows = this.log.get(processId) ?? [];
-      rows.push({
-        eventId: extras.event.id,
-        revision: outcome.revision,
-        type: extras.event.type,
-        status: outcome.status,
-        response: outcome.response ?? null,
-        receivedAt: extras.now ?? null,
-      });
-      this.log.set(processId, rows);
-    }
+    this.logRow(processId, outcome, extras);
     this.writes++;
     return { ok: true, version };
+  }
+
+  /**
+   * Several changed outcomes of one process in one compare-and-set (`apply` groups the calls
+   * waiting in a lane): the last one's snapshot is stored, and each gets its log row. The version
+   * moves by one per outcome, as if they had been committed one by one; `writes` counts one.
+   * @param {string} processId
+   * @param {number | null} expectedVersion
+   * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
+   * @returns {Promise<import("../index.d.ts").CommitResult>}
+   */
+  async commitMany(processId, expectedVersion, steps) {
+    const row = this.rows.get(processId);
+    const current = row ? row.version : null;
+    if (current !== expectedVersion) {
+      this.conflicts++;
+      return { ok: false, conflict: true };
+    }
+    const version = (current ?? 0) + steps.length;
+    this.rows.set(processId, { snapshot: steps[steps.length - 1].outcome.snapshot, version });
+    for (const { outcome, extras = {} } of steps) this.logRow(processId, outcome, extras);
+    this.writes++;
+    return { ok: true, version };
+  }
+
+  /**
+   * @param {string} processId
+   * @param {import("../index.d.ts").Outcome} outcome
+   * @param {import("../index.d.ts").CommitExtras} extras
+   */
+  logRow(processId, outcome, extras) {
+    if (!extras.event) return;
+    const rows = this.log.get(processId) ?? [];
+    rows.push({
+      eventId: extras.event.id,
+      revision: outcome.revision,
+      type: extras.event.type,
+      status: outcome.status,
+      response: outcome.response ?? null,
+      receivedAt: extras.now ?? null,
+    });
+    this.log.set(processId, rows);
   }
 
   /**
