@@ -117,7 +117,11 @@ export interface Outcome {
 
 /** An outcome as returned by `apply`: plus the store version and the number of tries. */
 export interface AppliedOutcome extends Outcome {
-  /** The store's version after this call (null when the process does not exist). */
+  /**
+   * The store's version after this call (null when the process does not exist). When the call was
+   * committed with others waiting in its lane (a store with `commitMany`), the version that commit
+   * left, the same for each of them; `revision` and `state` are still this event's own.
+   */
   version: Version | null;
   /** Load-reduce-commit tries used (1 without contention). */
   attempts: number;
