@@ -100,8 +100,13 @@ const lanes = new WeakMap();
 /** Orders, in this isolate, the arrival of each call and the start of each store call. */
 let ticks = 0;
 
-/** The most calls one commit takes: the one holding the lane and those queued behind it. */
-const MAX_GROUP = 32;
+/**
+ * The most calls one commit takes: the one holding the lane and those queued behind it. Kept
+ * small because a store's one commit grows with it: D1 counts each statement of a batch against
+ * a Worker's queries per request (50 on the free plan), and 8 log rows, the changed chunks and the
+ * row stay well under that.
+ */
+const MAX_GROUP = 8;
 
 /**
  * One call to `apply`, as a lane sees it.
@@ -293,8 +298,9 @@ function takeGroup(lane, machine) {
  * `store.commitMany`, whose compare-and-set on the first one's version vouches for the whole chain,
  * answers that write nothing included (each call is then as if applied, in its order, at that
  * commit, after every one of them arrived). When nothing in the chain writes, the answers obey the
- * lane's rule for answers that write nothing. When the compare-and-set loses, each call goes again
- * alone, in order. A store error is every call's error.
+ * lane's rule for answers that write nothing. When the compare-and-set loses, or the store throws
+ * (one event over a store's limit must not fail the others, and a commit whose answer was lost may
+ * have landed: its events are then duplicates), each call goes again alone, in order.
  * @param {object} store
  * @param {string} processId
  * @param {Lane} lane
@@ -304,23 +310,21 @@ function takeGroup(lane, machine) {
  */
 async function applyGroup(store, processId, lane, holder, taken) {
   const calls = [holder, ...taken.map((t) => t.call)];
-  /** @type {(Settled | null)[]} */
+  /** @type {Settled[] | null} */
   let settled;
+  let lost = false;
   try {
     settled = await commitGroup(store, processId, lane, calls);
-  } catch (error) {
+    lost = settled === null;
+  } catch {
     lane.known = null;
-    for (const t of taken) {
-      lane.taken.delete(t);
-      t.go({ error });
-    }
-    throw error;
+    settled = null;
   }
   if (settled === null) {
-    // Lost the compare-and-set: each call again alone, in order, from a fresh load.
+    // Each call again alone, in order, from a fresh load.
     settled = [];
     for (const c of calls) {
-      if (c.options.onConflict) c.options.onConflict({ processId, event: c.event, attempt: 1 });
+      if (lost && c.options.onConflict) c.options.onConflict({ processId, event: c.event, attempt: 1 });
       try {
         settled.push({ outcome: await applyLoop(store, c.machine, processId, c.event, c.options, lane, c.arrived) });
       } catch (error) {
