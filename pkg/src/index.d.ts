@@ -342,7 +342,7 @@ export interface Store {
   /**
    * Optional: several changed outcomes of one process, in order, as one compare-and-set on
    * `expectedVersion`: the last one's snapshot is stored, each is logged, all or nothing. With it,
-   * `apply` commits the calls waiting in a lane together (D1Store and MemoryStore have it).
+   * `apply` commits the calls waiting in a lane together (D1Store, DenoKvStore and MemoryStore have it).
    */
   commitMany?(processId: string, expectedVersion: Version | null, steps: Array<{ outcome: Outcome; extras?: CommitExtras }>): Promise<CommitResult>;
   /** Optional: the event log, oldest first (revisions after `after`, at most `limit`). */

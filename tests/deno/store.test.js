@@ -611,3 +611,52 @@ Deno.test("chunks are left alone only when the store knows their bytes: not acro
     assertEquals(cut.chunksSkipped, Math.ceil((next.length + 1) / CHUNK_BYTES) - 1);
     assertEquals((await new DenoKvStore(kv).load("cut")).snapshot, next + "!");
   }));
+
+Deno.test("commitMany: several events in one atomic commit, each logged with its pointer; a stale one writes nothing of any", () =>
+  withKv(async (kv) => {
+    const m = await demoMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    const now = 1_800_000_000_000;
+    let snapshot = null;
+    const steps = ["k1", "k2", "k3"].map((id, i) => {
+      const event = pay(id, `p${i}`);
+      const outcome = m.reduce(snapshot, event, now + i, "o1");
+      snapshot = outcome.snapshot;
+      return { outcome, extras: { event, now: now + i } };
+    });
+    const res = await store.commitMany("o1", null, steps);
+    assertEquals(res.ok, true);
+    assertEquals(res.version, (await kv.get(["idem", "process", "o1", 0])).versionstamp);
+    assertEquals((await store.events("o1")).map((r) => `${r.eventId}@${r.revision}@${r.receivedAt - now}`), ["k1@1@0", "k2@2@1", "k3@3@2"]);
+    assertEquals((await store.eventRecord("o1", "k2")).revision, 2);
+    assertEquals((await new DenoKvStore(kv, { machine: m }).load("o1")).snapshot, snapshot, "the last step's snapshot, read by another handle");
+    // Two more from revision 1's version, which is not the head's: nothing written.
+    let from1 = steps[0].outcome.snapshot;
+    const stale = ["k4", "k5"].map((id, i) => {
+      const event = pay(id, `q${i}`);
+      const outcome = m.reduce(from1, event, now, "o1");
+      from1 = outcome.snapshot;
+      return { outcome, extras: { event, now } };
+    });
+    assertEquals(await store.commitMany("o1", "00000000000000010000", stale), { ok: false, conflict: true });
+    assertEquals((await store.events("o1")).map((r) => r.eventId), ["k1", "k2", "k3"]);
+    assertEquals(await store.eventRecord("o1", "k4"), null);
+  }));
+
+Deno.test("the host loop over Deno KV: calls waiting in a lane are committed together, each event once, in order", () =>
+  withKv(async (kv) => {
+    const m = await demoMachine();
+    const store = new DenoKvStore(kv, { machine: m });
+    let batches = 0;
+    const commitMany = store.commitMany.bind(store);
+    store.commitMany = (id, expected, steps) => {
+      if (steps.length > 1) batches++;
+      return commitMany(id, expected, steps);
+    };
+    const events = Array.from({ length: 20 }, (_, i) => pay(`e${i}`, `p${i}`, 1));
+    const outs = await Promise.all([...events, ...events].map((e) => apply(store, m, "o1", e)));
+    assertEquals(outs.filter((o) => o.status === "applied").length, 20);
+    assertEquals(outs.filter((o) => o.status === "duplicate").length, 20);
+    assert(batches > 0, "some commit carried several events");
+    assertEquals((await store.events("o1", { limit: 100 })).map((r) => `${r.eventId}@${r.revision}`), events.map((e, i) => `${e.id}@${i + 1}`));
+  }));

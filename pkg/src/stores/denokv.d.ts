@@ -119,6 +119,8 @@ export declare class DenoKvStore implements Store {
   chunkBytesWritten: number;
   load(processId: string): Promise<{ snapshot: string; version: string } | null>;
   commit(processId: string, expectedVersion: string | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
+  /** Several changed outcomes in one atomic commit (see `Store.commitMany`): `apply` uses it for the calls waiting in a lane. */
+  commitMany(processId: string, expectedVersion: string | null, steps: Array<{ outcome: Outcome; extras?: CommitExtras }>): Promise<CommitResult>;
   /** The event log, oldest first (rows expire after their type's retention window). */
   events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
   /** The first outcome of an event id while its retention window lasts, or null. */

@@ -332,7 +332,20 @@ export class DenoKvStore {
    * @param {import("../index.d.ts").Outcome} outcome
    * @param {import("../index.d.ts").CommitExtras} [extras]
    */
-  async commit(processId, expectedVersion, outcome, extras = {}) {
+  commit(processId, expectedVersion, outcome, extras = {}) {
+    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
+  }
+
+  /**
+   * Several changed outcomes of one process in one atomic commit (`apply` groups the calls waiting
+   * in a lane): the head and the chunks hold the last one's snapshot, and each gets its log row and
+   * event pointer. All of it is checked against Deno KV's limits before anything is sent.
+   * @param {string} processId
+   * @param {string | null} expectedVersion
+   * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
+   */
+  async commitMany(processId, expectedVersion, steps) {
+    const { outcome, extras = {} } = steps[steps.length - 1];
     const now = extras.now ?? Date.now();
     const headKey = this.headKey(processId);
 
@@ -361,21 +374,22 @@ export class DenoKvStore {
     const deletes = [];
     for (let i = chunks + 1; i <= oldChunks; i++) deletes.push(this.chunkKey(processId, i));
 
-    const event = extras.event;
-    if (event && typeof event.id === "string") {
-      const machine = this.machineFor?.(processId);
+    const machine = steps.some((step) => step.extras?.event) ? this.machineFor?.(processId) : undefined;
+    for (const step of steps) {
+      const event = step.extras?.event;
+      if (!event || typeof event.id !== "string") continue;
       const expireIn = windowOf(machine?.retention(), event.type);
       const row = {
         eventId: event.id,
-        revision: outcome.revision,
+        revision: step.outcome.revision,
         type: event.type ?? null,
-        status: outcome.status,
-        response: outcome.response ?? null,
-        receivedAt: now,
+        status: step.outcome.status,
+        response: step.outcome.response ?? null,
+        receivedAt: step.extras?.now ?? now,
       };
       const text = encoder.encode(JSON.stringify(row));
-      sets.push({ key: [this.prefix, "log", processId, outcome.revision], value: text, size: text.byteLength, expireIn });
-      const pointer = { revision: outcome.revision };
+      sets.push({ key: [this.prefix, "log", processId, step.outcome.revision], value: text, size: text.byteLength, expireIn });
+      const pointer = { revision: step.outcome.revision };
       sets.push({ key: [this.prefix, "event", processId, event.id], value: pointer, size: objectBytes(pointer), expireIn });
     }
 
