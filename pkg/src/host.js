@@ -109,6 +109,15 @@ let ticks = 0;
 const MAX_GROUP = 8;
 
 /**
+ * Whether an outcome that writes nothing may be answered from a guess: only a duplicate, and only
+ * when the store call behind the guess started (tick `seen`) after the call arrived (see above).
+ * @param {import("./index.d.ts").Outcome} out
+ * @param {number} seen
+ * @param {number} arrived
+ */
+const answerableFromGuess = (out, seen, arrived) => out.status === "duplicate" && seen > arrived;
+
+/**
  * One call to `apply`, as a lane sees it.
  * @typedef {{ machine: import("./index.d.ts").MachineLike, event: import("./index.d.ts").Event, options: import("./index.d.ts").ApplyOptions, arrived: number }} Call
  */
@@ -387,7 +396,7 @@ async function commitGroup(store, processId, lane, calls) {
     };
     if (steps.length === 0) {
       // Nothing to write: from a guess, only duplicates of calls that arrived before it was read.
-      const fromGuess = (r, i) => "error" in r || (r.outcome.status === "duplicate" && seen > calls[i].arrived);
+      const fromGuess = (r, i) => "error" in r || answerableFromGuess(r.outcome, seen, calls[i].arrived);
       if (guessed && !settled.every(fromGuess)) continue; // read the store, then reduce again
       lane.known = { loaded: base, seen };
       return done(base ? base.version : null);
@@ -426,7 +435,7 @@ async function applyLoop(store, machine, processId, event, options, lane, arrive
     if (!out.changed) {
       // Nothing to write, so nothing would check the guess: read the store instead (not a
       // try), unless this is a duplicate and the guess is from after the call arrived.
-      if (guessed && !(out.status === "duplicate" && seen > arrived)) {
+      if (guessed && !answerableFromGuess(out, seen, arrived)) {
         attempt--;
         continue;
       }

@@ -624,13 +624,16 @@ Deno.test("commitMany: several events in one atomic commit, each logged with its
       snapshot = outcome.snapshot;
       return { outcome, extras: { event, now: now + i } };
     });
-    const res = await store.commitMany("o1", null, steps);
+    // k1 alone first, so that its version is one the stale commit below can name.
+    const first = await store.commit("o1", null, steps[0].outcome, steps[0].extras);
+    assertEquals(first.ok, true);
+    const res = await store.commitMany("o1", first.version, steps.slice(1));
     assertEquals(res.ok, true);
     assertEquals(res.version, (await kv.get(["idem", "process", "o1", 0])).versionstamp);
     assertEquals((await store.events("o1")).map((r) => `${r.eventId}@${r.revision}@${r.receivedAt - now}`), ["k1@1@0", "k2@2@1", "k3@3@2"]);
     assertEquals((await store.eventRecord("o1", "k2")).revision, 2);
     assertEquals((await new DenoKvStore(kv, { machine: m }).load("o1")).snapshot, snapshot, "the last step's snapshot, read by another handle");
-    // Two more from revision 1's version, which is not the head's: nothing written.
+    // Two more from k1's version, which is no longer the head's: nothing written.
     let from1 = steps[0].outcome.snapshot;
     const stale = ["k4", "k5"].map((id, i) => {
       const event = pay(id, `q${i}`);
@@ -638,7 +641,7 @@ Deno.test("commitMany: several events in one atomic commit, each logged with its
       from1 = outcome.snapshot;
       return { outcome, extras: { event, now } };
     });
-    assertEquals(await store.commitMany("o1", "00000000000000010000", stale), { ok: false, conflict: true });
+    assertEquals(await store.commitMany("o1", first.version, stale), { ok: false, conflict: true });
     assertEquals((await store.events("o1")).map((r) => r.eventId), ["k1", "k2", "k3"]);
     assertEquals(await store.eventRecord("o1", "k4"), null);
   }));

@@ -30,18 +30,8 @@ export class MemoryStore {
    * @param {import("../index.d.ts").CommitExtras} [extras]
    * @returns {Promise<import("../index.d.ts").CommitResult>}
    */
-  async commit(processId, expectedVersion, outcome, extras = {}) {
-    const row = this.rows.get(processId);
-    const current = row ? row.version : null;
-    if (current !== expectedVersion) {
-      this.conflicts++;
-      return { ok: false, conflict: true };
-    }
-    const version = (current ?? 0) + 1;
-    this.rows.set(processId, { snapshot: outcome.snapshot, version });
-    this.logRow(processId, outcome, extras);
-    this.writes++;
-    return { ok: true, version };
+  commit(processId, expectedVersion, outcome, extras = {}) {
+    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
   }
 
   /**
