@@ -26,6 +26,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
+import { crossing } from "./crossing.mjs";
 import { canon, fmtBytes, fmtNs, fmtOps, measureGroup, median, ratio, table } from "./measure.mjs";
 import { duplicatesWriteNothing, hostsSection, measureHosts } from "./hosts.mjs";
 import { bundle, coldChild, coldCode, coldSummary, xstateBundle } from "./cold.mjs";
@@ -222,6 +223,12 @@ async function smoke() {
     same(`XState vs idem at ${n}`, peers.xstateView(xs.snapshot), idem);
     same(`JS reducer vs idem at ${n}`, peers.jsView(js.snapshot), idem);
     same(`responses at ${n}`, [xs.response, js.response], [o.response, o.response]);
+    if (n === 0) {
+      // The crossing alone answers what idem answered, with a new text of the stored one's size.
+      const c = crossing({ state: o.state, response: o.response })(d.idem, fresh, "cold-0");
+      same("crossing alone at 0", { state: c.state, response: c.response, status: c.status, length: c.snapshot.length },
+        { state: o.state, response: o.response, status: o.status, length: d.idem.length });
+    }
     if (n > 0) {
       const k = peers.dupIndex(n);
       const dup = peers.noteEvent(k);
@@ -362,7 +369,11 @@ async function measureAll() {
       return out;
     };
     const row = { ledger: n, bytes: { idem: d.idem.length, json: d.json.length, xstate: d.xs.length, js: d.js.length } };
+    // At ledger 0, the crossing alone (benches/crossing.mjs): what any wasm engine
+    // called as idem is pays before its own work, timed in the same turns.
+    const cross = n === 0 ? crossing({ state: "pending", response: `recorded ${fresh.payload.paymentId}` }) : null;
     const f = measureGroup({
+      ...(cross ? { crossing: () => cross(d.idem, fresh, cold()) } : {}),
       xstate: () => peers.xstateRoundTrip(d.xs, fresh),
       js: () => peers.jsRoundTrip(d.js, fresh),
       wasm: () => m.reduce(d.idem, fresh, NOW, cold()),
@@ -372,6 +383,10 @@ async function measureAll() {
     }, o);
     row.floor = f.floor;
     delete f.floor;
+    if (f.crossing) {
+      row.crossing = f.crossing;
+      delete f.crossing;
+    }
     row.fresh = f;
     if (n > 0) {
       const dup = peers.noteEvent(peers.dupIndex(n));
@@ -496,6 +511,12 @@ function report(res) {
   p();
   p("idem wasm: the stored text (a string) is decoded on every call. wasm bytes: the same, stored as bytes (`reduceBytes`). wasm resident: a warm host hands back the snapshot the engine gave it, so the decoded copy kept in the Machine answers; for applied events a chain of fresh NOTE events whose ledger grows from n to n + max(50, n/20) entries before it restarts from the stored snapshot.");
   p();
+  const c0 = res.roundTrip.find((r) => r.ledger === 0);
+  if (c0?.crossing) {
+    const x = c0.crossing.medianNs;
+    p(`The crossing alone at ledger 0 (\`benches/crossing.mjs\`: the event's \`JSON.stringify\`, the stored text and the process id written into wasm memory, one call into a module that only copies the text, the new text, state and response read back, the outcome object built; no engine work): ${fmtNs(x)}, ${(100 * x / c0.fresh.js.medianNs).toFixed(0)} % of the JS reducer's whole round trip (${fmtNs(c0.fresh.js.medianNs)}) and ${(100 * x / c0.fresh.wasm.medianNs).toFixed(0)} % of idem wasm's (${fmtNs(c0.fresh.wasm.medianNs)}). An engine called across it has ${fmtNs(Math.max(0, c0.fresh.js.medianNs - x))} left for its own work to tie with the reducer; idem's work takes ${fmtNs(nat[0]?.fresh?.medianNs)} natively.`);
+    p();
+  }
   p("p95 and stored sizes:");
   p();
   p(table(["ledger", "event", "XState p95", "JS p95", "floor p95", "idem wasm p95", "idem native p95", "serde floor (native)", "idem bytes", "as JSON", "XState bytes", "JS bytes"],
