@@ -31,6 +31,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
+# What this needs is installed by scripts/setup.sh, which the README's two
+# commands run first; alone on a fresh machine, say so rather than fail in rustc.
+need_setup() { echo "build-wasm: $1 is missing: run scripts/setup.sh first" >&2; exit 1; }
+if command -v rustup >/dev/null; then
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || need_setup "the Rust target wasm32-unknown-unknown"
+fi
+command -v wasm-bindgen >/dev/null || need_setup "wasm-bindgen (wasm-bindgen-cli)"
+
 # Gzip size budgets in KiB. Keep in step with README.md. The lean module is
 # built at opt-level 2 (speed bought with size, see benches/RESULTS.md). Both
 # budgets are a few KiB above the modules, which lost 17 KiB (lean) and 7 KiB
