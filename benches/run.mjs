@@ -383,7 +383,8 @@ async function measureAll() {
       // The crossing alone (benches/crossing.mjs): what any wasm engine called
       // as idem is pays before its own work. Timed in a group of its own, with
       // the reducer and idem again, so it cannot move section 2's figures.
-      const cross = crossing({ state: "pending", response: `recorded ${fresh.payload.paymentId}` });
+      const reply = m.reduce(d.idem, fresh, NOW, cold());
+      const cross = crossing({ state: reply.state, response: reply.response });
       row.crossing = measureGroup({
         js: () => peers.jsRoundTrip(d.js, fresh),
         wasm: () => m.reduce(d.idem, fresh, NOW, cold()),
