@@ -552,14 +552,13 @@ pub fn canonical(value: &Value, out: &mut String) {
     *out = utf8(bytes);
 }
 
-/// JSON text of `value` as serde_json's compact writer (`to_writer`) writes it,
-/// byte for byte, appended to `out`: members in the map's order (key order:
-/// serde_json's map is a `BTreeMap` unless its `preserve_order` feature is on),
-/// strings escaped by [`write_str`], integers in decimal, floats by zmij as
-/// serde_json formats them. Our own writer, so serde's serializer and
-/// serde_json's are not in the wasm module.
+/// JSON text of `value`, appended to `out`: object members sorted by key (maps
+/// keep the order they were written in, so that a definition's states keep
+/// their document order; everything idem writes has its keys sorted, as it
+/// always had), strings escaped by [`write_str`], integers in decimal, floats
+/// by zmij as serde_json formats them. The same text as [`write_canonical`].
 pub fn write_json(value: &Value, out: &mut Vec<u8>) {
-    write_value(value, out, false);
+    write_value(value, out, true);
 }
 
 /// A finite `f64` as serde_json writes it (the formatter it calls, zmij, called
@@ -1014,7 +1013,7 @@ pub(crate) fn hex_digits(v: u64) -> [u8; 16] {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -1038,8 +1037,22 @@ mod tests {
             let h = crate::xxh3::xxh3_128(text.as_bytes());
             assert_eq!(&*fp, format!("{h:032x}"));
             assert!(fp.bytes().all(|b| b.is_ascii_hexdigit()));
-            assert_eq!(size, serde_json::to_string(&payload).unwrap().len());
+            assert_eq!(size, serde_json::to_string(&sorted(&payload)).unwrap().len());
             assert_eq!(fingerprint_sized("PAY", &payload), (fp.to_string(), size));
+        }
+    }
+
+    /// `v` with every object's members in key order: the text serde_json
+    /// writes of it is then the text idem's writers write of `v`.
+    pub(crate) fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut members: Vec<(&String, &Value)> = m.iter().collect();
+                members.sort_by(|a, b| a.0.cmp(b.0));
+                Value::Object(members.into_iter().map(|(k, v)| (k.clone(), sorted(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
         }
     }
 
@@ -1161,7 +1174,7 @@ mod tests {
             json!([0.1 + 0.2, 1e-7, 5e-324, 1.7976931348623157e308, 123456789.125]),
         ];
         for v in &values {
-            let compact = serde_json::to_string(v).unwrap();
+            let compact = serde_json::to_string(&sorted(v)).unwrap();
             let mut canonical = Vec::new();
             write_canonical(v, &mut canonical);
             assert_eq!(String::from_utf8(canonical).unwrap(), compact);
@@ -1170,7 +1183,7 @@ mod tests {
         }
         // Keys given out of order still come out sorted, as serde_json writes them.
         let parsed: Value = serde_json::from_str(r#"{"b":1,"a":{"y":"\u00e9","x":[{"q":1,"p":2}]}}"#).unwrap();
-        assert_eq!(fingerprint_sized("T", &parsed).1, serde_json::to_string(&parsed).unwrap().len());
+        assert_eq!(fingerprint_sized("T", &parsed).1, serde_json::to_string(&sorted(&parsed)).unwrap().len());
     }
 
     /// The path for maps that do not iterate in key order (serde_json's

@@ -1118,7 +1118,7 @@ mod tests {
     }
 
     fn same_text(o: &Outcome) {
-        assert_eq!(o.to_json_text(), o.to_json(false).to_string(), "{o:?}");
+        assert_eq!(o.to_json_text(), json::to_text(&o.to_json(false)), "{o:?}");
     }
 
     #[test]
