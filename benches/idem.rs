@@ -91,14 +91,14 @@ fn build_real(m: &Machine, n: usize) -> String {
 /// The snapshot of a process in its initial state with an empty ledger (what a
 /// process looks like once every entry has expired).
 fn empty_snapshot(m: &Machine) -> String {
-    Snapshot::initial(m, m.initial_leaf(m.root())).encode()
+    Snapshot::initial(m, &m.initial_config(m.root())).encode()
 }
 
 /// The same snapshot as `build_real(m, n)`, written directly in the wire format:
 /// reducing 100,000 events one by one costs O(n^2) while every reduce re-reads
 /// the whole ledger. Checked against `build_real` before use.
 fn synthesize(m: &Machine, n: usize) -> String {
-    let mut s = Snapshot::initial(m, m.initial_leaf(m.root()));
+    let mut s = Snapshot::initial(m, &m.initial_config(m.root()));
     for i in 0..n {
         let at = T0 + i as u64;
         s.ledger.push(

@@ -496,7 +496,7 @@ fn leaves_under(m: &Machine, idx: StateIdx) -> Vec<StateIdx> {
 
 /// Leaves a transition may leave the process in (before `always` steps).
 fn landing(m: &Machine, t: &Transition) -> Vec<StateIdx> {
-    match t.target {
+    match t.target() {
         Some(tg) => vec![m.initial_leaf(tg)],
         None => leaves_under(m, t.source),
     }
@@ -524,7 +524,7 @@ fn closure(m: &Machine, start: &[StateIdx], always_only: bool) -> BTreeSet<State
     let mut queue: VecDeque<StateIdx> = start.iter().copied().collect();
     while let Some(l) = queue.pop_front() {
         for t in outgoing(m, l, always_only) {
-            let next = match t.target {
+            let next = match t.target() {
                 Some(tg) => vec![m.initial_leaf(tg)],
                 None => vec![l],
             };
@@ -586,7 +586,7 @@ fn initial_config(m: &Machine, event: &Value) -> (StateIdx, Value, Value) {
                 Some(g) => m.exprs.test(g, Data::Value(&scope)).unwrap_or(false),
             })
         });
-        match next.and_then(|t| t.target) {
+        match next.and_then(|t| t.target()) {
             Some(tg) if m.initial_leaf(tg) != leaf => leaf = m.initial_leaf(tg),
             _ => break,
         }
@@ -614,7 +614,7 @@ fn domain(m: &Machine, t: &Transition, target: StateIdx) -> Option<StateIdx> {
 /// Action lists a transition runs from `leaf`: exits (innermost first), its own, entries.
 fn footprint<'m>(m: &'m Machine, t: &'m Transition, leaf: StateIdx) -> Vec<(&'m [Action], Owner)> {
     let mut out: Vec<(&[Action], Owner)> = Vec::new();
-    let Some(target) = t.target else {
+    let Some(target) = t.target() else {
         out.push((&t.actions, Owner::Transition(t.json_path.clone())));
         return out;
     };
@@ -651,7 +651,7 @@ fn footprint<'m>(m: &'m Machine, t: &'m Transition, leaf: StateIdx) -> Vec<(&'m 
 /// footprint, then that of any `always` transition it may settle through.
 fn macrostep_owners(m: &Machine, t: &Transition, leaf: StateIdx) -> Vec<Owner> {
     let mut out: Vec<Owner> = footprint(m, t, leaf).into_iter().map(|(_, o)| o).collect();
-    let start: Vec<StateIdx> = match t.target {
+    let start: Vec<StateIdx> = match t.target() {
         Some(tg) => vec![m.initial_leaf(tg)],
         None => vec![leaf],
     };
@@ -733,7 +733,7 @@ fn sites(m: &Machine) -> (Vec<AccSite>, Vec<EffectSite>) {
                     idempotent: d.idempotent,
                     custom_key: d.key.map(|k| m.exprs.source(k).clone()),
                 }),
-                Action::Respond(_) => {}
+                Action::Respond(_) | Action::Raise(_) => {}
             }
         }
     }
@@ -804,6 +804,7 @@ fn expressions_of(m: &Machine, actions: &[Action], out: &mut Vec<Value>) {
         match a {
             Action::Assign(fields) => out.extend(fields.iter().map(|(_, e)| m.exprs.source(*e).clone())),
             Action::Respond(e) => out.push(m.exprs.source(*e).clone()),
+            Action::Raise(r) => out.extend(r.payload.iter().map(|e| m.exprs.source(*e).clone())),
             Action::Effect(d) => {
                 out.extend(d.payload.iter().chain(d.key.iter()).map(|e| m.exprs.source(*e).clone()));
             }
@@ -1061,7 +1062,7 @@ impl<'m> Search<'m> {
     /// configuration, before any entry action runs).
     fn config(&self, snap: Option<&str>) -> (StateIdx, Value, Value) {
         match self.loaded(snap) {
-            Some(l) => (l.leaf, l.snap.context, l.snap.value),
+            Some(l) => (l.config.last().copied().unwrap_or(0), l.snap.context, l.snap.value),
             None => {
                 let leaf = self.m.initial_leaf(self.m.root());
                 (leaf, self.m.initial_context.clone(), self.m.state_value(leaf))
@@ -1577,7 +1578,7 @@ impl<'m> Search<'m> {
         let leaf = &m.states[c.leaf_before_dup].path;
         let t2 = find_transition(m, &c.t2);
         let t2_source = t2.map(|t| m.states[t.source].path.clone()).unwrap_or_default();
-        let t2_target_is_source = t2.is_some_and(|t| t.target.is_some_and(|tg| tg == t.source || m.is_descendant(tg, t.source)));
+        let t2_target_is_source = t2.is_some_and(|t| t.target().is_some_and(|tg| tg == t.source || m.is_descendant(tg, t.source)));
         let reenter = c.reenter && t2_target_is_source;
         let how = mode_text(c, m);
         let mut transitions = chain(&c.t1, &c.t2);
@@ -1611,11 +1612,11 @@ impl<'m> Search<'m> {
         }
         let code = if reenter { "reenter_reruns" } else { "reaccept" };
         let severity = if doubling { Severity::Error } else { Severity::Warning };
-        let orig_target = c.t1.as_deref().and_then(|p| find_transition(m, p)).and_then(|t| t.target);
+        let orig_target = c.t1.as_deref().and_then(|p| find_transition(m, p)).and_then(|t| t.target());
         let landed = orig_target.map(|tg| m.initial_leaf(tg));
         let where_ = if reenter {
             format!("`{}` re-enters `{t2_source}` (reenter: true), re-running its exit and entry actions", c.t2)
-        } else if c.t1.as_deref() == Some(c.t2.as_str()) && t2.is_some_and(|t| t.target.is_none()) {
+        } else if c.t1.as_deref() == Some(c.t2.as_str()) && t2.is_some_and(|t| t.target().is_none()) {
             format!("the targetless transition stays in `{leaf}` and accepts {} again", c.event)
         } else if t2_source != *leaf && !t2_source.is_empty() {
             format!("`{leaf}` accepts {} again through its ancestor `{t2_source}`", c.event)

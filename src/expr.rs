@@ -126,7 +126,13 @@ enum Node {
     /// compile time (no parts: the empty path, the whole scope). `args` are the
     /// operator's arguments as written (the key, then the default).
     Var(Vec<String>, Vec<Node>, Root),
+    /// `{"in_state": "#order.shipping.packed"}`: whether that state is active,
+    /// named as written and by its path's parts once the machine resolves it.
+    InState(String, Vec<String>),
 }
+
+/// The operator that tests whether a state is active (XState's `stateIn`).
+pub const IN_STATE: &str = "in_state";
 
 /// Where a literal `var` path starts in a process scope, found once at compile
 /// time from its first parts (what [`Data::lookup_parts`] finds there).
@@ -331,11 +337,34 @@ impl Exprs {
     pub fn compile_guard(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
         if let Value::Object(m) = rule {
             let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
-            if m.len() != 1 || name.and_then(op_of).is_none() {
+            if m.len() != 1 || (name != Some(IN_STATE) && name.and_then(op_of).is_none()) {
                 return Err(compile_error(path, Some(name.unwrap_or(""))));
             }
         }
         self.compile(rule, path)
+    }
+
+    /// Resolve every `in_state` to the path of the state it names (`find`
+    /// gives the dotted path, or `None` for no such state).
+    pub fn resolve_states(&mut self, find: impl Fn(&str) -> Option<String>) -> Result<()> {
+        fn walk(node: &mut Node, path: &str, find: &dyn Fn(&str) -> Option<String>) -> Result<()> {
+            match node {
+                Node::InState(name, parts) => match find(name) {
+                    Some(p) => {
+                        *parts = p.split('.').map(str::to_string).collect();
+                        Ok(())
+                    }
+                    None => Err(Error::at(Code::UnknownTarget, path, format!("in_state names unknown state \"{name}\""))),
+                },
+                Node::Array(items) | Node::Op(_, _, items) | Node::Var(_, items, _) => items.iter_mut().try_for_each(|n| walk(n, path, find)),
+                Node::Object(fields) => fields.iter_mut().try_for_each(|(_, n)| walk(n, path, find)),
+                Node::Lit(_) => Ok(()),
+            }
+        }
+        for (node, path, _) in &mut self.compiled {
+            walk(node, path, &find)?;
+        }
+        Ok(())
     }
 
     /// The expression as written in the definition.
@@ -404,6 +433,12 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
         Value::Object(m) => {
             let mut members = crate::machine::members(m);
             if let (Some((name, args)), None) = (members.next(), members.next()) {
+                if name == IN_STATE {
+                    return match args {
+                        Value::String(s) => Ok(Node::InState(s.clone(), Vec::new())),
+                        _ => Err(Error::at(Code::InvalidExpression, path, "in_state takes one state, named as a transition target (\"#machine.path\" or \"#id\")")),
+                    };
+                }
                 if let Some((op, f)) = op_of(name) {
                     let args = match args {
                         Value::Array(a) => compile_all(a, path, depth)?,
@@ -711,6 +746,13 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
             Ok(Cow::Owned(Value::Object(out)))
         }
         Node::Op(op, f, nodes) => f(*op, Args { nodes, data, depth: depth + 1, budget }),
+        Node::InState(_, parts) => {
+            let value = match data {
+                Data::Process { state, .. } => Cow::Borrowed(state),
+                Data::Value(_) => data.lookup_parts(std::iter::once("state")).unwrap_or(Cow::Owned(Value::Null)),
+            };
+            Ok(Cow::Owned(Value::Bool(value_names(&value, parts))))
+        }
         Node::Var(parts, args, root) => {
             // As [`op_var`] with its literal key, which it would
             // evaluate one level down (where the depth bound applies too).
@@ -738,6 +780,17 @@ fn eval<'a>(node: &'a Node, data: Data<'a>, depth: usize, budget: &Budget) -> Ev
                 },
             }
         }
+    }
+}
+
+/// Whether a state value has the state at `path` (its keys from the root)
+/// active: a string names an atomic state, an object's keys active children.
+fn value_names(value: &Value, path: &[String]) -> bool {
+    match (value, path) {
+        (_, []) => true,
+        (Value::String(s), [last]) => s == last,
+        (Value::Object(m), [first, rest @ ..]) => m.get(first).is_some_and(|v| value_names(v, rest)),
+        _ => false,
     }
 }
 

@@ -29,6 +29,7 @@
 pub mod analyze;
 pub mod error;
 pub mod expr;
+mod interpreter;
 pub mod float;
 pub mod json;
 pub mod machine;

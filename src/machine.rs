@@ -26,8 +26,19 @@ pub const MAX_MICROSTEPS: usize = 10_000;
 pub enum Kind {
     Atomic,
     Compound,
+    /// Every child (region) is active at once.
+    Parallel,
     Final,
+    /// A pseudo-state: entering it restores what its parent held when last
+    /// exited (`deep`: every atomic descendant; shallow: the direct child).
+    History,
 }
+
+/// Prefix of the done event a compound or parallel state raises when it
+/// completes (XState's name): `xstate.done.state.<state id>`.
+pub const DONE_EVENT_PREFIX: &str = "xstate.done.state.";
+/// The event the initial step of a new process sees (XState's name).
+pub const INIT_EVENT: &str = "xstate.init";
 
 #[derive(Debug)]
 pub struct StateNode {
@@ -47,12 +58,21 @@ pub struct StateNode {
     pub always: Vec<Transition>,
     pub after: Vec<(u64, Vec<Transition>)>,
     pub depth: usize,
+    /// The state's id as XState names it: its declared `id`, else the machine
+    /// id and its path (`order.payment.collecting`); done events carry it.
+    pub xstate_id: String,
+    /// For a history state: deep (every atomic descendant) or shallow.
+    pub deep: bool,
+    /// For a history state: its default targets, taken when nothing is recorded
+    /// (empty: the parent's initial child, or the parent itself if parallel).
+    pub history_default: Vec<StateIdx>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Transition {
     pub source: StateIdx,
-    pub target: Option<StateIdx>,
+    /// Empty for a targetless transition; more than one only into parallel regions.
+    pub targets: Vec<StateIdx>,
     pub guard: Option<ExprId>,
     pub actions: Vec<Action>,
     pub reenter: bool,
@@ -64,6 +84,21 @@ pub enum Action {
     Assign(Vec<(String, ExprId)>),
     Effect(EffectDef),
     Respond(ExprId),
+    /// Queue an internal event, handled within the same macrostep.
+    Raise(RaiseDef),
+}
+
+#[derive(Debug, Clone)]
+pub struct RaiseDef {
+    pub event_type: String,
+    pub payload: Option<ExprId>,
+}
+
+impl Transition {
+    /// The first target (the only one unless the transition enters parallel regions).
+    pub fn target(&self) -> Option<StateIdx> {
+        self.targets.first().copied()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -230,6 +265,8 @@ pub struct Machine {
     by_id: NameMap,
     /// [`Machine::state_value`] of every state, built once.
     state_values: Vec<Value>,
+    /// Some state is parallel.
+    parallel: bool,
     /// The reference its snapshots name it by, shared by those it loads or
     /// writes: the same pointer then says it names this machine, without a
     /// comparison of the strings.
@@ -239,11 +276,12 @@ pub struct Machine {
 /// The keys a state may have. A state's members are found by their index here
 /// (`K_ID`...), and the machine's keys start with the same ones.
 const STATE_KEYS: &[&str] = &[
-    "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags",
+    "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "history",
+    "target", "onDone",
 ];
 const MACHINE_KEYS: &[&str] = &[
-    "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "version",
-    "context", "retention", "recordIgnored", "limits",
+    "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "history",
+    "target", "onDone", "version", "context", "retention", "recordIgnored", "limits",
 ];
 const K_ID: usize = 0;
 const K_INITIAL: usize = 1;
@@ -254,13 +292,17 @@ const K_ALWAYS: usize = 5;
 const K_AFTER: usize = 6;
 const K_ENTRY: usize = 7;
 const K_EXIT: usize = 8;
-const K_VERSION: usize = 12;
-const K_CONTEXT: usize = 13;
-const K_RETENTION: usize = 14;
-const K_RECORD_IGNORED: usize = 15;
-const K_LIMITS: usize = 16;
+const K_HISTORY: usize = 12;
+const K_TARGET: usize = 13;
+const K_ON_DONE: usize = 14;
+const K_VERSION: usize = 15;
+const K_CONTEXT: usize = 16;
+const K_RETENTION: usize = 17;
+const K_RECORD_IGNORED: usize = 18;
+const K_LIMITS: usize = 19;
 const TRANSITION_KEYS: &[&str] = &["target", "guard", "actions", "reenter", "description", "meta"];
 const EFFECT_KEYS: &[&str] = &["type", "payload", "key", "idempotent", "retry"];
+const RAISE_KEYS: &[&str] = &["type", "payload"];
 const RETRY_KEYS: &[&str] = &["maxAttempts", "baseMs", "factor", "maxDelayMs", "jitter"];
 const RETENTION_KEYS: &[&str] = &["defaultMs", "perType", "maxEntries"];
 const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes"];
@@ -268,7 +310,7 @@ const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes"];
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
 const NO_FIELDS: Fields<'static> = [None; MAX_KEYS];
-const MAX_KEYS: usize = 17;
+const MAX_KEYS: usize = 20;
 const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
 const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
 const _: () = assert!(RETENTION_KEYS.len() < MAX_KEYS && LIMITS_KEYS.len() < MAX_KEYS);
@@ -320,6 +362,7 @@ impl Machine {
             definition: Value::Null,
             by_id: NameMap::default(),
             state_values: Vec::new(),
+            parallel: false,
             reference: Arc::new(MachineRef { id: String::new(), version: String::new(), hash: String::new() }),
         };
         m.id = match f[K_ID] {
@@ -349,11 +392,25 @@ impl Machine {
         let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, raw: Vec::new() };
         b.add_state(&m.id, None, &f, "")?;
         let raw = b.raw;
+        m.parallel = m.states.iter().any(|s| s.kind == Kind::Parallel);
         for (i, s) in m.states.iter().enumerate() {
             if let Some(did) = &s.declared_id {
                 if m.by_id.insert(did.clone(), i as u64).is_some() {
                     return Err(fail_in(Code::DuplicateStateId, &s.json_path, "id", &["duplicate state id \"", did, "\""]));
                 }
+            }
+        }
+        for i in 0..m.states.len() {
+            m.states[i].xstate_id = match (&m.states[i].declared_id, i) {
+                (Some(d), _) => d.clone(),
+                (None, 0) => m.id.clone(),
+                (None, _) => format!("{}.{}", m.id, m.states[i].path),
+            };
+        }
+        for s in &m.states {
+            let parent_kind = s.parent.map(|p| m.states[p].kind);
+            if s.kind == Kind::History && !matches!(parent_kind, Some(Kind::Compound | Kind::Parallel)) {
+                return Err(fail(Code::InvalidDefinition, &s.json_path, &["a history state needs sibling states to restore"]));
             }
         }
         // Second pass: transitions, now that every state can be resolved.
@@ -362,6 +419,14 @@ impl Machine {
             m.attach_transitions(r, &mut events)?;
         }
         m.check_always_loops()?;
+        // `in_state` names a state as a target does (`#id`, `#machine.path`), or by its path.
+        let mut exprs = std::mem::take(&mut m.exprs);
+        let found = exprs.resolve_states(|name: &str| {
+            let i = if name.starts_with('#') { m.find_target(0, name) } else { m.state_by_path(name) };
+            i.filter(|&i| i != 0 && m.states[i].kind != Kind::History).map(|i| m.states[i].path.clone())
+        });
+        m.exprs = exprs;
+        found?;
         // The outcome types were added one at a time as effects were parsed,
         // and the event types are filled only once they are all known: no sort
         // and no removal in the module.
@@ -425,6 +490,113 @@ impl Machine {
             cur = self.states[p].parent;
         }
         false
+    }
+
+    /// Whether any state is parallel (configurations are then more than one chain).
+    pub fn has_parallel(&self) -> bool {
+        self.parallel
+    }
+
+    /// Atomic states are the leaves of a configuration: `atomic` and `final`.
+    pub fn is_atomic(&self, idx: StateIdx) -> bool {
+        matches!(self.states[idx].kind, Kind::Atomic | Kind::Final)
+    }
+
+    /// The child states that can be active (not history states), in document order.
+    pub fn regions(&self, idx: StateIdx) -> impl Iterator<Item = StateIdx> + '_ {
+        self.states[idx].children.iter().copied().filter(move |&c| self.states[c].kind != Kind::History)
+    }
+
+    /// The configuration entering `idx` by default gives: `idx`'s ancestors,
+    /// `idx`, and below it each compound state's initial child and every region
+    /// of a parallel state, in document order.
+    pub fn initial_config(&self, idx: StateIdx) -> Vec<StateIdx> {
+        let mut out: Vec<StateIdx> = self.ancestors(idx).skip(1).collect();
+        let mut stack = vec![idx];
+        while let Some(s) = stack.pop() {
+            out.push(s);
+            match self.states[s].kind {
+                Kind::Parallel => stack.extend(self.regions(s).collect::<Vec<_>>().into_iter().rev()),
+                _ => stack.extend(self.states[s].initial),
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The XState state value of a configuration (active states in document
+    /// order): a compound state's value is its active child's key when that is
+    /// atomic, else `{child: value}`; a parallel state's an object of every
+    /// region's value (an atomic region's is `{}`).
+    pub fn value_of_config(&self, config: &[StateIdx]) -> Value {
+        if !self.has_parallel() {
+            // One chain: the value of its deepest state, built once per state.
+            return config.last().map_or(Value::Null, |&leaf| self.state_value(leaf));
+        }
+        self.value_below(self.root(), config)
+    }
+
+    fn value_below(&self, s: StateIdx, config: &[StateIdx]) -> Value {
+        let active = |c: &StateIdx| config.binary_search(c).is_ok();
+        match self.states[s].kind {
+            Kind::Compound => match self.states[s].children.iter().find(|c| active(c)) {
+                Some(&c) if self.is_atomic(c) => Value::String(self.states[c].key.clone()),
+                Some(&c) => {
+                    let mut m = Map::new();
+                    m.insert(self.states[c].key.clone(), self.value_below(c, config));
+                    Value::Object(m)
+                }
+                None => Value::Object(Map::new()),
+            },
+            Kind::Parallel => {
+                let mut m = Map::new();
+                for c in self.regions(s).filter(|c| active(c)) {
+                    m.insert(self.states[c].key.clone(), self.value_below(c, config));
+                }
+                Value::Object(m)
+            }
+            _ => Value::Object(Map::new()),
+        }
+    }
+
+    /// The configuration a state value names (every region of a parallel state,
+    /// one child of a compound state, down to atomic states), if this machine has it.
+    pub fn config_of_value(&self, value: &Value) -> Option<Vec<StateIdx>> {
+        if !self.has_parallel() {
+            let leaf = self.leaf_of_value(value)?;
+            let mut config = self.ancestors_inclusive(leaf);
+            config.reverse();
+            return Some(config);
+        }
+        let mut config = vec![self.root()];
+        self.config_below(self.root(), value, &mut config)?;
+        config.sort_unstable();
+        Some(config)
+    }
+
+    fn config_below(&self, s: StateIdx, value: &Value, config: &mut Vec<StateIdx>) -> Option<()> {
+        match (self.states[s].kind, value) {
+            (Kind::Compound, Value::String(k)) => {
+                let c = self.child(s, k).filter(|&c| self.is_atomic(c))?;
+                config.push(c);
+                Some(())
+            }
+            (Kind::Compound, Value::Object(m)) if m.len() == 1 => {
+                let (k, inner) = m.iter().next()?;
+                let c = self.child(s, k).filter(|&c| !self.is_atomic(c) && self.states[c].kind != Kind::History)?;
+                config.push(c);
+                self.config_below(c, inner, config)
+            }
+            (Kind::Parallel, Value::Object(m)) if m.len() == self.regions(s).count() => {
+                for c in self.regions(s) {
+                    config.push(c);
+                    self.config_below(c, m.get(&self.states[c].key)?, config)?;
+                }
+                Some(())
+            }
+            (Kind::Atomic | Kind::Final, Value::Object(m)) if m.is_empty() => Some(()),
+            _ => None,
+        }
     }
 
     /// The XState-style state value of a leaf: `"paid"` or `{ "pending": "awaiting" }`.
@@ -521,6 +693,9 @@ impl Machine {
             if let Some(i) = self.by_id.get(rest) {
                 return Some(i as StateIdx);
             }
+            if rest == self.id {
+                return Some(self.root());
+            }
             // `#machineId.path.to.state`
             if let Some(p) = rest.strip_prefix(self.id.as_str()).and_then(|r| r.strip_prefix('.')) {
                 return self.state_by_path(p);
@@ -548,9 +723,43 @@ impl Machine {
     /// Attach transitions to their state, adding the external event types
     /// it accepts to `events`.
     fn attach_transitions<'a>(&mut self, raw: Raw<'a>, events: &mut Vec<&'a str>) -> Result<()> {
+        if let Slot::HistoryDefault = raw.slot {
+            // Resolved as the parent's transitions resolve theirs: a plain key is a child of the parent.
+            let parent = self.states[raw.source].parent.unwrap_or(0);
+            let names: Vec<&Value> = match raw.candidates {
+                Value::Array(items) => items.iter().collect(),
+                one => vec![one],
+            };
+            let mut targets = Vec::new();
+            for n in names {
+                let Value::String(name) = n else {
+                    return Err(fail(Code::InvalidDefinition, &raw.path, &["a history target must be a state name"]));
+                };
+                let found = match name.strip_prefix('.') {
+                    Some(rest) => self.descend(parent, rest),
+                    None if name.starts_with('#') => self.find_target(raw.source, name),
+                    None => self.descend(parent, name),
+                };
+                match found {
+                    Some(t) if self.is_descendant(t, parent) && self.states[t].kind != Kind::History => targets.push(t),
+                    _ => return Err(fail(Code::UnknownTarget, &raw.path, &["history target \"", name, "\" is not a state inside the history state's parent"])),
+                }
+            }
+            self.states[raw.source].history_default = targets;
+            return Ok(());
+        }
         let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
         let node = &mut self.states[raw.source];
         match raw.slot {
+            Slot::OnDone => {
+                let event = format!("{DONE_EVENT_PREFIX}{}", node.xstate_id);
+                match node.on.iter_mut().find(|(e, _)| *e == event) {
+                    // Written both ways: `on` first, then `onDone` (as XState lists them).
+                    Some((_, existing)) => existing.extend(ts),
+                    None => node.on.push((event, ts)),
+                }
+            }
+            Slot::HistoryDefault => {}
             Slot::On(event) => {
                 if !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT {
                     events.push(event);
@@ -584,26 +793,27 @@ impl Machine {
     fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
         let o = match v {
             Value::String(s) => {
-                let target = Some(self.resolve_target(source, s, &path, "")?);
-                return Ok(Transition { source, target, guard: None, actions: Vec::new(), reenter: false, json_path: path });
+                let targets = vec![self.resolve_target(source, s, &path, "")?];
+                return Ok(Transition { source, targets, guard: None, actions: Vec::new(), reenter: false, json_path: path });
             }
             Value::Object(o) => o,
             _ => return Err(fail(Code::InvalidDefinition, &path, &["a transition must be a target string or an object"])),
         };
         let mut f = NO_FIELDS;
         fields(o, TRANSITION_KEYS, &path, &mut f)?;
-        let one = match f[0] {
+        let named: &[Value] = match f[0] {
+            None | Some(Value::Null) => &[],
             Some(Value::Array(a)) => a.as_slice(),
-            _ => &[],
+            Some(one) => std::slice::from_ref(one),
         };
-        let target = match (f[0], one) {
-            (None | Some(Value::Null), _) => None,
-            (Some(Value::String(s)), _) | (_, [Value::String(s)]) => Some(self.resolve_target(source, s, &path, "target")?),
-            _ => {
-                let message = "target must be a state name (parallel targets are not supported)";
-                return Err(fail_in(Code::InvalidDefinition, &path, "target", &[message]));
-            }
-        };
+        let mut targets = Vec::new();
+        for n in named {
+            let Value::String(s) = n else {
+                return Err(fail_in(Code::InvalidDefinition, &path, "target", &["target must be a state name or a list of them"]));
+            };
+            targets.push(self.resolve_target(source, s, &path, "target")?);
+        }
+        self.check_targets(&targets, &path)?;
         // Each member made once, none assigned over a default: the drop of
         // that default would be compiled, and called, on a cold start's build.
         let guard = match f[1] {
@@ -619,7 +829,23 @@ impl Machine {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
         };
-        Ok(Transition { source, target, guard, actions, reenter, json_path: path })
+        Ok(Transition { source, targets, guard, actions, reenter, json_path: path })
+    }
+
+    /// Several targets must be states of different regions of a parallel state,
+    /// so that together they name one legal configuration.
+    fn check_targets(&self, targets: &[StateIdx], path: &str) -> Result<()> {
+        for (i, &a) in targets.iter().enumerate() {
+            for &b in &targets[..i] {
+                let lca = self.ancestors(a).skip(1).find(|&c| b == c || self.is_descendant(b, c));
+                let legal = a != b && !self.is_descendant(a, b) && lca.is_some_and(|c| c != b && self.states[c].kind == Kind::Parallel);
+                if !legal {
+                    let message = ["targets \"", &self.states[b].path, "\" and \"", &self.states[a].path, "\" are not in different regions of a parallel state"];
+                    return Err(fail_in(Code::InvalidDefinition, path, "target", &message));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// An unguarded cycle of `always` transitions never settles: refuse it on load.
@@ -637,7 +863,7 @@ impl Machine {
             let mut leaf = start;
             let mut steps = 0;
             while let Some(t) = self.certain_always(leaf) {
-                let Some(target) = t.target else {
+                let Some(target) = t.target() else {
                     return Err(fail(Code::AlwaysLoop, &t.json_path, &["unguarded targetless always transition never settles"]));
                 };
                 leaf = self.initial_leaf(target);
@@ -657,7 +883,7 @@ impl Machine {
     fn always_loop(&self, start: StateIdx) -> Error {
         let mut seen = vec![start];
         let mut leaf = start;
-        while let Some((t, target)) = self.certain_always(leaf).and_then(|t| Some((t, t.target?))) {
+        while let Some((t, target)) = self.certain_always(leaf).and_then(|t| Some((t, t.target()?))) {
             let next = self.initial_leaf(target);
             if seen.contains(&next) {
                 let mut message = String::from("always transitions loop without a guard (");
@@ -833,6 +1059,10 @@ enum Slot<'a> {
     On(&'a str),
     Always,
     After(u64),
+    /// `onDone`: a transition on the state's done event.
+    OnDone,
+    /// A history state's default `target`.
+    HistoryDefault,
 }
 
 struct Builder<'a, 'm> {
@@ -871,12 +1101,15 @@ impl<'a> Builder<'a, '_> {
         let kind = match f[K_TYPE] {
             None => None,
             Some(Value::String(t)) if t == "final" => Some(Kind::Final),
+            Some(Value::String(t)) if t == "parallel" => Some(Kind::Parallel),
+            Some(Value::String(t)) if t == "history" => Some(Kind::History),
             Some(Value::String(t)) if t == "atomic" || t == "compound" => None,
-            Some(Value::String(t)) if t == "parallel" || t == "history" => {
-                return Err(fail_in(Code::InvalidDefinition, json_path, "type", &[t, " states are not supported yet"]))
-            }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "type", &["unknown state type"])),
         };
+        if parent.is_none() && matches!(kind, Some(Kind::Final | Kind::History)) {
+            return Err(fail_in(Code::InvalidDefinition, json_path, "type", &["the machine must be a compound or parallel state"]));
+        }
+        let deep = self.history_mode(kind, f, json_path)?;
         let entry = self.actions_at(f[K_ENTRY], json_path, "entry")?;
         let exit = self.actions_at(f[K_EXIT], json_path, "exit")?;
         let idx = self.states.len();
@@ -895,6 +1128,9 @@ impl<'a> Builder<'a, '_> {
             always: Vec::new(),
             after: Vec::new(),
             depth,
+            xstate_id: String::new(),
+            deep,
+            history_default: Vec::new(),
         });
         if let Some(p) = parent {
             self.states[p].children.push(idx);
@@ -919,16 +1155,30 @@ impl<'a> Builder<'a, '_> {
             }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["states must be an object"])),
         }
-        let has_children = !self.states[idx].children.is_empty();
+        // History states are not children that can be active.
+        let has_children = self.states[idx].children.iter().any(|&c| self.states[c].kind != Kind::History);
         self.states[idx].kind = match (kind, has_children) {
             (Some(Kind::Final), _) => Kind::Final,
+            (Some(Kind::History), _) => Kind::History,
+            (Some(Kind::Parallel), _) => Kind::Parallel,
             (_, true) => Kind::Compound,
             (_, false) => Kind::Atomic,
         };
         if parent.is_none() && !has_children {
             return Err(fail(Code::InvalidDefinition, "states", &["a machine needs at least one state"]));
         }
-        let initial = match (f[K_INITIAL], has_children) {
+        if self.states[idx].kind == Kind::History {
+            return self.history_state(idx, f, json_path);
+        }
+        if self.states[idx].kind == Kind::Parallel {
+            if f[K_INITIAL].is_some() {
+                return Err(fail_in(Code::InvalidInitial, json_path, "initial", &["a parallel state has no initial state: every region is entered"]));
+            }
+        } else if let Some(t) = f[K_TARGET] {
+            let _ = t;
+            return Err(fail_in(Code::InvalidDefinition, json_path, "target", &["target is only for history states (a transition's target goes in on, always or after)"]));
+        }
+        let initial = match (f[K_INITIAL], has_children && self.states[idx].kind != Kind::Parallel) {
             (None, true) => Err("a state with child states needs an initial state"),
             (None, false) => Ok(None),
             (Some(Value::String(s)), true) => {
@@ -944,6 +1194,11 @@ impl<'a> Builder<'a, '_> {
             (Some(_), true) => Err("initial must be a child state name"),
             (Some(_), false) => Err("initial is set but the state has no child states"),
         };
+        if let Ok(Some(c)) = initial {
+            if self.states[c].kind == Kind::History {
+                return Err(fail_in(Code::InvalidInitial, json_path, "initial", &["the initial state cannot be a history state"]));
+            }
+        }
         match initial {
             Ok(c) => self.states[idx].initial = c,
             Err(message) => return Err(fail_in(Code::InvalidInitial, json_path, "initial", &[message])),
@@ -967,6 +1222,41 @@ impl<'a> Builder<'a, '_> {
         }
         if let Some(after) = f[K_AFTER] {
             self.add_delays(idx, after, json_path)?;
+        }
+        if let Some(done) = f[K_ON_DONE] {
+            if !matches!(self.states[idx].kind, Kind::Compound | Kind::Parallel) || parent.is_none() {
+                let message = "onDone is for compound and parallel states below the machine (a final state of the machine ends the process)";
+                return Err(fail_in(Code::InvalidDefinition, json_path, "onDone", &[message]));
+            }
+            self.raw.push(Raw { source: idx, slot: Slot::OnDone, candidates: done, path: join(json_path, "onDone") });
+        }
+        Ok(idx)
+    }
+
+    /// `history` is `"shallow"` (the default) or `"deep"`, and only on a history state.
+    fn history_mode(&self, kind: Option<Kind>, f: &Fields<'a>, json_path: &str) -> Result<bool> {
+        match (kind, f[K_HISTORY]) {
+            (Some(Kind::History), None) => Ok(false),
+            (Some(Kind::History), Some(Value::String(m))) if m == "shallow" => Ok(false),
+            (Some(Kind::History), Some(Value::String(m))) if m == "deep" => Ok(true),
+            (Some(Kind::History), Some(_)) => {
+                Err(fail_in(Code::InvalidDefinition, json_path, "history", &["history must be \"shallow\" or \"deep\""]))
+            }
+            (_, None) => Ok(false),
+            (_, Some(_)) => Err(fail_in(Code::InvalidDefinition, json_path, "history", &["history is only for states of type \"history\""])),
+        }
+    }
+
+    /// A history state: no child states, transitions or actions of its own;
+    /// its default `target` is resolved with the transitions.
+    fn history_state(&mut self, idx: StateIdx, f: &Fields<'a>, json_path: &str) -> Result<StateIdx> {
+        for (key, k) in [("states", K_STATES), ("initial", K_INITIAL), ("on", K_ON), ("always", K_ALWAYS), ("after", K_AFTER), ("entry", K_ENTRY), ("exit", K_EXIT), ("onDone", K_ON_DONE)] {
+            if f[k].is_some() {
+                return Err(fail_in(Code::InvalidDefinition, json_path, key, &["a history state has no ", key]));
+            }
+        }
+        if let Some(t) = f[K_TARGET] {
+            self.raw.push(Raw { source: idx, slot: Slot::HistoryDefault, candidates: t, path: join(json_path, "target") });
         }
         Ok(idx)
     }
@@ -1008,13 +1298,13 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
     let member = match a {
         Value::Object(o) if o.len() == 1 => members(o).next(),
         Value::String(name) => {
-            let message = ["unknown action \"", name, "\" (actions are data: assign, effect or respond)"];
+            let message = ["unknown action \"", name, "\" (actions are data: assign, effect, respond or raise)"];
             return Err(fail(Code::UnknownAction, p, &message));
         }
         _ => None,
     };
     let Some((kind, body)) = member else {
-        return Err(fail(Code::UnknownAction, p, &["an action must be an object with one key: assign, effect or respond"]));
+        return Err(fail(Code::UnknownAction, p, &["an action must be an object with one key: assign, effect, respond or raise"]));
     };
     Ok(match kind.as_str() {
         "assign" => {
@@ -1029,6 +1319,7 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
             Action::Assign(assigns)
         }
         "respond" => Action::Respond(compile_at(exprs, body, p, "respond")?),
+        "raise" => Action::Raise(parse_raise(exprs, body, &join(p, "raise"))?),
         "effect" => {
             let effect = parse_effect(exprs, body, join(p, "effect"))?;
             // `<effect>.succeeded` and `<effect>.failed`, made by the builder's
@@ -1039,6 +1330,22 @@ fn parse_action(exprs: &mut Exprs, outcomes: &mut NameSet, a: &Value, p: &str) -
         }
         other => return Err(fail(Code::UnknownAction, p, &["unknown action \"", other, "\""])),
     })
+}
+
+/// `{"type": "X", "payload": <expression>}`: an internal event.
+fn parse_raise(exprs: &mut Exprs, v: &Value, path: &str) -> Result<RaiseDef> {
+    let Some(o) = v.as_object() else { return Err(fail(Code::InvalidDefinition, path, &["raise must be an object with a type"])) };
+    let mut f = NO_FIELDS;
+    fields(o, RAISE_KEYS, path, &mut f)?;
+    let event_type = match f[0] {
+        Some(Value::String(s)) if !s.is_empty() && !s.starts_with(EFFECT_REPORT_PREFIX) && s != TIMER_EVENT => s.clone(),
+        _ => return Err(fail_in(Code::InvalidDefinition, path, "type", &["a raised event's type must be a non-empty string, not one of the engine's own"])),
+    };
+    let payload = match f[1] {
+        Some(e) => Some(compile_at(exprs, e, path, "payload")?),
+        None => None,
+    };
+    Ok(RaiseDef { event_type, payload })
 }
 
 fn parse_effect(exprs: &mut Exprs, v: &Value, path: String) -> Result<EffectDef> {

@@ -7,11 +7,11 @@
 //! configuration is stable — one macrostep per event.
 
 use crate::error::{Code, Error, Result};
-use crate::expr::Data;
 use crate::json::{self, object, Fingerprint};
-use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_PREFIX, MAX_MICROSTEPS, TIMER_EVENT};
+use crate::interpreter::{Run, Start};
+use crate::machine::{Machine, EFFECT_REPORT_PREFIX, TIMER_EVENT};
 use crate::outbox;
-use crate::snapshot::{self, OutboxEntry, Snapshot, Timer};
+use crate::snapshot::{self, Snapshot};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -509,59 +509,67 @@ impl Machine {
         // Worked on where it is: each move of a decoded snapshot is a copy of a
         // few hundred bytes.
         let fresh = current.is_none();
-        let l = current.get_or_insert_with(|| {
-            let leaf = self.initial_leaf(self.root());
-            snapshot::Loaded { snap: Snapshot::initial(self, leaf), leaf, upgraded_from: None }
-        });
-        let (snap, leaf) = (&mut l.snap, l.leaf);
+        let l = current.get_or_insert_with(|| snapshot::Loaded { snap: Snapshot::initial(self, &[]), config: Vec::new(), upgraded_from: None });
+        let snap = &mut l.snap;
 
         // 1. Seen before? A live ledger entry answers without touching anything.
         if let Some(i) = snap.ledger.find(&ledger_id, now)? {
             let entry = snap.ledger.entry_at(i)?;
-            let o = self.seen(snap, leaf, l.upgraded_from.clone(), &entry, &event.id, &fp)?;
+            let o = self.seen(snap, l.upgraded_from.clone(), &entry, &event.id, &fp)?;
             return Ok((o, if fresh { None } else { current }));
         }
 
         // 2. Run the macrostep on a working copy.
-        let mut run = Run {
-            m: self,
-            leaf,
-            context: std::mem::take(&mut snap.context),
-            value: std::mem::take(&mut snap.value),
-            response: None,
-            effects: Vec::new(),
-            timers: std::mem::take(&mut snap.timers),
-            outbox: std::mem::take(&mut snap.outbox),
-            origin: &event,
-            process,
-            now,
-            revision: next_revision(snap.revision)?,
-            microsteps: 0,
-            done: snap.done,
-        };
+        let mut run = Run::new(
+            self,
+            Start {
+                config: std::mem::take(&mut l.config),
+                context: std::mem::take(&mut snap.context),
+                value: std::mem::take(&mut snap.value),
+                history: std::mem::take(&mut snap.history),
+                timers: std::mem::take(&mut snap.timers),
+                outbox: std::mem::take(&mut snap.outbox),
+                origin: &event,
+                process,
+                now,
+                revision: next_revision(snap.revision)?,
+                done: snap.done,
+            },
+        );
         if fresh {
-            run.enter_initial(&event)?;
+            // A new process settles its initial step before its first event is judged.
+            run.start()?;
         }
         let taken = if event.event_type.starts_with(EFFECT_REPORT_PREFIX) || event.event_type == TIMER_EVENT {
             run.engine_event(&event)?
         } else {
             run.macrostep(&event)?
         };
+        // A process whose initial step ends in a final state is stored, done,
+        // though its first event changes nothing.
+        let finished_at_start = fresh && run.done;
 
-        if !taken {
+        if !taken && !finished_at_start {
             // Nothing ran (a report or timer that changed nothing returns before
-            // touching them), so the working copy is the snapshot as it was.
+            // touching them), so the working copy is the snapshot as it was; a
+            // new process (not written) reports the state its initial step settled in.
             snap.context = run.context;
             snap.value = run.value;
             snap.timers = run.timers;
             snap.outbox = run.outbox;
+            snap.history = run.history;
+            l.config = run.config;
             let Some(loaded) = current else { unreachable!("filled above") };
             return self.ignored(loaded, fresh, &ledger_id, &event, &fp, now);
         }
 
-        let state = self.state_value(run.leaf);
+        let state = run.value.clone();
         let revision = run.revision;
-        let response = run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision });
+        let response = if taken {
+            run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision })
+        } else {
+            Value::Null
+        };
         // The snapshot's machine reference is this machine's unless it was written by another version.
         if !snap.machine.names(self) {
             snap.machine = snapshot::MachineRef::of(self);
@@ -571,7 +579,8 @@ impl Machine {
         snap.format = snapshot::FORMAT;
         // The working copy's value when it is already this one (no transition
         // with a target was taken): kept rather than copied.
-        snap.value = if run.value == state { run.value } else { state.clone() };
+        snap.value = run.value;
+        snap.history = run.history;
         snap.context = run.context;
         snap.revision = revision;
         snap.done = run.done;
@@ -581,12 +590,13 @@ impl Machine {
             snap.outbox.push(outbox::new_entry(e, &event.id, now));
         }
         outbox::prune(&mut snap.outbox, now, self.retention.default_ms);
-        self.remember(snap, &ledger_id, &event, &fp, now, false, &response)?;
+        // Recorded even when ignored: the event created the process, so a copy is its duplicate.
+        self.remember(snap, &ledger_id, &event, &fp, now, !taken, &response)?;
         let next_due_at = next_due(snap);
         let encoded = self.encode_within_limit(snap)?;
-        l.leaf = run.leaf;
+        l.config = run.config;
         let outcome = Outcome {
-            status: Status::Applied,
+            status: if taken { Status::Applied } else { Status::Ignored },
             duplicate: false,
             snapshot: Some(encoded.tail),
             response,
@@ -614,13 +624,12 @@ impl Machine {
     fn seen(
         &self,
         snap: &Snapshot,
-        leaf: StateIdx,
         upgraded_from: Option<String>,
         entry: &snapshot::Entry<'_>,
         id: &str,
         fp: &str,
     ) -> Result<Outcome> {
-        let mut o = self.unchanged(snap, leaf, upgraded_from);
+        let mut o = self.unchanged(snap, upgraded_from);
         if entry.fp == fp {
             o.status = Status::Duplicate;
             o.duplicate = true;
@@ -650,22 +659,22 @@ impl Machine {
         fp: &str,
         now: u64,
     ) -> Result<(Outcome, Option<snapshot::Loaded>)> {
-        let snapshot::Loaded { snap, leaf, upgraded_from } = loaded;
+        let snapshot::Loaded { snap, config, upgraded_from } = loaded;
         if self.record_ignored && !fresh {
             let mut next = snap;
             next.revision = next_revision(next.revision)?;
             self.remember(&mut next, ledger_id, event, fp, now, true, &Value::Null)?;
-            let mut o = self.unchanged(&next, leaf, upgraded_from.clone());
+            let mut o = self.unchanged(&next, upgraded_from.clone());
             o.status = Status::Ignored;
             let e = self.encode_within_limit(&mut next)?;
             o.snapshot = Some(e.tail);
             o.split = Some(e.split);
             o.kept_prefix = e.shared;
-            return Ok((o, Some(snapshot::Loaded { snap: next, leaf, upgraded_from })));
+            return Ok((o, Some(snapshot::Loaded { snap: next, config, upgraded_from })));
         }
-        let mut o = self.unchanged(&snap, leaf, upgraded_from.clone());
+        let mut o = self.unchanged(&snap, upgraded_from.clone());
         o.status = Status::Ignored;
-        Ok((o, (!fresh).then_some(snapshot::Loaded { snap, leaf, upgraded_from })))
+        Ok((o, (!fresh).then_some(snapshot::Loaded { snap, config, upgraded_from })))
     }
 
     /// Encode, refusing to produce a snapshot this machine could not read back.
@@ -694,7 +703,7 @@ impl Machine {
         Ok(e)
     }
 
-    fn unchanged(&self, snap: &Snapshot, leaf: StateIdx, upgraded_from: Option<String>) -> Outcome {
+    fn unchanged(&self, snap: &Snapshot, upgraded_from: Option<String>) -> Outcome {
         Outcome {
             status: Status::Ignored,
             duplicate: false,
@@ -702,7 +711,7 @@ impl Machine {
             response: Value::Null,
             effects: Vec::new(),
             error: None,
-            state: self.state_value(leaf),
+            state: snap.value.clone(),
             revision: snap.revision,
             upgraded_from,
             next_due_at: next_due(snap),
@@ -791,317 +800,6 @@ pub fn next_due(snap: &Snapshot) -> Option<u64> {
     let effects = snap.outbox.iter().filter(|e| !e.state.is_done()).filter_map(|e| e.due_at);
     let timers = snap.timers.iter().map(|t| t.due_at);
     effects.chain(timers).min()
-}
-
-/// The working state of one macrostep.
-struct Run<'a> {
-    m: &'a Machine,
-    leaf: StateIdx,
-    context: Value,
-    value: Value,
-    response: Option<Value>,
-    /// Emitted effects with their retry policy.
-    effects: Vec<(EmittedEffect, crate::machine::RetryPolicy)>,
-    timers: Vec<Timer>,
-    outbox: Vec<OutboxEntry>,
-    origin: &'a Event<'a>,
-    process: &'a str,
-    now: u64,
-    revision: u64,
-    microsteps: usize,
-    done: bool,
-}
-
-impl<'a> Run<'a> {
-    fn data<'e>(&'e self, event: &'e Event) -> Data<'e> {
-        Data::Process {
-            context: &self.context,
-            event_id: &event.id,
-            event_type: &event.event_type,
-            payload: &event.payload,
-            state: &self.value,
-        }
-    }
-
-    /// Enter the initial configuration of a new process (entry actions run once, here).
-    fn enter_initial(&mut self, event: &Event) -> Result<()> {
-        let leaf = self.m.initial_leaf(self.m.root());
-        let mut chain = self.m.ancestors_inclusive(leaf);
-        chain.reverse();
-        self.leaf = leaf;
-        self.value = self.m.state_value(leaf);
-        for s in chain {
-            self.enter_state(s, event)?;
-        }
-        self.settle(event)
-    }
-
-    /// An event the engine raises itself: an effect's attempt report (which
-    /// may raise the effect's outcome event) or a timer's firing. Whether it
-    /// changed anything.
-    #[inline(never)]
-    fn engine_event(&mut self, event: &Event) -> Result<bool> {
-        if event.event_type.starts_with(EFFECT_REPORT_PREFIX) {
-            return match outbox::report(&mut self.outbox, event, self.now)? {
-                outbox::Report::Stale => Ok(false),
-                outbox::Report::Updated => Ok(true),
-                outbox::Report::Raise(raised) => {
-                    self.macrostep(&raised)?;
-                    Ok(true)
-                }
-            };
-        }
-        let Some(i) = self.timers.iter().position(|t| t.id == event.id) else { return Ok(false) };
-        let timer = self.timers.remove(i);
-        let m = self.m;
-        let state = m
-            .state_by_path(&timer.state)
-            .ok_or_else(|| Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state)))?;
-        let cands: &[Transition] = m.states[state].after.iter().find(|(d, _)| *d == timer.delay).map_or(&[], |(_, ts)| ts);
-        self.take_first_enabled(cands, event)?;
-        Ok(true)
-    }
-
-    /// One event: select and take a transition, then settle `always` transitions.
-    /// Returns false when no transition was enabled (the event is ignored).
-    fn macrostep(&mut self, event: &Event) -> Result<bool> {
-        if self.done {
-            return Ok(false);
-        }
-        let Some(t) = self.select(event)? else { return Ok(false) };
-        self.microstep(t, event)?;
-        self.settle(event)?;
-        Ok(true)
-    }
-
-    fn take_first_enabled(&mut self, cands: &[Transition], event: &Event) -> Result<bool> {
-        for t in cands {
-            if self.enabled(t, event)? {
-                self.microstep(t, event)?;
-                self.settle(event)?;
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    fn enabled(&self, t: &Transition, event: &Event) -> Result<bool> {
-        match t.guard {
-            None => Ok(true),
-            Some(g) => self.m.exprs.test(g, self.data(event)),
-        }
-    }
-
-    /// The deepest active state with an enabled transition for the event wins;
-    /// among its candidates, document order.
-    fn select(&self, event: &Event) -> Result<Option<&'a Transition>> {
-        let m = self.m;
-        for s in m.ancestors(self.leaf) {
-            if let Some((_, cands)) = m.states[s].on.iter().find(|(e, _)| *e == event.event_type) {
-                for t in cands {
-                    if self.enabled(t, event)? {
-                        return Ok(Some(t));
-                    }
-                }
-            }
-        }
-        Ok(None)
-    }
-
-    fn select_always(&self, event: &Event) -> Result<Option<&'a Transition>> {
-        let m = self.m;
-        for s in m.ancestors(self.leaf) {
-            for t in &m.states[s].always {
-                if self.enabled(t, event)? {
-                    return Ok(Some(t));
-                }
-            }
-        }
-        Ok(None)
-    }
-
-    fn settle(&mut self, event: &Event) -> Result<()> {
-        while !self.done {
-            let Some(t) = self.select_always(event)? else { break };
-            self.microstep(t, event)?;
-        }
-        Ok(())
-    }
-
-    /// The state whose descendants are exited and entered by `t` (SCXML's transition domain).
-    fn transition_domain(&self, t: &Transition, target: StateIdx) -> Option<StateIdx> {
-        let m = self.m;
-        let internal = !t.reenter && (target == t.source || m.is_descendant(target, t.source));
-        if internal {
-            return Some(t.source);
-        }
-        self.find_lca(t.source, target)
-    }
-
-    /// The nearest proper ancestor of `a` that is also an ancestor of `b`.
-    fn find_lca(&self, a: StateIdx, b: StateIdx) -> Option<StateIdx> {
-        let mut cur = self.m.states[a].parent;
-        while let Some(c) = cur {
-            if b == c || self.m.is_descendant(b, c) {
-                return Some(c);
-            }
-            cur = self.m.states[c].parent;
-        }
-        None
-    }
-
-    fn compute_exit_set(&self, domain: Option<StateIdx>) -> Vec<StateIdx> {
-        // Active states below the domain, innermost first.
-        let mut out = Vec::new();
-        for s in self.m.ancestors(self.leaf) {
-            if Some(s) == domain {
-                break;
-            }
-            if s == self.m.root() {
-                break;
-            }
-            out.push(s);
-        }
-        out
-    }
-
-    fn compute_entry_set(&self, domain: Option<StateIdx>, target: StateIdx) -> Vec<StateIdx> {
-        // From below the domain down to the target, then the target's initial descent.
-        let mut path = Vec::new();
-        let mut cur = Some(target);
-        while let Some(c) = cur {
-            if Some(c) == domain || c == self.m.root() {
-                break;
-            }
-            path.push(c);
-            cur = self.m.states[c].parent;
-        }
-        path.reverse();
-        let mut s = target;
-        while let Some(i) = self.m.states[s].initial {
-            path.push(i);
-            s = i;
-        }
-        path
-    }
-
-    fn microstep(&mut self, t: &Transition, event: &Event) -> Result<()> {
-        self.microsteps += 1;
-        if self.microsteps > MAX_MICROSTEPS {
-            return Err(Error::at(
-                Code::MicrostepLimit,
-                t.json_path.clone(),
-                format!("more than {MAX_MICROSTEPS} microsteps for one event: the machine does not settle"),
-            ));
-        }
-        let Some(target) = t.target else {
-            // Targetless: actions only, no exit or entry.
-            return self.run_actions(&t.actions, event);
-        };
-        let domain = self.transition_domain(t, target);
-        for s in self.compute_exit_set(domain) {
-            self.exit_state(s, event)?;
-        }
-        self.run_actions(&t.actions, event)?;
-        let entry = self.compute_entry_set(domain, target);
-        let new_leaf = *entry.last().unwrap_or(&self.m.initial_leaf(target));
-        self.leaf = new_leaf;
-        self.value = self.m.state_value(new_leaf);
-        for s in entry {
-            self.enter_state(s, event)?;
-        }
-        Ok(())
-    }
-
-    fn exit_state(&mut self, s: StateIdx, event: &Event) -> Result<()> {
-        let path = &self.m.states[s].path;
-        self.timers.retain(|t| &t.state != path);
-        let actions = &self.m.states[s].exit;
-        self.run_actions(actions, event)
-    }
-
-    fn enter_state(&mut self, s: StateIdx, event: &Event) -> Result<()> {
-        let node = &self.m.states[s];
-        for (delay, _) in &node.after {
-            self.timers.push(Timer {
-                id: format!("after:{}:{}:{}", node.path, delay, self.revision),
-                state: node.path.clone(),
-                delay: *delay,
-                due_at: self.now.saturating_add(*delay),
-            });
-        }
-        self.run_actions(&node.entry, event)?;
-        if node.kind == Kind::Final && node.parent == Some(self.m.root()) {
-            self.done = true;
-            self.timers.clear();
-        }
-        Ok(())
-    }
-
-    fn run_actions(&mut self, actions: &[Action], event: &Event) -> Result<()> {
-        for a in actions {
-            match a {
-                Action::Assign(fields) => {
-                    let mut values = Vec::with_capacity(fields.len());
-                    for (field, e) in fields {
-                        let v = self.m.exprs.eval(*e, self.data(event))?;
-                        // A context member is read back at level 3 of the snapshot's head: one
-                        // level more on every event (`[context.x]`) must stop here, not be written.
-                        if !json::within_depth(&v, 3) {
-                            return Err(Error::at(
-                                Code::NestingTooDeep,
-                                self.m.exprs.path(*e),
-                                format!("assign of \"{field}\" would nest the context deeper than {} levels", json::MAX_DEPTH),
-                            ));
-                        }
-                        values.push((field, v));
-                    }
-                    let ctx = self.context.as_object_mut().expect("context is an object");
-                    for (field, v) in values {
-                        match ctx.get_mut(field.as_str()) {
-                            Some(slot) => *slot = v,
-                            None => {
-                                ctx.insert(field.clone(), v);
-                            }
-                        }
-                    }
-                }
-                Action::Respond(e) => {
-                    self.response = Some(self.m.exprs.eval(*e, self.data(event))?);
-                }
-                Action::Effect(def) => {
-                    let payload = match def.payload {
-                        Some(p) => self.m.exprs.eval(p, self.data(event))?,
-                        None => Value::Object(Map::new()),
-                    };
-                    let position = self.effects.len();
-                    let key = match def.key {
-                        Some(k) => match self.m.exprs.eval(k, self.data(event))? {
-                            Value::String(s) if !s.is_empty() => s,
-                            Value::Number(n) => n.to_string(),
-                            other => {
-                                return Err(Error::at(
-                                    Code::ExpressionFailed,
-                                    format!("{}.key", def.json_path),
-                                    format!("effect key must be a non-empty string, got {}", json::to_text(&other)),
-                                ))
-                            }
-                        },
-                        None => outbox::default_key(self.process, &self.origin.id, position),
-                    };
-                    if self.outbox.iter().any(|e| e.key == key) || self.effects.iter().any(|(e, _)| e.key == key) {
-                        // Same key, same operation: the outbox already has it.
-                        continue;
-                    }
-                    self.effects.push((
-                        EmittedEffect { key, effect_type: def.effect_type.clone(), payload, idempotent: def.idempotent },
-                        def.retry,
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

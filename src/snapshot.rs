@@ -135,6 +135,10 @@ pub struct Snapshot {
     pub ledger: Ledger,
     pub outbox: Vec<OutboxEntry>,
     pub timers: Vec<Timer>,
+    /// What each history state recorded when its parent was last exited: its
+    /// path, and the paths of the states it restores (written only when some
+    /// history state has recorded something).
+    pub history: Map<String, Value>,
 }
 
 /// Everything but the ledger, as it is written in format 2's JSON head (what
@@ -149,6 +153,8 @@ struct HeadRef<'a> {
     done: bool,
     outbox: &'a [OutboxEntry],
     timers: &'a [Timer],
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    history: &'a Map<String, Value>,
 }
 
 /// Everything but the ledger, as format 2 and 3 keep it in their JSON head.
@@ -167,6 +173,8 @@ struct Head {
     outbox: Vec<OutboxEntry>,
     #[cfg_attr(test, serde(default))]
     timers: Vec<Timer>,
+    #[cfg_attr(test, serde(default))]
+    history: Map<String, Value>,
 }
 
 #[cfg(test)]
@@ -550,6 +558,8 @@ enum Kind {
     U32,
     /// An [`EffectState`] by its wire name.
     State,
+    /// Any JSON object.
+    Object,
     Struct(&'static [Field]),
     /// An array of structs.
     List(&'static [Field]),
@@ -618,6 +628,7 @@ const HEAD: &[Field] = &[
     or_default("done", Kind::Bool),
     or_default("outbox", Kind::List(OUTBOX_ENTRY)),
     or_default("timers", Kind::List(TIMER)),
+    or_default("history", Kind::Object),
 ];
 const V1_ENTRY: &[Field] = &[
     req("id", Kind::Str),
@@ -654,6 +665,8 @@ fn check_kind(v: &Value, kind: Kind) -> Wire<()> {
         Kind::U32 => "expected an integer from 0 to 4294967295",
         Kind::State if v.as_str().and_then(EffectState::named).is_some() => return Ok(()),
         Kind::State => "expected an effect state",
+        Kind::Object if v.is_object() => return Ok(()),
+        Kind::Object => "expected an object",
         Kind::Struct(fields) => return check_struct(v, fields),
         Kind::List(fields) => {
             let Value::Array(items) = v else { return Err(Mismatch::new("expected an array")) };
@@ -871,6 +884,10 @@ impl Head {
             done: m.boolean("done"),
             outbox: m.list("outbox", OutboxEntry::read),
             timers: m.list("timers", Timer::read),
+            history: match m.take("history") {
+                Value::Object(o) => o,
+                _ => Map::new(),
+            },
         }
     }
 }
@@ -921,11 +938,12 @@ impl V1Entry {
     }
 }
 
-/// A snapshot checked against a machine, with its active leaf resolved.
+/// A snapshot checked against a machine, with its active states resolved.
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub snap: Snapshot,
-    pub leaf: StateIdx,
+    /// The active states (the configuration), in document order.
+    pub config: Vec<StateIdx>,
     /// `Some(old version)` when written by another version of the same machine.
     pub upgraded_from: Option<String>,
 }
@@ -1086,13 +1104,17 @@ impl Snapshot {
         json::put(t, b",\"revision\":");
         json::push_u64(self.revision, t);
         json::put(t, if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
-        if self.outbox.is_empty() && self.timers.is_empty() {
+        if self.outbox.is_empty() && self.timers.is_empty() && self.history.is_empty() {
             // The usual end, in one piece.
             return json::put(t, b"[],\"timers\":[]}");
         }
         write_array(&self.outbox, t, write_outbox_entry);
         json::put(t, b",\"timers\":");
         write_array(&self.timers, t, write_timer);
+        if !self.history.is_empty() {
+            json::put(t, b",\"history\":");
+            json::write_json(&Value::Object(self.history.clone()), t);
+        }
         json::put(t, b"}");
     }
 
@@ -1134,18 +1156,19 @@ impl Snapshot {
         decode_v2(body, expected)
     }
 
-    /// A fresh snapshot in `leaf` with the machine's initial context.
-    pub fn initial(machine: &Machine, leaf: StateIdx) -> Snapshot {
+    /// A fresh snapshot in `config` with the machine's initial context.
+    pub fn initial(machine: &Machine, config: &[StateIdx]) -> Snapshot {
         Snapshot {
             format: FORMAT,
             machine: MachineRef::of(machine),
-            value: machine.state_value(leaf),
+            value: machine.value_of_config(config),
             context: machine.initial_context.clone(),
             revision: 0,
             done: false,
             ledger: Ledger { cap: machine.retention.max_entries, ..Ledger::default() },
             outbox: Vec::new(),
             timers: Vec::new(),
+            history: Map::new(),
         }
     }
 
@@ -1168,7 +1191,7 @@ impl Snapshot {
                 }
             })
             .collect();
-        object! {
+        let mut v = object! {
             "format": self.format,
             "machine": *self.machine,
             "value": self.value,
@@ -1178,7 +1201,11 @@ impl Snapshot {
             "ledger": ledger,
             "outbox": self.outbox,
             "timers": self.timers,
+        };
+        if !self.history.is_empty() {
+            v["history"] = Value::Object(self.history.clone());
         }
+        v
     }
 }
 
@@ -1189,6 +1216,10 @@ impl Snapshot {
         json::write_json(&self.context, t);
         json::put(t, if self.done { b",\"done\":true,\"format\":" } else { b",\"done\":false,\"format\":" });
         json::push_u64(self.format.into(), t);
+        if !self.history.is_empty() {
+            json::put(t, b",\"history\":");
+            json::write_json(&Value::Object(self.history.clone()), t);
+        }
         json::put(t, b",\"ledger\":[");
         let mut first = true;
         for e in self.ledger.iter().filter_map(Result::ok) {
@@ -1229,6 +1260,7 @@ impl Head {
             ledger,
             outbox: self.outbox,
             timers: self.timers,
+            history: self.history,
         }
     }
 }
@@ -1316,6 +1348,7 @@ fn read_head(text: &str) -> Option<Head> {
         done,
         outbox: if no_outbox { Vec::new() } else { items(take(7), OutboxEntry::read) },
         timers: if no_timers { Vec::new() } else { items(take(8), Timer::read) },
+        history: Map::new(),
     })
 }
 
@@ -2367,11 +2400,18 @@ fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
         }
         same
     };
-    let leaf = match machine.leaf_of_value(&snap.value) {
-        Some(l) => l,
+    let config = match machine.config_of_value(&snap.value) {
+        Some(c) => c,
         None if same => return Err(fail(Code::InvalidSnapshot, "snapshot state value does not name a state of its machine")),
         None => return Err(missing_state(&snap, machine)),
     };
+    for (h, recorded) in &snap.history {
+        let is_history = machine.state_by_path(h).is_some_and(|i| machine.states[i].kind == crate::machine::Kind::History);
+        let names_states = recorded.as_array().is_some_and(|a| a.iter().all(|p| p.as_str().and_then(|p| machine.state_by_path(p)).is_some()));
+        if !is_history || !names_states {
+            return Err(fail(Code::InvalidSnapshot, "snapshot history does not name history states of its machine"));
+        }
+    }
     if !snap.context.is_object() {
         return Err(fail(Code::InvalidSnapshot, "snapshot context is not an object"));
     }
@@ -2380,7 +2420,7 @@ fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
     }
     let upgraded_from = (!same).then(|| snap.machine.version.clone());
     snap.ledger.set_cap(machine.retention.max_entries);
-    Ok(Loaded { snap, leaf, upgraded_from })
+    Ok(Loaded { snap, config, upgraded_from })
 }
 
 #[cfg(test)]
@@ -2521,6 +2561,7 @@ mod writer_tests {
                 ledger: Ledger::default(),
                 outbox,
                 timers,
+                history: Map::new(),
             };
             let head = HeadRef {
                 machine: &snap.machine,
@@ -2530,6 +2571,7 @@ mod writer_tests {
                 done: snap.done,
                 outbox: &snap.outbox,
                 timers: &snap.timers,
+                history: &snap.history,
             };
             let mut got = Vec::new();
             snap.write_head(&mut got);
@@ -2642,6 +2684,7 @@ mod outbox_writer_tests {
                 ledger: Ledger::default(),
                 outbox,
                 timers,
+                history: Map::new(),
             };
             let head = HeadRef {
                 machine: &snap.machine,
@@ -2651,6 +2694,7 @@ mod outbox_writer_tests {
                 done: snap.done,
                 outbox: &snap.outbox,
                 timers: &snap.timers,
+                history: &snap.history,
             };
             prop_assert_eq!(written(&snap, Snapshot::write_head), serde_json::to_string(&head).unwrap());
             let v = snap.to_value();
@@ -2714,6 +2758,7 @@ mod read_head_tests {
             ledger: Ledger::default(),
             outbox,
             timers,
+            history: Map::new(),
         };
         let mut t = Vec::new();
         snap.write_head(&mut t);

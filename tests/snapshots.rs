@@ -232,7 +232,7 @@ fn snapshots_over_the_limit_are_neither_written_nor_read() {
 #[test]
 fn expired_ledger_records_are_dropped_in_batches_and_never_matched_meanwhile() {
     let m = v1();
-    let mut s = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let mut s = idem::Snapshot::initial(&m, &m.initial_config(m.root()));
     let fp = idem::json::fingerprint("NOTE", &json!({}));
     for i in 0..16u64 {
         s.ledger.push(&format!("e{i}"), &fp, i, 100 + i, i + 1, false, &json!(null));
@@ -271,7 +271,7 @@ fn a_ledger_kept_decoded_finds_through_its_index_what_a_scan_finds() {
     // a clock that sometimes goes back (so one id can have several records,
     // more than one of them live): both give the same record every time.
     let m = v1();
-    let mut s = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let mut s = idem::Snapshot::initial(&m, &m.initial_config(m.root()));
     let fp = idem::json::fingerprint("NOTE", &json!({}));
     let long = "x".repeat(300);
     let ids: Vec<String> = (0..240)
@@ -335,7 +335,7 @@ fn a_full_ledger_forgets_its_oldest_at_once_and_drops_them_in_batches() {
     let mut m = v1();
     m.retention.max_entries = 16;
     let fp = idem::json::fingerprint("NOTE", &json!({}));
-    let mut s = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let mut s = idem::Snapshot::initial(&m, &m.initial_config(m.root()));
     let push = |s: &mut idem::Snapshot, i: u64| {
         s.ledger.push(&format!("e{i}"), &fp, i, 1_000_000, i + 1, false, &json!(i));
         s.ledger.prune(i, 16).unwrap();
@@ -375,7 +375,7 @@ fn appending_keeps_the_checksum_right_as_the_ledger_grows_past_a_kilobyte() {
     // either way, and across the length where one becomes the other, the text
     // is what encoding the same snapshot from scratch gives.
     let m = v1();
-    let mut resident = idem::Snapshot::initial(&m, m.initial_leaf(m.root()));
+    let mut resident = idem::Snapshot::initial(&m, &m.initial_config(m.root()));
     let mut text = resident.encode();
     let fp = idem::json::fingerprint("NOTE", &json!({}));
     for i in 0..24u64 {

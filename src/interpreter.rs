@@ -1,0 +1,690 @@
+//! The statechart algorithm: one macrostep of a process, as the W3C SCXML
+//! recommendation (Appendix D) describes it and XState v5 implements it.
+//!
+//! A configuration is the set of active states, kept in document order (a
+//! state's index is its place in a pre-order walk of the definition). For an
+//! event, `select_transitions` finds the optimal enabled transition set (in
+//! each active region the deepest state with an enabled transition wins; a
+//! parallel state's own transitions are consulted only when none of its
+//! regions has one), `remove_conflicting_transitions` keeps one of any two
+//! that exit the same state (a descendant's transition preempts its
+//! ancestor's, otherwise the first in document order), and `microstep` takes
+//! them: exit set innermost first (recording history), transition actions,
+//! entry set outermost first (queueing done events). Then, until neither is
+//! left: eventless (`always`) transitions if any are enabled, else the next
+//! internal event (`raise`, done events). The whole macrostep belongs to the
+//! external event that started it.
+//!
+//! Where XState v5 and SCXML differ, this follows XState: the transition
+//! domain is the nearest proper ancestor of the source and targets (compound
+//! or parallel, not only compound); a `reenter` transition declared on the
+//! machine exits and enters the machine itself (its `exit` and `entry` run);
+//! reaching a final state of the machine runs the exit actions of every active
+//! state, innermost first. One deliberate difference: eventless transitions of
+//! different regions are considered in document order (XState: the order in
+//! which the states were entered); see ARCHITECTURE.md.
+
+use crate::error::{Code, Error, Result};
+use crate::expr::Data;
+use crate::json;
+use crate::machine::{Action, Kind, Machine, RetryPolicy, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, INIT_EVENT, MAX_MICROSTEPS};
+use crate::outbox;
+use crate::reduce::{EmittedEffect, Event};
+use crate::snapshot::{OutboxEntry, Timer};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
+/// The working state of one macrostep.
+pub(crate) struct Run<'a> {
+    pub m: &'a Machine,
+    /// The active states, in document order.
+    pub config: Vec<StateIdx>,
+    pub context: Value,
+    /// The state value of `config` (what `state` reads in expressions).
+    pub value: Value,
+    /// What each history state recorded (see `Snapshot::history`).
+    pub history: Map<String, Value>,
+    pub response: Option<Value>,
+    /// Emitted effects with their retry policy.
+    pub effects: Vec<(EmittedEffect, RetryPolicy)>,
+    pub timers: Vec<Timer>,
+    pub outbox: Vec<OutboxEntry>,
+    /// The external event this macrostep belongs to: its id keys effects.
+    pub origin: &'a Event<'a>,
+    pub process: &'a str,
+    pub now: u64,
+    pub revision: u64,
+    pub microsteps: usize,
+    /// A final state of the machine was reached: the process is finished.
+    pub done: bool,
+    /// Raised and done events, handled one at a time after eventless transitions.
+    internal: VecDeque<Event<'static>>,
+    /// An `assign` ran in the current microstep.
+    assigned: bool,
+}
+
+/// The snapshot parts a run starts from.
+pub(crate) struct Start<'a> {
+    pub config: Vec<StateIdx>,
+    pub context: Value,
+    pub value: Value,
+    pub history: Map<String, Value>,
+    pub timers: Vec<Timer>,
+    pub outbox: Vec<OutboxEntry>,
+    pub origin: &'a Event<'a>,
+    pub process: &'a str,
+    pub now: u64,
+    pub revision: u64,
+    pub done: bool,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(m: &'a Machine, s: Start<'a>) -> Run<'a> {
+        Run {
+            m,
+            config: s.config,
+            context: s.context,
+            value: s.value,
+            history: s.history,
+            response: None,
+            effects: Vec::new(),
+            timers: s.timers,
+            outbox: s.outbox,
+            origin: s.origin,
+            process: s.process,
+            now: s.now,
+            revision: s.revision,
+            microsteps: 0,
+            done: s.done,
+            internal: VecDeque::new(),
+            assigned: false,
+        }
+    }
+
+    fn data<'e>(&'e self, event: &'e Event) -> Data<'e> {
+        Data::Process {
+            context: &self.context,
+            event_id: &event.id,
+            event_type: &event.event_type,
+            payload: &event.payload,
+            state: &self.value,
+        }
+    }
+
+    fn active(&self, s: StateIdx) -> bool {
+        self.config.binary_search(&s).is_ok()
+    }
+
+    /// An event of the engine's own within this macrostep (`xstate.init`, a
+    /// done event, a raised one): it carries the external event's id.
+    fn internal_event(&self, event_type: String, payload: Value) -> Event<'static> {
+        Event { id: Cow::Owned(self.origin.id.to_string()), event_type: Cow::Owned(event_type), payload: Cow::Owned(payload) }
+    }
+
+    /// Enter the initial configuration of a new process (entry actions run
+    /// once, here), then settle it: eventless transitions, raised and done
+    /// events, all before the first event is judged. They see `xstate.init`.
+    pub fn start(&mut self) -> Result<()> {
+        let init = self.internal_event(INIT_EVENT.to_string(), Value::Object(Map::new()));
+        self.microsteps += 1;
+        let states = self.m.initial_config(self.m.root());
+        self.enter_states(&states, &init)?;
+        self.settle(&init)?;
+        Ok(())
+    }
+
+    /// One external event: the transitions it enables, then whatever follows
+    /// (eventless transitions, raised and done events). Whether any transition
+    /// was taken: an event that enables none may still let an eventless
+    /// transition be taken, whose guard reads it (SCXML's main loop).
+    pub fn macrostep(&mut self, event: &Event) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        let ts = self.select_transitions(event)?;
+        let mut taken = !ts.is_empty();
+        if taken {
+            self.microstep(&ts, event)?;
+        }
+        taken |= self.settle(event)?;
+        Ok(taken)
+    }
+
+    /// An event the engine raises itself: an effect's attempt report (which
+    /// may raise the effect's outcome event) or a timer's firing. Whether it
+    /// changed anything.
+    pub fn engine_event(&mut self, event: &Event) -> Result<bool> {
+        if event.event_type.starts_with(EFFECT_REPORT_PREFIX) {
+            return match outbox::report(&mut self.outbox, event, self.now)? {
+                outbox::Report::Stale => Ok(false),
+                outbox::Report::Updated => Ok(true),
+                outbox::Report::Raise(raised) => {
+                    self.macrostep(&raised)?;
+                    Ok(true)
+                }
+            };
+        }
+        let Some(i) = self.timers.iter().position(|t| t.id == event.id) else { return Ok(false) };
+        let timer = self.timers.remove(i);
+        let m = self.m;
+        let state = m
+            .state_by_path(&timer.state)
+            .ok_or_else(|| Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state)))?;
+        if self.done || !self.active(state) {
+            return Ok(true);
+        }
+        let cands: &'a [Transition] = m.states[state].after.iter().find(|(d, _)| *d == timer.delay).map_or(&[], |(_, ts)| ts);
+        for t in cands {
+            if self.enabled(t, event)? {
+                self.microstep(&[t], event)?;
+                break;
+            }
+        }
+        self.settle(event)?;
+        Ok(true)
+    }
+
+    /// Eventless transitions while any is enabled, else the next internal
+    /// event, until neither is left (XState's `macrostep` loop: after an
+    /// eventless microstep that changed nothing, only internal events remain).
+    fn settle(&mut self, external: &Event) -> Result<bool> {
+        let mut taken = false;
+        let mut current: Option<Event<'static>> = None;
+        let mut eventless = true;
+        while !self.done {
+            let mut ts = if eventless { self.select_eventless(current.as_ref().unwrap_or(external))? } else { Vec::new() };
+            let from_eventless = !ts.is_empty();
+            if ts.is_empty() {
+                let Some(next) = self.internal.pop_front() else { break };
+                ts = self.select_transitions(&next)?;
+                current = Some(next);
+            }
+            let event = current.as_ref().unwrap_or(external);
+            let changed = if ts.is_empty() {
+                false
+            } else {
+                taken = true;
+                self.microstep(&ts, event)?
+            };
+            eventless = !from_eventless || changed;
+        }
+        Ok(taken)
+    }
+
+    fn enabled(&self, t: &Transition, event: &Event) -> Result<bool> {
+        match t.guard {
+            None => Ok(true),
+            Some(g) => self.m.exprs.test(g, self.data(event)),
+        }
+    }
+
+    /// The first candidate of state `s` for the event whose guard holds.
+    fn first_enabled(&self, s: StateIdx, event: &Event) -> Result<Option<&'a Transition>> {
+        let m = self.m;
+        if let Some((_, cands)) = m.states[s].on.iter().find(|(e, _)| *e == event.event_type) {
+            for t in cands {
+                if self.enabled(t, event)? {
+                    return Ok(Some(t));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The enabled transitions for an event, before conflicts are removed.
+    fn select_transitions(&self, event: &Event) -> Result<Vec<&'a Transition>> {
+        let mut out = Vec::new();
+        self.select_in(self.m.root(), event, &mut out)?;
+        Ok(out)
+    }
+
+    /// Below `s` first: the active child of a compound state, every active
+    /// region of a parallel one; `s`'s own transition only if none was found.
+    fn select_in(&self, s: StateIdx, event: &Event, out: &mut Vec<&'a Transition>) -> Result<()> {
+        let m = self.m;
+        let before = out.len();
+        match m.states[s].kind {
+            Kind::Compound => {
+                if let Some(&c) = m.states[s].children.iter().find(|&&c| self.active(c)) {
+                    self.select_in(c, event, out)?;
+                }
+            }
+            Kind::Parallel => {
+                for c in m.regions(s) {
+                    if self.active(c) {
+                        self.select_in(c, event, out)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        if out.len() == before {
+            if let Some(t) = self.first_enabled(s, event)? {
+                out.push(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// For each active atomic state, the first enabled `always` transition of
+    /// it or its nearest ancestor that has one; conflicts removed.
+    fn select_eventless(&self, event: &Event) -> Result<Vec<&'a Transition>> {
+        let m = self.m;
+        let mut found: Vec<&'a Transition> = Vec::new();
+        for &s in &self.config {
+            if !m.is_atomic(s) {
+                continue;
+            }
+            'up: for a in m.ancestors(s) {
+                for t in &m.states[a].always {
+                    if self.enabled(t, event)? {
+                        if !found.iter().any(|f| std::ptr::eq(*f, t)) {
+                            found.push(t);
+                        }
+                        break 'up;
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Of two transitions that would exit a common state, the one whose source
+    /// is a descendant of the other's wins; otherwise the first (SCXML 3.13).
+    fn remove_conflicting_transitions(&self, ts: &[&'a Transition]) -> Vec<&'a Transition> {
+        let mut kept: Vec<(&'a Transition, Vec<StateIdx>)> = Vec::new();
+        for &t1 in ts {
+            let exit1 = self.compute_exit_set(&[t1]);
+            let mut preempted = false;
+            let mut beaten = Vec::new();
+            for (i, (t2, exit2)) in kept.iter().enumerate() {
+                if exit1.iter().any(|s| exit2.contains(s)) {
+                    if self.m.is_descendant(t1.source, t2.source) {
+                        beaten.push(i);
+                    } else {
+                        preempted = true;
+                        break;
+                    }
+                }
+            }
+            if !preempted {
+                for i in beaten.into_iter().rev() {
+                    kept.remove(i);
+                }
+                kept.push((t1, exit1));
+            }
+        }
+        kept.into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// Take a set of transitions: exit, transition actions, entry. Whether the
+    /// process changed (states, history or context), which XState's loop uses
+    /// to stop selecting eventless transitions that change nothing.
+    fn microstep(&mut self, ts: &[&'a Transition], event: &Event) -> Result<bool> {
+        self.microsteps += 1;
+        if self.microsteps > MAX_MICROSTEPS {
+            return Err(Error::at(
+                Code::MicrostepLimit,
+                ts[0].json_path.clone(),
+                format!("more than {MAX_MICROSTEPS} microsteps for one event: the machine does not settle"),
+            ));
+        }
+        let ts = self.remove_conflicting_transitions(ts);
+        let before = self.config.clone();
+        self.assigned = false;
+        let recorded = self.exit_states(&ts, event)?;
+        for t in &ts {
+            self.run_actions(&t.actions, event)?;
+        }
+        let mut entry = Vec::new();
+        for t in &ts {
+            self.compute_entry_set(t, &mut entry);
+        }
+        entry.sort_unstable();
+        entry.dedup();
+        self.enter_states(&entry, event)?;
+        Ok(recorded || self.assigned || self.config != before)
+    }
+
+    /// The states a history state names: what it recorded, else its default.
+    fn history_targets(&self, h: StateIdx) -> Vec<StateIdx> {
+        let m = self.m;
+        if let Some(Value::Array(paths)) = self.history.get(&m.states[h].path) {
+            return paths.iter().filter_map(|p| p.as_str().and_then(|p| m.state_by_path(p))).collect();
+        }
+        let node = &m.states[h];
+        if !node.history_default.is_empty() {
+            return node.history_default.clone();
+        }
+        let parent = node.parent.unwrap_or(0);
+        match m.states[parent].kind {
+            Kind::Parallel => vec![parent],
+            _ => m.states[parent].initial.into_iter().collect(),
+        }
+    }
+
+    /// The targets with each history state replaced by the states it names.
+    fn effective_targets(&self, targets: &[StateIdx], out: &mut Vec<StateIdx>) {
+        for &s in targets {
+            if self.m.states[s].kind == Kind::History {
+                let named = self.history_targets(s);
+                self.effective_targets(&named, out);
+            } else if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+
+    /// The state whose active descendants a transition exits (`None`: above
+    /// the machine, for a `reenter` transition of the machine itself).
+    fn transition_domain(&self, t: &Transition) -> Option<StateIdx> {
+        let m = self.m;
+        let mut targets = Vec::new();
+        self.effective_targets(&t.targets, &mut targets);
+        let Some((&head, rest)) = targets.split_first() else { return Some(t.source) };
+        if !t.reenter && targets.iter().all(|&x| x == t.source || m.is_descendant(x, t.source)) {
+            return Some(t.source);
+        }
+        // The nearest proper ancestor of the first target that holds the other targets and the source.
+        let lca = m.ancestors(head).skip(1).find(|&a| rest.iter().chain([&t.source]).all(|&x| m.is_descendant(x, a)));
+        match lca {
+            Some(a) => Some(a),
+            None if t.reenter => None,
+            None => Some(m.root()),
+        }
+    }
+
+    fn within(&self, s: StateIdx, domain: Option<StateIdx>) -> bool {
+        domain.is_none_or(|d| self.m.is_descendant(s, d))
+    }
+
+    /// The active states the transitions leave, in no particular order.
+    fn compute_exit_set(&self, ts: &[&Transition]) -> Vec<StateIdx> {
+        let mut out = Vec::new();
+        for t in ts {
+            if t.targets.is_empty() {
+                continue;
+            }
+            let domain = self.transition_domain(t);
+            if t.reenter && domain == Some(t.source) && !out.contains(&t.source) {
+                out.push(t.source);
+            }
+            for &s in &self.config {
+                if self.within(s, domain) && !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    /// Exit innermost first, in reverse document order, after recording the
+    /// history of every exited state that has history states. Whether some
+    /// history was recorded.
+    fn exit_states(&mut self, ts: &[&'a Transition], event: &Event) -> Result<bool> {
+        let m = self.m;
+        let mut exit = self.compute_exit_set(ts);
+        exit.sort_unstable_by(|a, b| b.cmp(a));
+        let mut recorded = false;
+        for &s in &exit {
+            for &h in &m.states[s].children {
+                if m.states[h].kind != Kind::History {
+                    continue;
+                }
+                let deep = m.states[h].deep;
+                let kept = self
+                    .config
+                    .iter()
+                    .filter(|&&c| if deep { m.is_atomic(c) && m.is_descendant(c, s) } else { m.states[c].parent == Some(s) })
+                    .map(|&c| Value::String(m.states[c].path.clone()))
+                    .collect();
+                self.history.insert(m.states[h].path.clone(), Value::Array(kept));
+                recorded = true;
+            }
+        }
+        for s in exit {
+            let path = &m.states[s].path;
+            self.timers.retain(|t| &t.state != path);
+            self.run_actions(&m.states[s].exit, event)?;
+            if let Ok(i) = self.config.binary_search(&s) {
+                self.config.remove(i);
+            }
+        }
+        Ok(recorded)
+    }
+
+    /// The states a transition enters: its targets (unless it stays in its
+    /// source), their default descendants, and the ancestors between them
+    /// and the transition domain (with every region of a parallel one).
+    fn compute_entry_set(&self, t: &Transition, out: &mut Vec<StateIdx>) {
+        let m = self.m;
+        if t.targets.is_empty() {
+            return;
+        }
+        let domain = self.transition_domain(t);
+        for &s in &t.targets {
+            if m.states[s].kind != Kind::History && (t.source != s || domain != Some(t.source) || t.reenter) {
+                add(out, s);
+            }
+            self.add_descendant_states_to_enter(s, out);
+        }
+        let mut targets = Vec::new();
+        self.effective_targets(&t.targets, &mut targets);
+        let reentrancy = if t.source == m.root() && t.reenter { None } else { domain };
+        for s in targets {
+            let mut ancestors = proper_ancestors(m, s, domain);
+            if let Some(d) = domain.filter(|&d| m.states[d].kind == Kind::Parallel) {
+                ancestors.push(d);
+            }
+            self.add_ancestor_states_to_enter(&ancestors, reentrancy, out);
+        }
+    }
+
+    fn add_descendant_states_to_enter(&self, s: StateIdx, out: &mut Vec<StateIdx>) {
+        let m = self.m;
+        match m.states[s].kind {
+            Kind::History => {
+                let named = self.history_targets(s);
+                for &r in &named {
+                    add(out, r);
+                    self.add_descendant_states_to_enter(r, out);
+                }
+                let parent = m.states[s].parent;
+                for &r in &named {
+                    self.add_ancestor_states_to_enter(&proper_ancestors(m, r, parent), None, out);
+                }
+            }
+            Kind::Compound => {
+                if let Some(init) = m.states[s].initial {
+                    add(out, init);
+                    self.add_descendant_states_to_enter(init, out);
+                }
+            }
+            Kind::Parallel => self.enter_missing_regions(s, out),
+            _ => {}
+        }
+    }
+
+    /// The regions of parallel state `p` that nothing entered yet, by default.
+    fn enter_missing_regions(&self, p: StateIdx, out: &mut Vec<StateIdx>) {
+        let m = self.m;
+        for c in m.regions(p) {
+            if !out.iter().any(|&e| m.is_descendant(e, c)) {
+                add(out, c);
+                self.add_descendant_states_to_enter(c, out);
+            }
+        }
+    }
+
+    fn add_ancestor_states_to_enter(&self, ancestors: &[StateIdx], reentrancy: Option<StateIdx>, out: &mut Vec<StateIdx>) {
+        let m = self.m;
+        for &a in ancestors {
+            if reentrancy.is_none_or(|d| m.is_descendant(a, d)) {
+                add(out, a);
+            }
+            if m.states[a].kind == Kind::Parallel {
+                self.enter_missing_regions(a, out);
+            }
+        }
+    }
+
+    /// Enter `states` (sorted) outermost first: timers, entry actions, and for a
+    /// final state the done events of its parent and of every parallel
+    /// ancestor now complete; a final state of the machine ends the process
+    /// and runs the exit actions of every active state, innermost first.
+    fn enter_states(&mut self, states: &[StateIdx], event: &Event) -> Result<()> {
+        let m = self.m;
+        if states.is_empty() {
+            return Ok(());
+        }
+        // Entry actions see the state they enter.
+        let mut next = self.config.clone();
+        next.extend_from_slice(states);
+        next.sort_unstable();
+        next.dedup();
+        self.value = m.value_of_config(&next);
+        let mut completed: Vec<StateIdx> = Vec::new();
+        for &s in states {
+            if let Err(i) = self.config.binary_search(&s) {
+                self.config.insert(i, s);
+            }
+            let node = &m.states[s];
+            for (delay, _) in &node.after {
+                self.timers.push(Timer {
+                    id: format!("after:{}:{}:{}", node.path, delay, self.revision),
+                    state: node.path.clone(),
+                    delay: *delay,
+                    due_at: self.now.saturating_add(*delay),
+                });
+            }
+            self.run_actions(&node.entry, event)?;
+            if node.kind != Kind::Final {
+                continue;
+            }
+            let Some(parent) = node.parent else { continue };
+            if m.states[parent].kind == Kind::Compound {
+                self.internal.push_back(self.internal_event(format!("{DONE_EVENT_PREFIX}{}", m.states[parent].xstate_id), Value::Object(Map::new())));
+            }
+            let mut marker = if m.states[parent].kind == Kind::Parallel { Some(parent) } else { m.states[parent].parent };
+            while let Some(a) = marker {
+                if m.states[a].kind != Kind::Parallel || completed.contains(&a) || !self.in_final_state(a) {
+                    break;
+                }
+                completed.push(a);
+                self.internal.push_back(self.internal_event(format!("{DONE_EVENT_PREFIX}{}", m.states[a].xstate_id), Value::Object(Map::new())));
+                marker = m.states[a].parent;
+            }
+            if marker.is_none() {
+                self.done = true;
+            }
+        }
+        if self.done {
+            self.internal.clear();
+            self.timers.clear();
+            for s in self.config.clone().into_iter().rev() {
+                self.run_actions(&m.states[s].exit, event)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn in_final_state(&self, s: StateIdx) -> bool {
+        let m = self.m;
+        match m.states[s].kind {
+            Kind::Compound => m.states[s].children.iter().any(|&c| m.states[c].kind == Kind::Final && self.active(c)),
+            Kind::Parallel => m.regions(s).all(|c| self.in_final_state(c)),
+            Kind::Final => true,
+            _ => false,
+        }
+    }
+
+    fn run_actions(&mut self, actions: &[Action], event: &Event) -> Result<()> {
+        for a in actions {
+            match a {
+                Action::Assign(fields) => {
+                    let mut values = Vec::with_capacity(fields.len());
+                    for (field, e) in fields {
+                        let v = self.m.exprs.eval(*e, self.data(event))?;
+                        // A context member is read back at level 3 of the snapshot's head: one
+                        // level more on every event (`[context.x]`) must stop here, not be written.
+                        if !json::within_depth(&v, 3) {
+                            return Err(Error::at(
+                                Code::NestingTooDeep,
+                                self.m.exprs.path(*e),
+                                format!("assign of \"{field}\" would nest the context deeper than {} levels", json::MAX_DEPTH),
+                            ));
+                        }
+                        values.push((field, v));
+                    }
+                    let ctx = self.context.as_object_mut().expect("context is an object");
+                    for (field, v) in values {
+                        match ctx.get_mut(field.as_str()) {
+                            Some(slot) => *slot = v,
+                            None => {
+                                ctx.insert(field.clone(), v);
+                            }
+                        }
+                    }
+                    self.assigned = true;
+                }
+                Action::Respond(e) => {
+                    self.response = Some(self.m.exprs.eval(*e, self.data(event))?);
+                }
+                Action::Raise(def) => {
+                    let payload = match def.payload {
+                        Some(p) => self.m.exprs.eval(p, self.data(event))?,
+                        None => Value::Object(Map::new()),
+                    };
+                    let raised = self.internal_event(def.event_type.clone(), payload);
+                    self.internal.push_back(raised);
+                }
+                Action::Effect(def) => {
+                    let payload = match def.payload {
+                        Some(p) => self.m.exprs.eval(p, self.data(event))?,
+                        None => Value::Object(Map::new()),
+                    };
+                    let position = self.effects.len();
+                    let key = match def.key {
+                        Some(k) => match self.m.exprs.eval(k, self.data(event))? {
+                            Value::String(s) if !s.is_empty() => s,
+                            Value::Number(n) => n.to_string(),
+                            other => {
+                                return Err(Error::at(
+                                    Code::ExpressionFailed,
+                                    format!("{}.key", def.json_path),
+                                    format!("effect key must be a non-empty string, got {}", json::to_text(&other)),
+                                ))
+                            }
+                        },
+                        None => outbox::default_key(self.process, &self.origin.id, position),
+                    };
+                    if self.outbox.iter().any(|e| e.key == key) || self.effects.iter().any(|(e, _)| e.key == key) {
+                        // Same key, same operation: the outbox already has it.
+                        continue;
+                    }
+                    self.effects.push((
+                        EmittedEffect { key, effect_type: def.effect_type.clone(), payload, idempotent: def.idempotent },
+                        def.retry,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `s`'s ancestors from its parent up to, not including, `to` (`None`: up to
+/// and including the machine).
+fn proper_ancestors(m: &Machine, s: StateIdx, to: Option<StateIdx>) -> Vec<StateIdx> {
+    if Some(s) == to {
+        return Vec::new();
+    }
+    m.ancestors(s).skip(1).take_while(|&a| Some(a) != to).collect()
+}
+
+fn add(out: &mut Vec<StateIdx>, s: StateIdx) {
+    if !out.contains(&s) {
+        out.push(s);
+    }
+}
