@@ -5,7 +5,8 @@
 //                                   [--case I] [--show K] [--no-shrink] [--json]
 //
 // Case I of a run is generated from (seed, I) alone: `--seed N --case I` replays it. Every
-// disagreement that no documented difference excuses is shrunk, and the first K (default 3) are
+// disagreement that no documented difference excuses is shrunk, and the first K (default 3) of each
+// kind (value, context, taken, error) are
 // printed with their minimal machine, stream and both traces. Exits 1 when any case disagreed.
 
 import { parseArgs } from "node:util";
@@ -18,7 +19,7 @@ import { pretty, shrink } from "./shrink.mjs";
 /** Whether `kase` disagrees in a way no documented difference excuses, on the same aspects as `what`. */
 export function disagrees(kase, what) {
   const r = runCase(kase, { loopBound: 200 });
-  if (r.refused || r.loops || !r.difference || documented(r)) return false;
+  if (r.refused || r.loops || !r.difference || documented(r, kase, runCase)) return false;
   return !what || r.difference.what.some((w) => what.includes(w));
 }
 
@@ -47,6 +48,7 @@ export function describe(kase, header = "") {
 export function runMany({ seed, cases, features = [], only, doShrink = true, show = 3, log = () => {} }) {
   const tally = { cases: 0, agreed: 0, refused: {}, documented: {}, disagreed: 0 };
   const failures = [];
+  const shown = {}; // shrunk and printed, per aspect that differed
   const indices = only === undefined ? [...Array(cases).keys()] : [only];
   for (const i of indices) {
     const kase = generateCase(caseSeed(seed, i), { features });
@@ -57,11 +59,13 @@ export function runMany({ seed, cases, features = [], only, doShrink = true, sho
       continue;
     }
     if (!r.difference) { tally.agreed++; continue; }
-    const doc = documented(r);
+    const doc = documented(r, kase, runCase);
     if (doc) { tally.documented[doc.name] = (tally.documented[doc.name] ?? 0) + 1; continue; }
     tally.disagreed++;
     const failure = { index: i, what: r.difference.what, kase };
-    if (doShrink && failures.length < show) {
+    const kind = failure.what.join("+");
+    shown[kind] = (shown[kind] ?? 0) + 1;
+    if (doShrink && shown[kind] <= show) {
       failure.minimal = shrink(kase, (k) => disagrees(k, r.difference.what)).kase;
       log(describe(failure.minimal, `--- case ${i} (--seed ${seed} --case ${i}${features.length ? ` --features ${features.join(",")}` : ""}), shrunk:`));
     }

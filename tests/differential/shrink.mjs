@@ -42,7 +42,21 @@ function* candidates(kase) {
       yield { def, events: e };
     }
   }
-  for (const d of defEdits(def)) yield { def: d, events };
+  for (const d of defEdits(def)) {
+    yield { def: d, events };
+    const types = accepted(d);
+    if (events.some((e) => !types.has(e.type))) yield { def: d, events: events.filter((e) => types.has(e.type)) };
+  }
+}
+
+/** The event types some state of `def` takes. */
+function accepted(def) {
+  const types = new Set();
+  (function walk(s) {
+    for (const t of Object.keys(s.on ?? {})) types.add(t);
+    for (const c of Object.values(s.states ?? {})) walk(c);
+  })(def);
+  return types;
 }
 
 /** The states of `def`: `{ key, parent, s, path }`, document order. */
@@ -156,6 +170,11 @@ function* defEdits(def) {
   const nodes = [[], ...all];
   for (const path of nodes) {
     const s = path.reduce((o, p) => o[p], def);
+    // One event type of `on`, and the events of that type when no other state takes them.
+    for (const type of Object.keys(s.on ?? {})) {
+      const d = edit(def, [...path, "on", type], (o, k) => delete o[k]);
+      if (d !== null) yield d;
+    }
     for (const k of ["on", "always", "onDone", "entry", "exit", "id"]) {
       if (s[k] !== undefined && !(k === "id" && path.length === 0)) {
         yield edit(def, [...path, k], (o, key, root) => {
