@@ -500,8 +500,6 @@ export declare function createHttpApi(options: HttpApiOptions): HttpApi;
 export declare function problem(status: number, code: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Response;
 /** 414 / 431 problem when the request target or the header section is over its limit, else null (ask it first on every route). */
 export declare function refuseOversized(request: Request, limits?: { maxUrlBytes?: number; maxHeaderBytes?: number }): Response | null;
-/** Seconds for `Retry-After` on 409 contention: a whole number from 1 to 4, drawn anew each time (jitter). */
-export declare function retryAfterSeconds(): number;
 export declare const STATUS_BY_CODE: Record<string, number>;
 export declare const REPLAY_HEADER: "Idempotency-Replayed";
 export declare const OUTCOME_HEADER: "Idem-Outcome";

@@ -281,6 +281,18 @@ Deno.test({ name: "hostile requests as raw bytes (bad UTF-8, 1e309, long URL and
   const w = await server();
   const target = { host: "127.0.0.1", port: Number(new URL(w.base).port) };
   await checkCases(target, "hostile");
+  // FIXME(issue 27): past Deno.serve's own limits (more than 128 header fields; a URL or a header
+  // of 64 KiB) its HTTP layer refuses the request before the handler runs: an empty 400, not
+  // 414 / 431 problem+json. Asserted as it is today; under them, http.js answers (checkCases).
+  const beyond = [
+    { path: "/api", headers: Object.fromEntries(Array.from({ length: 130 }, (_, i) => [`x-h${i}`, "a"])) },
+    { path: `/api?pad=${"a".repeat(64 * 1024)}` },
+    { path: "/api", headers: { "x-pad": "a".repeat(64 * 1024) } },
+  ];
+  for (const req of beyond) {
+    const res = await rawRequest(target, req);
+    assertEquals([res.status, res.text, res.headers["content-type"]], [400, "", undefined]);
+  }
   // The demo page's files answer GET and HEAD only.
   const del = await rawRequest(target, { method: "DELETE", path: "/" });
   assertEquals(del.status, 405);

@@ -1,79 +1,153 @@
 // Hostile requests both example servers must answer alike (docs/hostile-inputs.md, "Over HTTP"):
 // sent as raw bytes over a TCP socket, not through `fetch`, so that nothing on the client side
-// repairs them first (a bad UTF-8 byte, a body that stops halfway). Plain `node:` modules, so the
-// same file runs under Node (tests/workerd) and Deno (tests/deno).
-import net from "node:net";
-import assert from "node:assert/strict";
-import { Buffer } from "node:buffer";
+// repairs them first (a bad UTF-8 byte, a body that stops halfway). No imports: the same file runs
+// under Node (tests/workerd, through node:net) and Deno (tests/deno, through Deno.connect).
+
+const encoder = new TextEncoder();
+const bytesOf = (v) => (typeof v === "string" ? encoder.encode(v) : v);
+const latin1 = (b) => Array.from(b, (c) => String.fromCharCode(c)).join("");
+const concat = (a, b) => {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+};
+/** Index of `needle` (ASCII) in `b`, or -1. */
+function find(b, needle, from = 0) {
+  outer: for (let i = from; i + needle.length <= b.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (b[i + j] !== needle.charCodeAt(j)) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+function fail(message) {
+  throw new Error(message);
+}
+function check(ok, what) {
+  if (!ok) fail(what);
+}
+function equal(actual, expected, what) {
+  if (actual !== expected) fail(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+}
+
+/** A TCP connection: `write`, `chunks()` (what arrives), `close`. */
+async function connect({ host, port }) {
+  if (globalThis.Deno) {
+    const conn = await Deno.connect({ hostname: host, port });
+    return {
+      async write(b) {
+        for (let at = 0; at < b.length; ) at += await conn.write(b.subarray(at));
+      },
+      async *chunks() {
+        const buf = new Uint8Array(65536);
+        for (;;) {
+          let n;
+          try {
+            n = await conn.read(buf);
+          } catch {
+            return;
+          }
+          if (n === null) return;
+          yield buf.slice(0, n);
+        }
+      },
+      close: () => {
+        try {
+          conn.close();
+        } catch { /* closed */ }
+      },
+    };
+  }
+  const spec = "node:net"; // not a literal import: Deno never resolves it
+  const net = await import(spec);
+  const socket = net.connect(port, host);
+  await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  return {
+    write: (b) => new Promise((resolve) => socket.write(b, () => resolve())),
+    async *chunks() {
+      try {
+        for await (const d of socket) yield new Uint8Array(d);
+      } catch { /* reset */ }
+    },
+    close: () => socket.destroy(),
+  };
+}
 
 /**
  * One HTTP/1.1 request over a fresh connection, as bytes; resolves to the response once it is
- * whole. With `end: false` the request is left unfinished (the connection stays open, nothing
- * more is sent): what a stalled client does.
+ * whole. A `contentLength` larger than the body leaves the request unfinished (nothing more is
+ * sent, the connection stays open): what a stalled client does.
  * @param {{ host: string, port: number }} target
- * @param {{ method?: string, path: string, headers?: Record<string, string>, body?: Uint8Array | string, contentLength?: number, end?: boolean, timeoutMs?: number }} req
+ * @param {{ method?: string, path: string, headers?: Record<string, string>, body?: Uint8Array | string, contentLength?: number, timeoutMs?: number }} req
  * @returns {Promise<{ status: number, headers: Record<string, string>, text: string, ms: number }>}
  */
-export function rawRequest(target, req) {
-  const body = req.body === undefined ? Buffer.alloc(0) : Buffer.from(req.body);
+export async function rawRequest(target, req) {
+  const body = req.body === undefined ? new Uint8Array(0) : bytesOf(req.body);
   const headers = { host: `${target.host}:${target.port}`, connection: "close", ...(req.headers ?? {}) };
   if (req.body !== undefined || req.contentLength !== undefined) headers["content-length"] = String(req.contentLength ?? body.length);
   const head = `${req.method ?? "GET"} ${req.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n`;
   const t0 = Date.now();
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(target.port, target.host);
-    let got = Buffer.alloc(0);
-    let done = false;
-    const finish = (err, value) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      if (err) reject(err);
-      else resolve(value);
-    };
-    const timer = setTimeout(() => finish(new Error(`no whole response within ${req.timeoutMs ?? 10_000} ms; got ${JSON.stringify(got.toString("latin1").slice(0, 200))}`)), req.timeoutMs ?? 10_000);
-    const tryParse = (closed) => {
-      const end = got.indexOf("\r\n\r\n");
-      if (end < 0) return closed ? finish(new Error(`connection closed before a response: ${JSON.stringify(got.toString("latin1"))}`)) : undefined;
-      const lines = got.subarray(0, end).toString("latin1").split("\r\n");
-      const status = Number(lines[0].split(" ")[1]);
-      const h = {};
-      for (const l of lines.slice(1)) {
-        const i = l.indexOf(":");
-        h[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
-      }
-      let rest = got.subarray(end + 4);
-      if (h["transfer-encoding"]?.includes("chunked")) {
-        const parts = [];
-        for (;;) {
-          const eol = rest.indexOf("\r\n");
-          if (eol < 0) return closed ? finish(new Error("cut chunked body")) : undefined;
-          const size = parseInt(rest.subarray(0, eol).toString("latin1"), 16);
-          if (size === 0) break;
-          if (rest.length < eol + 2 + size + 2) return closed ? finish(new Error("cut chunked body")) : undefined;
-          parts.push(rest.subarray(eol + 2, eol + 2 + size));
-          rest = rest.subarray(eol + 2 + size + 2);
-        }
-        rest = Buffer.concat(parts);
-      } else if (h["content-length"] !== undefined) {
-        const n = Number(h["content-length"]);
-        if (rest.length < n) return closed ? finish(new Error("cut body")) : undefined;
-        rest = rest.subarray(0, n);
-      } else if (!closed) {
-        return undefined;
-      }
-      finish(null, { status, headers: h, text: rest.toString("utf8"), ms: Date.now() - t0 });
-    };
-    socket.on("data", (d) => {
-      got = Buffer.concat([got, d]);
-      tryParse(false);
-    });
-    socket.on("end", () => tryParse(true));
-    socket.on("error", (err) => (got.length > 0 ? tryParse(true) : finish(err)));
-    socket.write(Buffer.concat([Buffer.from(head, "latin1"), body]));
-    if (req.end !== false) socket.end();
+  const conn = await connect(target);
+  const timeoutMs = req.timeoutMs ?? 10_000;
+  let got = new Uint8Array(0);
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no whole response within ${timeoutMs} ms; got ${JSON.stringify(latin1(got).slice(0, 200))}`)), timeoutMs);
   });
+  const receive = (async () => {
+    // The write side stays open: hyper (Deno.serve) drops a request whose client half-closes before
+    // the answer is written. `connection: close` ends the exchange after the response instead.
+    await conn.write(concat(bytesOf(head), body));
+    for await (const chunk of conn.chunks()) {
+      got = concat(got, chunk);
+      const res = parse(got, false);
+      if (res) return res;
+    }
+    return parse(got, true) ?? fail(`connection closed before a whole response: ${JSON.stringify(latin1(got).slice(0, 200))}`);
+  })();
+  try {
+    const res = await Promise.race([receive, late]);
+    return { ...res, ms: Date.now() - t0 };
+  } finally {
+    clearTimeout(timer);
+    conn.close();
+    receive.catch(() => {});
+  }
+}
+
+/** The response in `got`, or null while it is not whole (`closed`: nothing more will come). */
+function parse(got, closed) {
+  const end = find(got, "\r\n\r\n");
+  if (end < 0) return null;
+  const lines = latin1(got.subarray(0, end)).split("\r\n");
+  const status = Number(lines[0].split(" ")[1]);
+  const headers = {};
+  for (const l of lines.slice(1)) {
+    const i = l.indexOf(":");
+    headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+  }
+  let rest = got.subarray(end + 4);
+  if (headers["transfer-encoding"]?.includes("chunked")) {
+    let text = new Uint8Array(0);
+    for (;;) {
+      const eol = find(rest, "\r\n");
+      if (eol < 0) return null;
+      const size = parseInt(latin1(rest.subarray(0, eol)), 16);
+      if (size === 0) break;
+      if (rest.length < eol + 2 + size + 2) return null;
+      text = concat(text, rest.subarray(eol + 2, eol + 2 + size));
+      rest = rest.subarray(eol + 2 + size + 2);
+    }
+    rest = text;
+  } else if (headers["content-length"] !== undefined) {
+    const n = Number(headers["content-length"]);
+    if (rest.length < n) return null;
+    rest = rest.subarray(0, n);
+  } else if (!closed) {
+    return null;
+  }
+  return { status, headers, text: new TextDecoder().decode(rest) };
 }
 
 /** `{"type":"PAYMENT_PARTIAL","payload":{"paymentId":"<id>","amount":<amount as written>}}` */
@@ -81,9 +155,9 @@ export const payText = (paymentId, amount) => `{"type":"PAYMENT_PARTIAL","payloa
 
 /** `payText` as bytes, with `bad` in place of the first "X" of the payment id. */
 function withBytes(bad) {
-  const ok = Buffer.from(payText("pX", 1));
-  const at = ok.indexOf("X");
-  return Buffer.concat([ok.subarray(0, at), Buffer.from(bad), ok.subarray(at + 1)]);
+  const ok = encoder.encode(payText("pX", 1));
+  const at = ok.indexOf("X".charCodeAt(0));
+  return new Uint8Array([...ok.subarray(0, at), ...bad, ...ok.subarray(at + 1)]);
 }
 
 const event = (pid, key, body) => ({
@@ -119,8 +193,9 @@ export const CASES = [
     code: "headers_too_large",
   },
   {
-    name: "300 headers of 60 bytes",
-    request: (pid) => ({ path: `/processes/${pid}`, headers: Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`x-h${i}`, "a".repeat(50)])) }),
+    // At most 128 fields: Deno.serve's HTTP layer refuses more before the handler runs (tests/deno/http.test.js).
+    name: "80 headers of 220 bytes",
+    request: (pid) => ({ path: `/processes/${pid}`, headers: Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`x-h${i}`, "a".repeat(210)])) }),
     status: 431,
     code: "headers_too_large",
   },
@@ -134,13 +209,13 @@ export const CASES = [
 /** Send every case; check its status, its problem+json body and code, its Allow header. */
 export async function checkCases(target, prefix) {
   for (const [i, c] of CASES.entries()) {
-    const res = await rawRequest(target, c.request(`${prefix}-${i}`));
-    assert.equal(res.status, c.status, `${c.name}: ${res.status} ${res.text}`);
-    assert.equal(res.headers["content-type"], "application/problem+json", c.name);
+    const res = await rawRequest(target, c.request(`${prefix}-${i}`)).catch((err) => fail(`${c.name}: ${err.message}`));
+    equal(res.status, c.status, `${c.name}: ${res.status} ${res.text}`);
+    equal(res.headers["content-type"], "application/problem+json", c.name);
     const body = JSON.parse(res.text);
-    assert.equal(body.code, c.code, c.name);
-    assert.equal(body.status, c.status, c.name);
-    if (c.allow) assert.equal(res.headers.allow, c.allow, c.name);
+    equal(body.code, c.code, c.name);
+    equal(body.status, c.status, c.name);
+    if (c.allow) equal(res.headers.allow, c.allow, c.name);
   }
 }
 
@@ -163,15 +238,15 @@ export const NUMBER_PAIRS = [
 export async function checkNumberPairs(target, pid) {
   for (const [i, [a, b, replay]] of NUMBER_PAIRS.entries()) {
     const first = await rawRequest(target, event(pid, `n${i}`, payText(`q${i}`, a)));
-    assert.ok(first.status === 200 || first.status === 201, `${a}: ${first.status} ${first.text}`);
+    check(first.status === 200 || first.status === 201, `${a}: ${first.status} ${first.text}`);
     const retry = await rawRequest(target, event(pid, `n${i}`, payText(`q${i}`, b)));
     if (replay) {
-      assert.equal(retry.status, first.status, `${a} then ${b}: ${retry.text}`);
-      assert.equal(retry.headers["idempotency-replayed"], "true", `${a} then ${b}`);
-      assert.equal(retry.text, first.text, `${a} then ${b}`);
+      equal(retry.status, first.status, `${a} then ${b}: ${retry.text}`);
+      equal(retry.headers["idempotency-replayed"], "true", `${a} then ${b}`);
+      equal(retry.text, first.text, `${a} then ${b}`);
     } else {
-      assert.equal(retry.status, 422, `${a} then ${b}: ${retry.text}`);
-      assert.equal(JSON.parse(retry.text).code, "id_conflict", `${a} then ${b}`);
+      equal(retry.status, 422, `${a} then ${b}: ${retry.text}`);
+      equal(JSON.parse(retry.text).code, "id_conflict", `${a} then ${b}`);
     }
   }
 }
@@ -182,12 +257,12 @@ export async function checkNumberPairs(target, pid) {
  * recorded. Returns how long the answer took.
  */
 export async function checkStalledBody(target, pid, timeoutMs) {
-  const res = await rawRequest(target, { ...event(pid, "k1", payText("p1", 1).slice(0, 20)), contentLength: 200, end: false, timeoutMs: timeoutMs + 10_000 });
-  assert.equal(res.status, 408, res.text);
-  assert.equal(res.headers["content-type"], "application/problem+json");
-  assert.equal(JSON.parse(res.text).code, "request_timeout");
-  assert.ok(res.ms >= timeoutMs - 50, `answered after ${res.ms} ms, before the ${timeoutMs} ms deadline`);
+  const res = await rawRequest(target, { ...event(pid, "k1", payText("p1", 1).slice(0, 20)), contentLength: 200, timeoutMs: timeoutMs + 10_000 });
+  equal(res.status, 408, res.text);
+  equal(res.headers["content-type"], "application/problem+json");
+  equal(JSON.parse(res.text).code, "request_timeout");
+  check(res.ms >= timeoutMs - 50, `answered after ${res.ms} ms, before the ${timeoutMs} ms deadline`);
   const after = await rawRequest(target, { path: `/processes/${pid}` });
-  assert.equal(after.status, 404, "nothing was recorded");
+  equal(after.status, 404, "nothing was recorded");
   return res.ms;
 }
