@@ -98,8 +98,8 @@ if (opt.browser) {
           for (const n of sizes) {
             const fns = {};
             for (const [side, m] of Object.entries(machines)) {
-              fns[`${n} string ${side}`] = (i) => applied(m.reduce(snaps[n], fresh(i), NOW, ""));
-              fns[`${n} bytes ${side}`] = (i) => applied(m.reduceBytes(bytes[n], fresh(i), NOW, ""));
+              fns[`${n} string ${side}`] = (i) => applied(m.reduce(snaps[n], fresh(i), NOW, "bench"));
+              fns[`${n} bytes ${side}`] = (i) => applied(m.reduceBytes(bytes[n], fresh(i), NOW, "bench"));
             }
             // Chromium's clock is coarse (about 0.1 ms): batches of 20 ms, sized from a longer warm-up.
             const timed = measureGroup(fns, { budgetMs: n >= 10_000 ? 1_200 : 600, warmMs: 300, batchMs: 20 });
@@ -132,8 +132,8 @@ for (let round = 0; round < Number(opt.rounds); round++) {
   for (const n of sizes) {
     const fns = {};
     for (const [side, m] of Object.entries(machines)) {
-      fns[`${n} string ${side}`] = (i) => applied(m.reduce(snaps[n], fresh(i), NOW, ""));
-      fns[`${n} bytes ${side}`] = (i) => applied(m.reduceBytes(bytes[n], fresh(i), NOW, ""));
+      fns[`${n} string ${side}`] = (i) => applied(m.reduce(snaps[n], fresh(i), NOW, "bench"));
+      fns[`${n} bytes ${side}`] = (i) => applied(m.reduceBytes(bytes[n], fresh(i), NOW, "bench"));
     }
     for (const [name, r] of Object.entries(measureGroup(fns, { budgetMs: n >= 10_000 ? 600 : 300 }))) (medians[name] ??= []).push(r.medianNs);
   }

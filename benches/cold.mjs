@@ -49,7 +49,7 @@ export function coldCode({ defText, xstateFile }) {
     const t1 = performance.now();
     const m = new Machine(${JSON.stringify(defText)});
     const t2 = performance.now();
-    const o = m.reduce(null, ${ev}, ${peers.NOW}, "");
+    const o = m.reduce(null, ${ev}, ${peers.NOW}, "bench");
     const t3 = performance.now();
     process.stdout.write(JSON.stringify({ boot: t0, load: t1 - t0, build: t2 - t1, first: t3 - t2, result: o.status + " " + o.state }));`,
     xstate: `

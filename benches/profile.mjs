@@ -189,10 +189,10 @@ for (const n of sizes) {
   const snap = readFileSync(path.join(out, `idem-${n}.snap`), "utf8");
   const o = { budgetMs: 300, maxSamples: n >= 10_000 ? 40 : 1000 };
   const fresh = peers.freshEvent();
-  const next = m.reduce(snap, fresh, peers.NOW, "").snapshot;
+  const next = m.reduce(snap, fresh, peers.NOW, "bench").snapshot;
   const buf = new Uint8Array(snap.length * 3 + 16);
   const outBytes = enc.encode(next);
-  const wasm = measure(() => m.reduce(snap, fresh, peers.NOW, ""), o).medianNs;
+  const wasm = measure(() => m.reduce(snap, fresh, peers.NOW, "bench"), o).medianNs;
   const copyIn = measure(() => glueCopyIn(snap, buf), o).medianNs;
   const bytesIn = measure(() => enc.encodeInto(snap, buf), o).medianNs;
   const copyOut = measure(() => dec.decode(outBytes), o).medianNs;

@@ -133,7 +133,7 @@ const release = (n) => {
 
 const NOW = peers.NOW;
 const payment = (i) => ({ id: `p${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: "q-1", amount: 1 } });
-const idemPure = (i) => m.reduce(data(0).idem, payment(i), NOW, "");
+const idemPure = (i) => m.reduce(data(0).idem, payment(i), NOW, "bench");
 
 // ---- 2b. a full ledger ----------------------------------------------------------------
 // The bench machine remembers up to 1,000,000 ids, so its ledgers never reach the
@@ -211,7 +211,7 @@ async function smoke() {
   for (const n of SIZES) {
     const d = data(n);
     const fresh = peers.freshEvent();
-    const o = m.reduce(d.idem, fresh, NOW, "");
+    const o = m.reduce(d.idem, fresh, NOW, "bench");
     same(`idem wasm status at ${n}`, o.status, "applied");
     const idem = peers.idemView(m, o.snapshot);
     const nat = nativeBySize[n];
@@ -232,7 +232,7 @@ async function smoke() {
     if (n > 0) {
       const k = peers.dupIndex(n);
       const dup = peers.noteEvent(k);
-      const outs = [m.reduce(d.idem, dup, NOW, ""), peers.xstateRoundTrip(d.xs, dup), peers.jsRoundTrip(d.js, dup)];
+      const outs = [m.reduce(d.idem, dup, NOW, "bench"), peers.xstateRoundTrip(d.xs, dup), peers.jsRoundTrip(d.js, dup)];
       const stored = [d.idem, d.xs, d.js];
       outs.forEach((d, i) => {
         same(`duplicate ${i} at ${n}`, [d.status, d.changed], ["duplicate", false]);
@@ -311,7 +311,7 @@ async function measureAll() {
     let i = 0;
     while (performance.now() < end) {
       for (const d of warm) {
-        m.reduce(d.idem, payment(i), NOW, "");
+        m.reduce(d.idem, payment(i), NOW, "bench");
         peers.xstateRoundTrip(d.xs, payment(i));
         peers.jsRoundTrip(d.js, payment(i));
       }

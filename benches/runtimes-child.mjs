@@ -58,7 +58,7 @@ function outcome(n, d) {
   let i = 0;
   while (performance.now() < end) {
     for (const d of ds) {
-      m.reduce(d.idem, payment(i), NOW, "");
+      m.reduce(d.idem, payment(i), NOW, "bench");
       peers.xstateRoundTrip(d.xs, payment(i));
       peers.jsRoundTrip(d.js, payment(i));
     }

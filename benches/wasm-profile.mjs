@@ -103,7 +103,7 @@ for (const n of sizes) {
       hot = out.snapshot;
       return out;
     }
-    : () => m.reduce(snap, ev, peers.NOW, "");
+    : () => m.reduce(snap, ev, peers.NOW, "bench");
   // Warm up past V8's baseline tier, then profile.
   const warmEnd = performance.now() + 1500;
   while (performance.now() < warmEnd) call();

@@ -333,13 +333,19 @@ impl Exprs {
 
     /// Compile a guard: as [`Exprs::compile`], but its top must be an operator
     /// or a literal, so a misspelt operator is an error rather than an object
-    /// literal that is always true.
+    /// literal that is always true. A bare string is refused too: it reads as
+    /// an XState named guard (`"guard": "isPaid"`), code idem cannot run, and as
+    /// a JSONLogic literal it would be truthy, letting the transition always fire.
     pub fn compile_guard(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
-        if let Value::Object(m) = rule {
-            let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
-            if m.len() != 1 || (name != Some(IN_STATE) && name.and_then(op_of).is_none()) {
-                return Err(compile_error(path, Some(name.unwrap_or(""))));
+        match rule {
+            Value::Object(m) => {
+                let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
+                if m.len() != 1 || (name != Some(IN_STATE) && name.and_then(op_of).is_none()) {
+                    return Err(compile_error(path, Some(name.unwrap_or(""))));
+                }
             }
+            Value::String(name) => return Err(named_guard(path, name)),
+            _ => {}
         }
         self.compile(rule, path)
     }
@@ -407,6 +413,17 @@ fn compile_error(path: &str, operator: Option<&str>) -> Error {
         Some(name) => Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")),
         None => Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"),
     }
+}
+
+/// A guard given as a name (an XState named guard), refused with a hint.
+#[cold]
+#[inline(never)]
+fn named_guard(path: &str, name: &str) -> Error {
+    Error::at(
+        Code::InvalidGuard,
+        path,
+        format!("guard \"{name}\" is a name, not an expression: write the condition in JSONLogic, e.g. {{\"===\": [{{\"var\": \"context.status\"}}, \"paid\"]}}"),
+    )
 }
 
 /// Each of `items`, compiled one level below `depth`.

@@ -29,8 +29,16 @@ pub const MAX_DEPTH: usize = 64;
 const RECURSION_LIMIT: usize = 127;
 
 /// Parse JSON text, mapping syntax errors to `code` and refusing deep nesting.
+///
+/// A number beyond f64's finite range (`1e309`) is [`Code::NumberOutOfRange`]
+/// in an event or a definition: it has no value to be read as (never infinity,
+/// never null), and a client that sent it is told so by name. In a snapshot it
+/// stays `code` (`invalid_snapshot`): idem never writes one.
 pub fn parse(text: &str, code: Code, what: &str) -> Result<Value> {
-    let (value, depth) = parse_with_depth(text).map_err(|e| Error::new(code, format!("{what} is not valid json: {e}")))?;
+    let (value, depth) = parse_with_depth(text).map_err(|e| {
+        let code = if e.reason == NUMBER_OUT_OF_RANGE && code != Code::InvalidSnapshot { Code::NumberOutOfRange } else { code };
+        Error::new(code, format!("{what} is not valid json: {e}"))
+    })?;
     if depth > MAX_DEPTH {
         return Err(too_deep(what));
     }

@@ -260,11 +260,29 @@ fn is_ascii(b: &[u8]) -> bool {
     b.is_ascii()
 }
 
+/// `nowMs` as the engine's clock: missing (JavaScript's `undefined` arrives as
+/// NaN) is `missing_now`; negative, infinite or past 2^53 − 1 is `invalid_now`.
 fn now_ms(now: f64) -> Result<u64, JsValue> {
     if (0.0..=9_007_199_254_740_991.0).contains(&now) {
         Ok(now as u64)
+    } else if now.is_nan() {
+        Err(js_error(&Error::new(Code::MissingNow, "nowMs is missing or not a number: pass the host's clock (Date.now())")))
     } else {
-        Err(js_error(&Error::new(Code::InvalidEvent, "now must be a non-negative number of milliseconds")))
+        Err(js_error(&Error::new(Code::InvalidNow, "nowMs must be a number of milliseconds from 0 to 2^53 - 1")))
+    }
+}
+
+/// The process id a reduce scopes its effect keys with (`<process>/<event>:<n>`):
+/// required, so two processes that reuse an event id never share a key at the
+/// gateway.
+fn process_id(process: Option<String>) -> Result<String, JsValue> {
+    match process {
+        Some(p) if !p.is_empty() => Ok(p),
+        _ => {
+            let mut e = Error::new(Code::MissingProcessId, "processId is missing or empty: reduce scopes the effect keys it makes by it");
+            e.path = Some("processId".into());
+            Err(js_error(&e))
+        }
     }
 }
 
@@ -442,7 +460,8 @@ impl Machine {
 
     /// Apply one event. `snapshot` is the stored string or `null` for a new
     /// process; `event` is `{ id, type, payload }` (object or JSON text);
-    /// `processId` scopes default effect keys. Returns
+    /// `processId` (required: `missing_process_id` without it) scopes default
+    /// effect keys. Returns
     /// `{ status, duplicate, changed, snapshot, state, revision, response, effects, error?, nextDueAt }`
     /// where `snapshot` is the string to store (the input one when `changed` is false).
     /// Never throws for bad events or snapshots: those are `rejected` outcomes.
@@ -520,11 +539,12 @@ impl Machine {
     /// into the reusable buffer, then [`Machine::reduce_resident`].
     fn reduce_js(&self, snapshot: JsValue, event: &JsValue, now: f64, process: Option<String>, bytes: bool) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
+        let process = process_id(process)?;
         let mut buf = self.event_buf.take();
         let out = event_text(event, &mut buf).and_then(|n| {
             // SAFETY: TextEncoder wrote these n bytes: UTF-8, whole characters.
             let text = unsafe { std::str::from_utf8_unchecked(&buf[..n]) };
-            self.reduce_resident(process.unwrap_or_default(), snapshot, text, now, bytes)
+            self.reduce_resident(process, snapshot, text, now, bytes)
         });
         if buf.len() <= EVENT_ROOM_KEPT {
             self.event_buf.set(buf);

@@ -370,6 +370,15 @@ fn xstate_configs_are_imported_with_diagnostics_and_analysed() {
     assert!(checkout.diagnostics.iter().all(|d| d.code == "unrepresentable" && d.severity == Severity::Warning));
     let guard = checkout.diagnostics.iter().find(|d| d.site.as_deref() == Some("states.pending.always.guard")).unwrap();
     assert!(guard.message.contains("isPaidInFull"), "{}", guard.message);
+    // Imported, the named guard is a flag the event carries, never the string (a literal that is
+    // always true); the config loaded as an idem definition is refused at that guard.
+    let always = &checkout.definition["states"]["pending"]["always"];
+    let imported = if always.is_array() { &always[0]["guard"] } else { &always["guard"] };
+    assert_eq!(imported, &json!({ "===": [{ "var": "event.payload.$guard.isPaidInFull" }, true] }));
+    let raw = json!({ "id": "x", "initial": "a", "states": { "a": { "always": { "guard": "isPaidInFull", "target": "b" } }, "b": {} } });
+    let err = Machine::from_value(raw.clone()).unwrap_err();
+    assert_eq!((err.code, err.path.as_deref()), (idem::Code::InvalidGuard, Some("states.a.always.guard")), "{err}");
+    assert!(Machine::from_value(idem::xstate::import(&raw).unwrap().definition).is_ok());
     // The topology is still there, and named actions run again on a repeat.
     let def = &checkout.definition;
     assert_eq!(def["states"]["paid"]["on"]["RETRY_NOTIFY"], json!({ "target": "paid", "reenter": true }));

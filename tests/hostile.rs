@@ -3,7 +3,7 @@
 //! dangerous in other languages, that they pass through unchanged).
 //! The table in docs/hostile-inputs.md lists the same rows.
 
-use idem::{Machine, Outcome, Status};
+use idem::{Code, Machine, Outcome, Status};
 use serde_json::{json, Value};
 use std::process::Command;
 
@@ -673,9 +673,19 @@ fn the_same_id_with_another_payload_is_id_conflict_and_never_applied() {
 }
 
 #[test]
-fn numbers_out_of_range_are_invalid_event() {
-    let text = r#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p1","amount":1e400}}"#;
-    assert_rejected(&order().reduce_text("", None, text, 0), "invalid_event");
+fn numbers_out_of_range_are_number_out_of_range() {
+    for amount in ["1e400", "1e309", "-1e309", "1.8e308", "17976931348623159e292", "1e99999999999"] {
+        let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{{"paymentId":"p1","amount":{amount}}}}}"#);
+        assert_rejected(&order().reduce_text("o", None, &text, 0), "number_out_of_range");
+    }
+    // The largest finite double is a number; below the smallest one a number rounds to zero, as any
+    // decimal rounds to its nearest double.
+    for amount in ["1.7976931348623157e308", "1e-400"] {
+        let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{{"paymentId":"p1","amount":{amount}}}}}"#);
+        assert_eq!(order().reduce_text("o", None, &text, 0).status, Status::Applied, "{amount}");
+    }
+    let def = r#"{"id":"m","initial":"a","context":{"n":1e309},"states":{"a":{}}}"#;
+    assert_eq!(Machine::from_json(def).unwrap_err().code, Code::NumberOutOfRange);
 }
 
 #[test]

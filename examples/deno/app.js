@@ -11,13 +11,18 @@
 //   GET  /api/health                what this server serves (the demo page asks it)
 //   GET  /, /pkg/...                the demo page and the wasm package
 //
+// Every request is first held to the limits of pkg/src/http.js (414 for a long
+// URL, 431 for large headers, problem+json); a POST body has `bodyTimeoutMs`
+// (BODY_TIMEOUT_MS, default 10 s) to arrive whole, else 408. Each route answers
+// only its methods (405 with Allow). The Worker answers the same statuses.
+//
 // Which machine runs a process is demo configuration, as in the Worker: ids
 // ending in "-fragile" run www/machines/order-fragile.json, "-robust-nokeys"
 // run order-robust-nokeys.json (a gateway without idempotency keys: the
 // dispatcher verifies), all others order-robust.json.
 
 import { Machine } from "../../pkg/dist/js/deno.js";
-import { createHttpApi, problem } from "../../pkg/dist/js/http.js";
+import { createHttpApi, problem, refuseOversized } from "../../pkg/dist/js/http.js";
 import { DenoKvQueue, DenoKvStore } from "../../pkg/dist/js/stores/denokv.js";
 import { FakeGateway, gatewayEffects, httpGateway } from "../../pkg/dist/js/testing/fake-gateway.js";
 import robust from "../../www/machines/order-robust.json" with { type: "json" };
@@ -75,6 +80,9 @@ async function serveFile(request, url) {
   try {
     const info = await Deno.stat(file);
     if (!info.isFile) return problem(404, "not_found", `no route for ${url.pathname}`);
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return problem(405, "method_not_allowed", "use GET or HEAD", {}, { allow: "GET, HEAD" });
+    }
     const ext = file.pathname.split(".").pop();
     const headers = { "content-type": TYPES[ext] ?? "application/octet-stream", "cache-control": "no-cache" };
     if (request.method === "HEAD") return new Response(null, { headers: { ...headers, "content-length": String(info.size) } });
@@ -96,6 +104,7 @@ async function serveFile(request, url) {
  *   gatewayUrl?: string,        // the payment gateway honouring idempotency keys (else an in-process fake)
  *   gatewayNokeysUrl?: string,  // the gateway without idempotency keys, for "-robust-nokeys" processes
  *   maxRetries?: number,        // compare-and-set retries per request (default 64)
+ *   bodyTimeoutMs?: number,     // how long a request body may take to arrive (default 10 s, then 408)
  * }} config
  * @returns {{ fetch: (request: Request) => Promise<Response>, handleMessage: (msg: unknown) => Promise<boolean>, store: DenoKvStore, queue: DenoKvQueue }}
  */
@@ -140,14 +149,19 @@ export function createApp(config) {
   const apis = Object.fromEntries(
     Object.entries(machines).map(([variant, machine]) => [
       variant,
-      createHttpApi({ machine, store, maxRetries, onError: (err) => console.error("idem:", err) }),
+      createHttpApi({ machine, store, maxRetries, bodyTimeoutMs: config.bodyTimeoutMs, onError: (err) => console.error("idem:", err) }),
     ]),
   );
 
   async function fetchHandler(request) {
+    const oversized = refuseOversized(request);
+    if (oversized) return oversized;
     const url = new URL(request.url);
     const path = url.pathname;
     if (path === "/api/health" || path === "/health") {
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        return problem(405, "method_not_allowed", "use GET or HEAD", {}, { allow: "GET, HEAD" });
+      }
       return Response.json({
         ok: true,
         store: "Deno KV",
@@ -163,8 +177,7 @@ export function createApp(config) {
       const pid = path.slice("/processes/".length).split("/")[0];
       return apis[variantOf(pid)].handle(request);
     }
-    if (request.method === "GET" || request.method === "HEAD") return serveFile(request, url);
-    return problem(404, "not_found", `no route for ${path}`);
+    return serveFile(request, url);
   }
 
   return {

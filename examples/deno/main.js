@@ -8,6 +8,7 @@
 //   GATEWAY_URL           payment gateway honouring idempotency keys (default: an in-process fake)
 //   GATEWAY_NOKEYS_URL    payment gateway without idempotency keys (default: an in-process fake)
 //   MAX_RETRIES           compare-and-set retries per request (default 64)
+//   BODY_TIMEOUT_MS       how long a request body may take to arrive, whole (default 10000; then 408)
 import { createApp } from "./app.js";
 
 const env = (name) => Deno.env.get(name) || undefined;
@@ -18,6 +19,7 @@ const app = createApp({
   gatewayUrl: env("GATEWAY_URL"),
   gatewayNokeysUrl: env("GATEWAY_NOKEYS_URL"),
   maxRetries: env("MAX_RETRIES") === undefined ? undefined : Number(env("MAX_RETRIES")),
+  bodyTimeoutMs: env("BODY_TIMEOUT_MS") === undefined ? undefined : Number(env("BODY_TIMEOUT_MS")),
 });
 
 // Effects: every commit that leaves work due enqueued a message for its due time.

@@ -43,6 +43,31 @@ export class ContentionError extends Error {
 }
 
 /**
+ * An event given as its JSON text, with the id and type the stores log beside it: `apply` hands
+ * the text itself to `machine.reduce`, so the engine reads what the client sent (its numbers, its
+ * strings) and its limits decide. The HTTP API passes request bodies this way.
+ *
+ * ```js
+ * await apply(store, machine, "order-42", new EventText(key, "PAY", `{"id":"${key}","type":"PAY","payload":{"amount":1.50}}`));
+ * ```
+ */
+export class EventText {
+  /**
+   * @param {string} id the event id the text carries
+   * @param {string} type the event type the text carries (for the stores' event log)
+   * @param {string} text the event's JSON text, `{ id, type, payload }`
+   */
+  constructor(id, type, text) {
+    this.id = id;
+    this.type = type;
+    this.text = text;
+  }
+}
+
+/** What `machine.reduce` is given for an event: an `EventText`'s text, any other event as it is. */
+const reduced = (event) => (event instanceof EventText ? event.text : event);
+
+/**
  * The host's clock: a function returning ms, or a fixed number.
  * @param {(() => number) | number | undefined} now
  * @returns {number}
@@ -374,7 +399,7 @@ async function commitGroup(store, processId, lane, calls) {
     for (const c of calls) {
       try {
         const now = readClock(c.options.now);
-        const out = c.machine.reduce(snapshot, c.event, now, processId);
+        const out = c.machine.reduce(snapshot, reduced(c.event), now, processId);
         if (out.changed) {
           snapshot = out.snapshot;
           steps.push({ outcome: out, extras: { event: c.event, now } });
@@ -431,7 +456,7 @@ async function applyLoop(store, machine, processId, event, options, lane, arrive
     const loaded = guessed ? guess.loaded : await store.load(processId);
     guess = null;
     const now = readClock(options.now);
-    const out = machine.reduce(loaded ? loaded.snapshot : null, event, now, processId);
+    const out = machine.reduce(loaded ? loaded.snapshot : null, reduced(event), now, processId);
     if (!out.changed) {
       // Nothing to write, so nothing would check the guess: read the store instead (not a
       // try), unless this is a duplicate and the guess is from after the call arrived.

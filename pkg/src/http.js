@@ -23,7 +23,25 @@
 //   (a chunk missing or cut short)                    the store's StoreCorruptError)
 //   missing Idempotency-Key                   400     problem `missing_idempotency_key`
 //   malformed Idempotency-Key                 400     problem `invalid_idempotency_key`
+//   body not UTF-8, or not JSON               400     problem `invalid_json` (a fatal decoder: nothing replaced by U+FFFD)
+//   a number beyond f64's range (`1e309`)     400     problem `number_out_of_range` (the engine reads the body's own text)
 //   body over the limit                       413     problem `request_too_large`
+//   body not all sent within the deadline     408     problem `request_timeout` (`bodyTimeoutMs`, default 10 s)
+//   URL over the limit                        414     problem `uri_too_long` (`maxUrlBytes`, default 8 KiB)
+//   headers over the limit                    431     problem `headers_too_large` (`maxHeaderBytes`, default 16 KiB)
+//   a method a route does not answer          405     problem `method_not_allowed` + Allow
+//
+// The body is handed to the engine as the client's own JSON text (only the
+// event id from the header is written in front of it when the body has none):
+// no JSON.parse/JSON.stringify round trip changes a number or a string on the
+// way. The fingerprint that tells a replay from a reused key is the engine's:
+// it compares the payload's JSON values, key order aside, and a number written
+// as an integer (`1`, `0`) is not the same value as one written with a
+// fraction or an exponent (`1.0`, `1e0`, `-0`), which are floats: `1.0` and
+// `1e0` are one number, `-0` and `-0.0` one, but `1` vs `1.0` and `0` vs `-0`
+// under one key are `id_conflict` (422). The engine keeps a payload as it was
+// sent and may pass it on (to the context, a response, an effect), so two
+// spellings that could reach a gateway differently are not taken for one.
 //
 // Errors are `application/problem+json` (RFC 9457) with a stable `code`
 // member. Every event response carries `Idem-Outcome: <engine status>`, and
@@ -43,10 +61,18 @@
 // `<effect>.succeeded` / `<effect>.failed` for the machine's effect types are
 // raised by the engine when an effect finishes: clients cannot send either (422).
 
-import { apply, ContentionError } from "./host.js";
+import { apply, ContentionError, EventText } from "./host.js";
 
 /** Largest POST body accepted by default (bytes): the engine's 64 KiB payload limit plus room for the envelope. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 + 1024;
+/** How long a request's body may take to arrive, whole, by default (ms): a body that stalls gets 408. */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+/** Longest request target (path and query) accepted by default (bytes): 414 beyond. */
+export const DEFAULT_MAX_URL_BYTES = 8 * 1024;
+/** Largest header section accepted by default (bytes, each field counted as `name: value\r\n`): 431 beyond. */
+export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+/** `Retry-After` on 409 contention: a whole number of seconds drawn from 1 to this, so clients that collided do not retry in step. */
+export const RETRY_AFTER_MAX_SECONDS = 4;
 export const KEY_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
 export const PROCESS_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$/;
 export const REPLAY_HEADER = "Idempotency-Replayed";
@@ -62,6 +88,7 @@ export const STATUS_BY_CODE = {
   missing_event_type: 400,
   event_id_too_long: 400,
   nesting_too_deep: 400,
+  number_out_of_range: 400,
   payload_too_large: 413,
   unknown_event_type: 422,
   id_conflict: 422,
@@ -80,10 +107,13 @@ const TITLES = {
   400: "Bad Request",
   404: "Not Found",
   405: "Method Not Allowed",
+  408: "Request Timeout",
   409: "Conflict",
   413: "Content Too Large",
+  414: "URI Too Long",
   415: "Unsupported Media Type",
   422: "Unprocessable Content",
+  431: "Request Header Fields Too Large",
   500: "Internal Server Error",
   507: "Insufficient Storage",
 };
@@ -116,43 +146,109 @@ export function parseIdempotencyKey(raw) {
   return KEY_PATTERN.test(v) ? { key: v } : { invalid: true };
 }
 
+/**
+ * 414 or 431 problem when the request's target or its header section is over its limit, else null.
+ * Every route of a host asks it first (`createHttpApi`'s `handle` does), static files included.
+ * Header bytes are counted as they travel (`name: value\r\n` per field); a runtime's own, larger
+ * limit may refuse a request before it gets here.
+ * @param {Request} request
+ * @param {{ maxUrlBytes?: number, maxHeaderBytes?: number }} [limits]
+ * @returns {Response | null}
+ */
+export function refuseOversized(request, limits = {}) {
+  const maxUrl = limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
+  const maxHeaders = limits.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  const url = new URL(request.url);
+  // The request target as sent: ASCII once parsed (anything else is percent-encoded).
+  const target = url.pathname.length + url.search.length;
+  if (target > maxUrl) {
+    return problem(414, "uri_too_long", `the request target is ${target} bytes, more than the ${maxUrl} accepted`, { limit: maxUrl });
+  }
+  let size = 0;
+  for (const [name, value] of request.headers) size += name.length + value.length + 4;
+  if (size > maxHeaders) {
+    return problem(431, "headers_too_large", `the request headers are ${size} bytes, more than the ${maxHeaders} accepted`, { limit: maxHeaders });
+  }
+  return null;
+}
+
+/** A whole number of seconds from 1 to RETRY_AFTER_MAX_SECONDS, drawn anew for each answer (never at module load). */
+export function retryAfterSeconds() {
+  return 1 + Math.floor(Math.random() * RETRY_AFTER_MAX_SECONDS);
+}
+
 /** Bytes of an oversized body read and discarded before answering 413 (so clients that are still sending see the answer). */
 const DRAIN_BYTES = 1 << 20;
 
-/** Read the rest of a body and drop it, up to `limit` bytes; then cancel. */
-async function drain(reader, limit) {
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return;
-    }
+/** Thrown by `read` when the body's deadline passes. */
+const TIMED_OUT = Symbol("timed out");
+
+/**
+ * The next chunk of a body, or TIMED_OUT thrown when the deadline (`Date.now()` ms) passes first.
+ * @param {ReadableStreamDefaultReader<Uint8Array>} reader
+ * @param {number} deadline
+ */
+async function read(reader, deadline) {
+  const left = deadline - Date.now();
+  if (left <= 0) throw TIMED_OUT;
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(TIMED_OUT), left);
+  });
+  try {
+    return await Promise.race([reader.read(), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
-/** Read at most `max` bytes of a body; null when it is longer. */
-async function readLimited(request, max) {
+/** Read the rest of a body and drop it, up to `limit` bytes or the deadline; then cancel. */
+async function drain(reader, limit, deadline) {
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await read(reader, deadline);
+      if (done) return;
+      size += value.byteLength;
+      if (size > limit) break;
+    }
+  } catch (err) {
+    if (err !== TIMED_OUT) throw err;
+  }
+  reader.cancel().catch(() => {});
+}
+
+/**
+ * Read a body whole, strictly: at most `max` bytes, within `timeoutMs`, and UTF-8 (a fatal decoder:
+ * invalid bytes are refused, never replaced by U+FFFD).
+ * @returns {Promise<{ text: string } | { tooLarge: true } | { timeout: true } | { notUtf8: true }>}
+ */
+async function readBody(request, max, timeoutMs) {
+  if (!request.body) return { text: "" };
+  const deadline = Date.now() + timeoutMs;
   const declared = Number(request.headers.get("content-length"));
-  if (!request.body) return "";
   const reader = request.body.getReader();
   if (Number.isFinite(declared) && declared > max) {
-    await drain(reader, DRAIN_BYTES);
-    return null;
+    await drain(reader, DRAIN_BYTES, deadline);
+    return { tooLarge: true };
   }
   const chunks = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await drain(reader, DRAIN_BYTES);
-      return null;
+  try {
+    for (;;) {
+      const { done, value } = await read(reader, deadline);
+      if (done) break;
+      size += value.byteLength;
+      if (size > max) {
+        await drain(reader, DRAIN_BYTES, deadline);
+        return { tooLarge: true };
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+  } catch (err) {
+    if (err !== TIMED_OUT) throw err;
+    reader.cancel().catch(() => {});
+    return { timeout: true };
   }
   const all = new Uint8Array(size);
   let at = 0;
@@ -160,7 +256,26 @@ async function readLimited(request, max) {
     all.set(c, at);
     at += c.byteLength;
   }
-  return new TextDecoder().decode(all);
+  try {
+    return { text: new TextDecoder("utf-8", { fatal: true }).decode(all) };
+  } catch {
+    return { notUtf8: true };
+  }
+}
+
+/**
+ * The event's JSON text for the engine: the body's own text, with `"id":<key>` written in front of
+ * its members when it has no id (the header carries it). `body` is the same text parsed, to know
+ * whether it has members.
+ * @param {string} text
+ * @param {object} body
+ * @param {string} key
+ */
+function eventText(text, body, key) {
+  if (Object.hasOwn(body, "id")) return text;
+  const open = text.indexOf("{"); // JSON text that parsed to an object: only whitespace before it
+  const id = `"id":${JSON.stringify(key)}`;
+  return `${text.slice(0, open)}{${id}${Object.keys(body).length === 0 ? "" : ","}${text.slice(open + 1)}`;
 }
 
 /**
@@ -182,6 +297,7 @@ export function createHttpApi(options) {
   const { machine, store } = options;
   const base = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const bodyTimeout = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   // The engine's own reports (`idem.*`: effect attempts, timers) come from the
   // dispatcher, never from clients: refused here. An effect's outcome event
   // (`<effect>.succeeded` / `.failed`) the engine itself refuses from outside
@@ -233,22 +349,27 @@ export function createHttpApi(options) {
     if (ct && !/^application\/([a-z0-9.+-]*\+)?json\b/i.test(ct)) {
       return problem(415, "unsupported_media_type", "the body must be application/json");
     }
-    const text = await readLimited(request, maxBody);
-    if (text === null) return problem(413, "request_too_large", `the body is larger than ${maxBody} bytes`, { limit: maxBody });
+    const read = await readBody(request, maxBody, bodyTimeout);
+    if ("tooLarge" in read) return problem(413, "request_too_large", `the body is larger than ${maxBody} bytes`, { limit: maxBody });
+    if ("timeout" in read) {
+      return problem(408, "request_timeout", `the body did not arrive within ${bodyTimeout} ms; send it again with the same Idempotency-Key`, { limit: bodyTimeout });
+    }
+    if ("notUtf8" in read) return problem(400, "invalid_json", "the body is not valid utf-8");
+    // Parsed here only to look at it (its shape, its id, its type); the engine reads the text itself.
     let body;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(read.text);
     } catch {
       return problem(400, "invalid_json", "the body is not valid json");
     }
     if (!body || typeof body !== "object" || Array.isArray(body)) {
       return problem(400, "invalid_event", "the body must be an object { type, payload }");
     }
-    if ("id" in body && body.id !== k.key) {
+    if (Object.hasOwn(body, "id") && body.id !== k.key) {
       return problem(400, "invalid_event", "the body's id differs from the Idempotency-Key header; send the id in the header only");
     }
     if (typeof body.type === "string" && reserved(body.type)) return reservedType(body.type);
-    const event = { ...body, id: k.key };
+    const event = new EventText(k.key, typeof body.type === "string" ? body.type : "", eventText(read.text, body, k.key));
 
     let out;
     try {
@@ -256,7 +377,9 @@ export function createHttpApi(options) {
       out = await apply(store, machine, processId, event, options);
     } catch (err) {
       if (err instanceof ContentionError || err?.code === "contention") {
-        return problem(409, "contention", err.message, { processId, eventId: k.key }, { "retry-after": "1" });
+        const headers = { "retry-after": String(retryAfterSeconds()) };
+        if (Number.isInteger(err.attempts)) headers[ATTEMPTS_HEADER] = String(err.attempts);
+        return problem(409, "contention", err.message, { processId, eventId: k.key }, headers);
       }
       // A store that cannot hold the new snapshot refused it before writing anything (Deno KV's atomic limits).
       if (err?.code === "snapshot_too_large") {
@@ -387,6 +510,8 @@ export function createHttpApi(options) {
    * @returns {Promise<Response>}
    */
   async function handle(request, hooks = {}) {
+    const oversized = refuseOversized(request, options);
+    if (oversized) return oversized;
     const url = new URL(request.url);
     const path = url.pathname.slice(base.length) || "/";
     if (!url.pathname.startsWith(base)) return problem(404, "not_found", `no route for ${url.pathname}`);

@@ -25,6 +25,8 @@ export type ErrorCode =
   | "invalid_initial"
   | "duplicate_state_id"
   | "invalid_expression"
+  // a guard written as a bare string (an XState named guard)
+  | "invalid_guard"
   | "unknown_action"
   | "always_loop"
   | "definition_too_large"
@@ -35,6 +37,8 @@ export type ErrorCode =
   | "event_id_too_long"
   | "payload_too_large"
   | "nesting_too_deep"
+  // a number beyond f64's finite range (`1e309`)
+  | "number_out_of_range"
   | "unknown_event_type"
   | "id_conflict"
   | "reserved_event"
@@ -44,6 +48,10 @@ export type ErrorCode =
   | "unsupported_snapshot_format"
   | "wrong_machine"
   | "missing_state"
+  // calls: reduce without a process id, nowMs missing (not a number) or out of range
+  | "missing_process_id"
+  | "missing_now"
+  | "invalid_now"
   // runtime
   | "expression_failed"
   | "microstep_limit"
@@ -63,6 +71,9 @@ export type HostErrorCode =
   | "invalid_idempotency_key"
   | "reserved_event_type"
   | "request_too_large"
+  | "request_timeout"
+  | "uri_too_long"
+  | "headers_too_large"
   | "unsupported_media_type"
   | "event_not_accepted"
   | "invalid_process_id"
@@ -186,14 +197,16 @@ export declare class Machine implements MachineLike {
    * Apply one event. A `Machine` keeps the decoded snapshot of its recent processes (8, 16 MiB): pass
    * back the snapshot it handed out (or an equal string) and the next reduce starts from that copy.
    * A new snapshot string shares the unchanged part of the previous one, so only what changed crosses.
+   * `processId` scopes the effect keys (`<process>/<event>:<n>`): without it (or empty) the call
+   * throws `missing_process_id`; a missing `nowMs` throws `missing_now`, one out of range `invalid_now`.
    */
-  reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId?: string | null): Outcome;
+  reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId: string): Outcome;
   /**
    * As `reduce`, for hosts that store bytes: the snapshot (ASCII text) as a `Uint8Array` in and out.
    * Each applied event returns a new array, filled whole. Hand arrays back unchanged: a kept
    * snapshot is recognised by the array itself and its last 16 bytes (its checksum).
    */
-  reduceBytes(snapshot: Uint8Array | null, event: Event | string, nowMs: number, processId?: string | null): Omit<Outcome, "snapshot"> & { snapshot: Uint8Array | null };
+  reduceBytes(snapshot: Uint8Array | null, event: Event | string, nowMs: number, processId: string): Omit<Outcome, "snapshot"> & { snapshot: Uint8Array | null };
   due(snapshot: Snapshot | Uint8Array, nowMs: number): DueItem[];
   inspect(snapshot: Snapshot | Uint8Array): Inspection;
   retention(): Retention;
@@ -296,7 +309,7 @@ export interface MachineLike {
   readonly id: string;
   readonly version: string;
   readonly hash: string;
-  reduce(snapshot: Snapshot | null, event: Event, nowMs: number, processId?: string | null): Outcome;
+  reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId: string): Outcome;
   due(snapshot: Snapshot, nowMs: number): DueItem[];
   inspect(snapshot: Snapshot): Inspection;
   retention(): Retention;
@@ -318,7 +331,7 @@ export interface Loaded {
 
 /** Passed to `commit` with the outcome, for stores that keep an event log. */
 export interface CommitExtras {
-  event?: Event;
+  event?: Event | EventText;
   /** Host time of the reduce (ms). */
   now?: number;
 }
@@ -373,7 +386,7 @@ export interface ApplyOptions {
   /** Delay before retry n (ms); default full-jitter exponential, 2 ms base, 200 ms cap. */
   backoff?: (n: number) => number;
   /** Called after each lost compare-and-set. */
-  onConflict?: (info: { processId: string; event: Event; attempt: number }) => void;
+  onConflict?: (info: { processId: string; event: Event | EventText; attempt: number }) => void;
   /**
    * Calls for one process through one store run one at a time in this isolate, in arrival order,
    * each starting from what the previous one read or wrote (default true). `false`: every call
@@ -390,7 +403,15 @@ export declare class ContentionError extends Error {
   readonly attempts: number;
 }
 
-export declare function apply(store: Store, machine: MachineLike, processId: string, event: Event, options?: ApplyOptions): Promise<AppliedOutcome>;
+/** An event given as its JSON text (what a request carried), with the id and type the stores log. `apply` reduces the text itself. */
+export declare class EventText {
+  constructor(id: string, type: string, text: string);
+  readonly id: string;
+  readonly type: string;
+  readonly text: string;
+}
+
+export declare function apply(store: Store, machine: MachineLike, processId: string, event: Event | EventText, options?: ApplyOptions): Promise<AppliedOutcome>;
 
 // ---------------------------------------------------------------------------
 // dispatch.js
@@ -458,6 +479,12 @@ export interface HttpApiOptions extends ApplyOptions {
   /** Path prefix of the API ("" by default), e.g. "/api". */
   basePath?: string;
   maxBodyBytes?: number;
+  /** How long a body may take to arrive, whole (ms, default 10000): a body that stalls gets 408 `request_timeout`. */
+  bodyTimeoutMs?: number;
+  /** Longest request target, path and query (bytes, default 8192): 414 `uri_too_long` beyond. */
+  maxUrlBytes?: number;
+  /** Largest header section, each field as `name: value\r\n` (bytes, default 16384): 431 `headers_too_large` beyond. */
+  maxHeaderBytes?: number;
   /** Runs after each commit made for a request (dispatch effects, schedule an alarm). */
   afterCommit?: (processId: string, outcome: AppliedOutcome) => Promise<unknown> | void;
   onError?: (err: unknown) => void;
@@ -471,6 +498,8 @@ export interface HttpApi {
 export declare function createHttpApi(options: HttpApiOptions): HttpApi;
 
 export declare function problem(status: number, code: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Response;
+/** 414 / 431 problem when the request target or the header section is over its limit, else null (ask it first on every route). */
+export declare function refuseOversized(request: Request, limits?: { maxUrlBytes?: number; maxHeaderBytes?: number }): Response | null;
 export declare const STATUS_BY_CODE: Record<string, number>;
 export declare const REPLAY_HEADER: "Idempotency-Replayed";
 export declare const OUTCOME_HEADER: "Idem-Outcome";

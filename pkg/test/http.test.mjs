@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Machine } from "../src/node.js";
-import { createHttpApi, DEFAULT_MAX_BODY_BYTES } from "../src/http.js";
+import { createHttpApi, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, RETRY_AFTER_MAX_SECONDS, refuseOversized } from "../src/http.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { fixture } from "./helpers.mjs";
 
@@ -151,8 +151,192 @@ test("contention outlasting the retries -> 409 contention with Retry-After", asy
   const { post } = setup({ store, api: { maxRetries: 2, backoff: () => 0 } });
   const res = await post("o1", "k1", pay("p1"));
   assert.equal(res.status, 409);
-  assert.equal(res.headers.get("retry-after"), "1");
   assert.equal((await res.json()).code, "contention");
+  assert.equal(res.headers.get("idem-attempts"), "3", "the first try and two retries");
+  // Retry-After carries jitter: whole seconds from 1 to RETRY_AFTER_MAX_SECONDS, so clients that
+  // collided do not come back in step.
+  const seen = new Set([res.headers.get("retry-after")]);
+  for (let i = 0; i < 40; i++) {
+    const again = await post("o1", "k1", pay("p1"));
+    assert.equal(again.status, 409);
+    seen.add(again.headers.get("retry-after"));
+  }
+  for (const v of seen) assert.ok(/^[1-9]$/.test(v) && Number(v) <= RETRY_AFTER_MAX_SECONDS, `Retry-After ${v}`);
+  assert.ok(seen.size >= 2, `41 answers, one Retry-After: ${[...seen]}`);
+});
+
+// --- Nothing silently altered: the body is read strictly and reaches the engine as sent. ---
+
+/** POST raw bytes (a Uint8Array or a string) as the body. */
+const postBytes = (api, pid, key, bytes, headers = {}) =>
+  api.handle(new Request(`http://x/api/processes/${pid}/events`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "idempotency-key": key, ...headers },
+    body: bytes,
+  }));
+const utf8 = (s) => new TextEncoder().encode(s);
+/** `{"type":"PAYMENT_PARTIAL","payload":{"paymentId":"<id>","amount":<amount as written>}}` */
+const payText = (paymentId, amount) => `{"type":"PAYMENT_PARTIAL","payload":{"paymentId":"${paymentId}","amount":${amount}}}`;
+
+test("invalid UTF-8 in the body -> 400 invalid_json (never replaced by U+FFFD), nothing recorded", async () => {
+  const { api, store } = setup();
+  const before = utf8(payText("p-X", 1));
+  const at = before.indexOf("X".charCodeAt(0));
+  const cases = {
+    "a lone 0xff": [0xff],
+    "a cut sequence": [0xc3],
+    "an overlong slash": [0xc0, 0xaf],
+    "a surrogate encoded": [0xed, 0xa0, 0x80],
+  };
+  for (const [name, bad] of Object.entries(cases)) {
+    const bytes = new Uint8Array([...before.subarray(0, at), ...bad, ...before.subarray(at + 1)]);
+    const res = await postBytes(api, "o1", "k1", bytes);
+    assert.equal(res.status, 400, name);
+    isProblem(res);
+    const body = await res.json();
+    assert.equal(body.code, "invalid_json", name);
+    assert.match(body.detail, /utf-8/);
+  }
+  assert.equal(store.writes, 0);
+  // The same text with the character well formed is applied.
+  assert.equal((await postBytes(api, "o1", "k1", utf8(payText("p-é", 1)))).status, 201);
+});
+
+test("a number beyond f64's range -> 400 number_out_of_range from the engine, nothing recorded", async () => {
+  const { api, store } = setup();
+  for (const amount of ["1e309", "-1e309", "1e400", "2e308"]) {
+    const res = await postBytes(api, "o1", "k1", payText("p1", amount));
+    assert.equal(res.status, 400, amount);
+    isProblem(res);
+    const body = await res.json();
+    assert.equal(body.code, "number_out_of_range", amount);
+    assert.equal(res.headers.get("idem-outcome"), "rejected");
+  }
+  assert.equal(store.writes, 0);
+  const max = await postBytes(api, "o1", "k1", payText("p1", "1.7976931348623157e308"));
+  assert.equal(max.status, 201, "the largest double is a number");
+});
+
+test("the engine reads the body's own text: digits JSON.parse would round are kept, and compared", async () => {
+  const { api, store } = setup();
+  // 2^64 - 1: JSON.parse rounds it to 18446744073709552000; the engine reads it exactly.
+  const first = await postBytes(api, "o1", "k1", `{"type":"CHECKOUT","payload":{"amount":18446744073709551615}}`);
+  assert.equal(first.status, 201);
+  const rounded = await postBytes(api, "o1", "k1", `{"type":"CHECKOUT","payload":{"amount":18446744073709552000}}`);
+  assert.equal(rounded.status, 422, "another number under the same key");
+  assert.equal((await rounded.json()).code, "id_conflict");
+  const same = await postBytes(api, "o1", "k1", ` {"payload":{"amount":18446744073709551615}, "type":"CHECKOUT"}\n`);
+  assert.equal(same.status, 201);
+  assert.equal(same.headers.get("idempotency-replayed"), "true");
+  // What is stored holds the digits as sent (inspect hands them to JSON.parse, which would round them).
+  const { snapshot } = await store.load("o1");
+  assert.ok(snapshot.includes('{"amount":18446744073709551615}'), "the stored context keeps the exact integer");
+});
+
+test("the fingerprint and numbers: 1.0 = 1e0 and -0 = -0.0, but 1 ≠ 1.0 and 0 ≠ -0 (decided in http.js)", async () => {
+  const { api } = setup();
+  // [first body's amount, a retry's amount under the same key, replay?]
+  const table = [
+    ["1", "1", true],
+    ["1.0", "1e0", true],
+    ["1e0", "10e-1", true],
+    ["1.50", "1.5", true],
+    ["-0", "-0.0", true],
+    ["1", "1.0", false],
+    ["1", "1e0", false],
+    ["0", "-0", false],
+    ["0", "0.0", false],
+  ];
+  for (const [i, [a, b, replay]] of table.entries()) {
+    const key = `n${i}`;
+    const first = await postBytes(api, "o1", key, payText(`q${i}`, a));
+    assert.ok(first.status === 200 || first.status === 201, `${a}: ${first.status}`);
+    const retry = await postBytes(api, "o1", key, payText(`q${i}`, b));
+    if (replay) {
+      assert.equal(retry.headers.get("idempotency-replayed"), "true", `${a} then ${b}`);
+      assert.equal(retry.status, first.status);
+    } else {
+      assert.equal(retry.status, 422, `${a} then ${b}`);
+      assert.equal((await retry.json()).code, "id_conflict", `${a} then ${b}`);
+    }
+  }
+});
+
+test("the id from the header goes in front of the body's own members; a body with the same id is taken as sent", async () => {
+  const { api } = setup();
+  const missingType = await postBytes(api, "o1", "k0", "{ }");
+  assert.equal(missingType.status, 400);
+  assert.equal((await missingType.json()).code, "missing_event_type");
+  const spaced = await postBytes(api, "o1", "k1", `\r\n\t {  "type" : "PAYMENT_PARTIAL" , "payload" : {"paymentId":"p1","amount":1} } `);
+  assert.equal(spaced.status, 201);
+  const withId = await postBytes(api, "o1", "k2", `{"id":"k2","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p2","amount":1}}`);
+  assert.equal(withId.status, 200);
+  const otherId = await postBytes(api, "o1", "k3", `{"id":"k4","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p3","amount":1}}`);
+  assert.equal(otherId.status, 400);
+  // A key given twice: JSON.parse and the engine both keep the last value.
+  const twice = await postBytes(api, "o1", "k5", `{"id":"k9","id":"k5","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p5","amount":1}}`);
+  assert.equal(twice.status, 200);
+  const view = await (await api.handle(new Request("http://x/api/processes/o1/events"))).json();
+  assert.deepEqual(view.events.map((e) => e.eventId), ["k1", "k2", "k5"]);
+});
+
+test("a body that stalls -> 408 request_timeout after bodyTimeoutMs, nothing recorded", async () => {
+  const { api, store } = setup({ api: { bodyTimeoutMs: 200 } });
+  let cancelled = false;
+  const stalled = new ReadableStream({
+    start(c) {
+      c.enqueue(utf8('{"type":"PAYMENT_PA'));
+    },
+    cancel() {
+      cancelled = true;
+    },
+  });
+  const t0 = Date.now();
+  const res = await api.handle(new Request("http://x/api/processes/o1/events", {
+    method: "POST",
+    headers: { "content-type": "application/json", "idempotency-key": "k1" },
+    body: stalled,
+    duplex: "half",
+  }));
+  const ms = Date.now() - t0;
+  assert.equal(res.status, 408);
+  isProblem(res);
+  assert.equal((await res.json()).code, "request_timeout");
+  assert.ok(ms >= 190 && ms < 2000, `answered after ${ms} ms`);
+  assert.ok(cancelled, "the body is cancelled, not read further");
+  assert.equal(store.writes, 0);
+  // A body that trickles in slower than the deadline is cut off too (the deadline is for the whole body).
+  let i = 0;
+  const trickle = new ReadableStream({
+    async pull(c) {
+      await new Promise((r) => setTimeout(r, 50));
+      c.enqueue(utf8(i++ === 0 ? "{" : " "));
+    },
+  });
+  const slow = await api.handle(new Request("http://x/api/processes/o1/events", {
+    method: "POST", headers: { "idempotency-key": "k2" }, body: trickle, duplex: "half",
+  }));
+  assert.equal(slow.status, 408);
+});
+
+test("a long URL -> 414 uri_too_long; large headers -> 431 headers_too_large (problem+json, limits configurable)", async () => {
+  const { api } = setup();
+  const long = await api.handle(new Request(`http://x/api/processes/o1?pad=${"a".repeat(DEFAULT_MAX_URL_BYTES)}`));
+  assert.equal(long.status, 414);
+  isProblem(long);
+  assert.equal((await long.json()).code, "uri_too_long");
+  const fits = await api.handle(new Request(`http://x/api/processes/o1?pad=${"a".repeat(DEFAULT_MAX_URL_BYTES - 100)}`));
+  assert.equal(fits.status, 404, "under the limit: routed (no such process)");
+  const big = await api.handle(new Request("http://x/api/", { headers: { "x-pad": "a".repeat(DEFAULT_MAX_HEADER_BYTES) } }));
+  assert.equal(big.status, 431);
+  isProblem(big);
+  assert.equal((await big.json()).code, "headers_too_large");
+  const many = await api.handle(new Request("http://x/api/", { headers: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`x-h${i}`, "a".repeat(20)])) }));
+  assert.equal(many.status, 431, "many small headers count as well");
+  const { api: tight } = setup({ api: { maxUrlBytes: 64, maxHeaderBytes: 256 } });
+  assert.equal((await tight.handle(new Request(`http://x/api/processes/${"a".repeat(60)}`))).status, 414);
+  assert.equal((await tight.handle(new Request("http://x/api/", { headers: { "x-pad": "a".repeat(300) } }))).status, 431);
+  assert.equal(refuseOversized(new Request("http://x/api/")), null);
 });
 
 test("GET process, GET events, GET the API description, 404 and 405", async () => {

@@ -6,6 +6,7 @@
 import { assert, assertEquals } from "./assert.js";
 import { eventually, tempKvPath } from "./helpers.js";
 import { startServer } from "./server.js";
+import { checkCases, checkNumberPairs, checkStalledBody, rawRequest } from "../http/hostile.mjs";
 
 // One server for the file (a child process): the tests below share it.
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -206,7 +207,9 @@ Deno.test({ name: "contention that outlasts the retries -> 409 contention with R
         isProblem(r);
         const body = await r.json();
         assertEquals(body.code, "contention");
-        assertEquals(r.headers.get("retry-after"), "1");
+        const after = Number(r.headers.get("retry-after"));
+        assert(Number.isInteger(after) && after >= 1 && after <= 4, `Retry-After ${r.headers.get("retry-after")}: 1 to 4 s, jittered`);
+        assertEquals(r.headers.get("idem-attempts"), "1", "MAX_RETRIES=0: one try");
         lost.push(i);
       } else {
         assert(r.status === 200 || r.status === 201, `status ${r.status}`);
@@ -272,6 +275,45 @@ Deno.test({ name: "wrong method -> 405; unknown route -> 404; the API descriptio
   assertEquals(api.idempotency.header, "Idempotency-Key");
   assertEquals(api.idempotency.windowMs, 86400000);
   assertEquals(api.idempotency.windowMsByType.PAYMENT_PARTIAL, 3600000);
+}});
+
+Deno.test({ name: "hostile requests as raw bytes (bad UTF-8, 1e309, long URL and headers, wrong methods) -> the Worker's statuses and codes", ...opts, fn: async () => {
+  const w = await server();
+  const target = { host: "127.0.0.1", port: Number(new URL(w.base).port) };
+  await checkCases(target, "hostile");
+  // FIXME(issue 27): past Deno.serve's own limits (more than 128 header fields; a URL or a header
+  // of 64 KiB) its HTTP layer refuses the request before the handler runs: an empty 400, not
+  // 414 / 431 problem+json. Asserted as it is today; under them, http.js answers (checkCases).
+  const beyond = [
+    { path: "/api", headers: Object.fromEntries(Array.from({ length: 130 }, (_, i) => [`x-h${i}`, "a"])) },
+    { path: `/api?pad=${"a".repeat(64 * 1024)}` },
+    { path: "/api", headers: { "x-pad": "a".repeat(64 * 1024) } },
+  ];
+  for (const req of beyond) {
+    const res = await rawRequest(target, req);
+    assertEquals([res.status, res.text, res.headers["content-type"]], [400, "", undefined]);
+  }
+  // The demo page's files answer GET and HEAD only.
+  const del = await rawRequest(target, { method: "DELETE", path: "/" });
+  assertEquals(del.status, 405);
+  assertEquals(del.headers.allow, "GET, HEAD");
+  assertEquals(JSON.parse(del.text).code, "method_not_allowed");
+}});
+
+Deno.test({ name: "numbers under one Idempotency-Key: 1.0 = 1e0 and -0 = -0.0 replay; 1 vs 1.0 and 0 vs -0 -> 422 id_conflict", ...opts, fn: async () => {
+  const w = await server();
+  await checkNumberPairs({ host: "127.0.0.1", port: Number(new URL(w.base).port) }, "numbers");
+}});
+
+Deno.test({ name: "a body that stalls -> 408 request_timeout after BODY_TIMEOUT_MS, the server not held", ...opts, fn: async () => {
+  const s = await startServer({ env: { BODY_TIMEOUT_MS: "400" } });
+  try {
+    const target = { host: "127.0.0.1", port: Number(new URL(s.base).port) };
+    const ms = await checkStalledBody(target, "stalled", 400);
+    console.log(`a stalled body on Deno: 408 after ${ms} ms (BODY_TIMEOUT_MS=400)`);
+  } finally {
+    await s.stop();
+  }
 }});
 
 Deno.test({ name: "50 concurrent deliveries of one event through the server -> one applied, 49 identical replays, one log row", ...opts, fn: async () => {

@@ -91,10 +91,11 @@ test("invalid definitions throw an Error with code and path", () => {
 test("a bad nowMs throws an Error with a code; a bad event or snapshot is a rejected outcome", () => {
   const m = new Machine(orderDefinition());
   const first = m.reduce(null, pay("e1", "p1", 40), 1000, "order-1");
-  for (const now of [-1, NaN, Infinity, 2 ** 53, undefined]) {
-    throwsIdemError(() => m.reduce(first.snapshot, pay("e2", "p2", 10), now, "order-1"), "invalid_event");
-    throwsIdemError(() => m.due(first.snapshot, now), "invalid_event");
+  for (const [now, code] of [[-1, "invalid_now"], [NaN, "missing_now"], [Infinity, "invalid_now"], [2 ** 53, "invalid_now"], [undefined, "missing_now"]]) {
+    throwsIdemError(() => m.reduce(first.snapshot, pay("e2", "p2", 10), now, "order-1"), code);
+    throwsIdemError(() => m.due(first.snapshot, now), code);
   }
+  throwsIdemError(() => m.reduce(first.snapshot, pay("e2", "p2", 10)), "missing_now");
   const rejected = [
     [first.snapshot, { type: "PAYMENT_PARTIAL" }, "missing_event_id"],
     [first.snapshot, { id: "e9", type: "NOPE" }, "unknown_event_type"],
@@ -132,9 +133,20 @@ test("a duplicate gets the identical first response and costs no write", () => {
   const clash = m.reduce(first.snapshot, pay("e1", "p1", 41), 6000, "order-1");
   assert.equal(clash.status, "conflict");
   assert.equal(clash.error.code, "id_conflict");
-  // The process id is optional (it only scopes default effect keys).
-  assert.equal(m.reduce(null, pay("e1", "p1", 40), 1000).status, "applied");
-  assert.equal(m.reduce(null, pay("e1", "p1", 40), 1000, null).status, "applied");
+});
+
+test("reduce requires a process id: effect keys of two processes reusing an event id never meet", () => {
+  const m = new Machine(orderDefinition());
+  for (const pid of [undefined, null, ""]) {
+    throwsIdemError(() => m.reduce(null, pay("e1", "p1", 40), 1000, pid), "missing_process_id", "processId");
+    throwsIdemError(() => m.reduceBytes(null, pay("e1", "p1", 40), 1000, pid), "missing_process_id", "processId");
+  }
+  const charge = { id: "e1", type: "CHECKOUT", payload: { amount: 50 } };
+  const keys = ["pay-1", "pay-2"].map((pid) => new Machine(JSON.parse(read("tests/machines/payment.json"))).reduce(null, charge, 1000, pid).effects.map((e) => e.key));
+  assert.equal(keys[0].length, 1, JSON.stringify(keys));
+  assert.equal(keys[1].length, 1, JSON.stringify(keys));
+  assert.notEqual(keys[0][0], keys[1][0]);
+  assert.ok(keys[0][0].startsWith("pay-1/"), keys[0][0]);
 });
 
 test("outcomes, due work and inspections are plain objects", () => {
@@ -186,7 +198,7 @@ test("importXState takes a real XState v5 machine's config; analyze() finds its 
     // The named action is code: it cannot be imported as data, and says so.
     assert.ok(diagnostics.some((d) => d.code === "unrepresentable" && JSON.stringify(d).includes("addToTotal")), JSON.stringify(diagnostics));
     const m = new Machine(definition);
-    assert.equal(m.reduce(null, { id: "e1", type: "CLOSE" }, 1).state, "closed");
+    assert.equal(m.reduce(null, { id: "e1", type: "CLOSE" }, 1, "door-1").state, "closed");
   }
   throwsIdemError(() => importXState("{not json"), "invalid_json");
 
@@ -196,7 +208,7 @@ test("importXState takes a real XState v5 machine's config; analyze() finds its 
   // Replaying the witness applies the repeat a second time: that is what it proves.
   let snapshot = null;
   const statuses = finding.witness.steps.map((step) => {
-    const out = fragile.reduce(snapshot, step.event, step.now);
+    const out = fragile.reduce(snapshot, step.event, step.now, "witness");
     snapshot = out.snapshot;
     return out.status;
   });

@@ -48,7 +48,9 @@ const notAStatus: OutcomeStatus = "done";
 // @ts-expect-error the snapshot can be null (no process yet): check before storing
 const mustCheck: Snapshot = out.snapshot;
 const toStore: Snapshot | null = out.changed ? out.snapshot : null;
-const replay: Json = machine.reduce(out.snapshot, bare, Date.now()).response;
+const replay: Json = machine.reduce(out.snapshot, bare, Date.now(), "order-42").response;
+// @ts-expect-error the process id is required (it scopes effect keys)
+machine.reduce(out.snapshot, bare, Date.now());
 const code: ErrorCode | undefined = out.error?.code;
 const path: string | undefined = out.error?.path;
 const due: number | null = out.nextDueAt;

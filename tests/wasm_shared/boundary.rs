@@ -83,14 +83,30 @@ fn bad_now_ms_throws_with_a_code() {
     let m = order();
     let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
     let snapshot = first["snapshot"].as_str().unwrap().to_string();
-    for now in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9_007_199_254_740_992.0] {
-        let Err(e) = m.reduce(JsValue::from(snapshot.clone()), pay("e2", "p2", 10), now, None) else { panic!("reduce accepted nowMs {now}") };
-        assert_idem_error(&e, "invalid_event");
+    // NaN is what a missing nowMs (undefined) arrives as.
+    for (now, code) in [(-1.0, "invalid_now"), (f64::NAN, "missing_now"), (f64::INFINITY, "invalid_now"), (f64::NEG_INFINITY, "invalid_now"), (9_007_199_254_740_992.0, "invalid_now")] {
+        let Err(e) = m.reduce(JsValue::from(snapshot.clone()), pay("e2", "p2", 10), now, Some("o".into())) else { panic!("reduce accepted nowMs {now}") };
+        assert_idem_error(&e, code);
         let Err(e) = m.due(JsValue::from(snapshot.clone()), now) else { panic!("due accepted nowMs {now}") };
-        assert_idem_error(&e, "invalid_event");
+        assert_idem_error(&e, code);
     }
     // The largest safe integer is a valid time.
-    assert!(m.reduce(JsValue::from(snapshot), pay("e2", "p2", 10), 9_007_199_254_740_991.0, None).is_ok());
+    assert!(m.reduce(JsValue::from(snapshot), pay("e2", "p2", 10), 9_007_199_254_740_991.0, Some("o".into())).is_ok());
+}
+
+#[wasm_bindgen_test]
+fn reduce_without_a_process_id_throws_missing_process_id() {
+    // Effect keys are `<process>/<event>:<n>`: without the process two processes reusing an event id
+    // would share a key at the gateway, so the call is refused rather than answered.
+    let m = order();
+    for process in [None, Some(String::new())] {
+        for bytes in [false, true] {
+            let out = if bytes { m.reduce_bytes(JsValue::NULL, pay("e1", "p1", 40), 1000.0, process.clone()) } else { m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, process.clone()) };
+            let Err(e) = out else { panic!("reduce accepted processId {process:?}") };
+            assert_idem_error(&e, "missing_process_id");
+            assert_eq!(js_sys::Reflect::get(&e, &"path".into()).unwrap().as_string().as_deref(), Some("processId"));
+        }
+    }
 }
 
 #[wasm_bindgen_test]
@@ -123,7 +139,7 @@ fn a_duplicate_replays_the_identical_response() {
 #[wasm_bindgen_test]
 fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
     let m = order();
-    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, None));
+    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
     let stored = first["snapshot"].as_str().unwrap().to_string();
     let cases: [(Option<String>, JsValue, &str); 7] = [
         (Some(stored.clone()), js(r#"{"type":"PAYMENT_PARTIAL","payload":{}}"#), "missing_event_id"),
@@ -135,7 +151,7 @@ fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
         (Some(stored.replacen("order", "other", 1)), pay("e9", "p9", 1), "invalid_snapshot"),
     ];
     for (snapshot, event, code) in cases {
-        let out = outcome(m.reduce(snap(snapshot.clone()), event, 2000.0, None));
+        let out = outcome(m.reduce(snap(snapshot.clone()), event, 2000.0, Some("o".into())));
         assert_eq!(out["status"], "rejected", "{code}: {out}");
         assert_eq!(out["error"]["code"], code, "{out}");
         assert_eq!(out["changed"], false);
@@ -146,7 +162,7 @@ fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
 #[wasm_bindgen_test]
 fn the_snapshot_is_an_opaque_ascii_string_and_inspect_reads_it() {
     let m = order();
-    let out = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, None));
+    let out = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
     let snapshot = out["snapshot"].as_str().unwrap();
     assert!(snapshot.starts_with("idem3\n"), "{snapshot}");
     assert!(snapshot.is_ascii());
@@ -208,7 +224,7 @@ fn a_hazard_witness_replays_through_reduce() {
     let mut snapshot: Option<String> = None;
     let mut statuses = Vec::new();
     for step in finding["witness"]["steps"].as_array().unwrap() {
-        let out = outcome(m.reduce(snap(snapshot.clone()), js(&step["event"].to_string()), step["now"].as_f64().unwrap(), None));
+        let out = outcome(m.reduce(snap(snapshot.clone()), js(&step["event"].to_string()), step["now"].as_f64().unwrap(), Some("witness".into())));
         statuses.push(out["status"].as_str().unwrap().to_string());
         snapshot = out["snapshot"].as_str().map(str::to_string);
     }

@@ -7,6 +7,7 @@ import { Machine } from "../../pkg/src/node.js";
 import { apply } from "../../pkg/src/host.js";
 import { D1Store } from "../../pkg/src/stores/d1.js";
 import { ROOT, startWorker } from "./harness.mjs";
+import { checkCases, checkNumberPairs, checkStalledBody } from "../http/hostile.mjs";
 
 const pay = (paymentId, amount = 10) => ({ type: "PAYMENT_PARTIAL", payload: { paymentId, amount } });
 const isProblem = (res) => assert.equal(res.headers.get("content-type"), "application/problem+json");
@@ -148,7 +149,9 @@ test("contention that outlasts the retries -> 409 contention with Retry-After; r
         isProblem(r);
         const body = await r.json();
         assert.equal(body.code, "contention");
-        assert.equal(r.headers.get("retry-after"), "1");
+        const after = Number(r.headers.get("retry-after"));
+        assert.ok(Number.isInteger(after) && after >= 1 && after <= 4, `Retry-After ${r.headers.get("retry-after")}: 1 to 4 s, jittered`);
+        assert.equal(r.headers.get("idem-attempts"), "1", "MAX_RETRIES=0: one try");
         lost.push(i);
       } else {
         assert.ok(r.status === 200 || r.status === 201, `status ${r.status}`);
@@ -164,6 +167,30 @@ test("contention that outlasts the retries -> 409 contention with Retry-After; r
     }
     const view = await (await tight.fetch(`/processes/${pid}`)).json();
     assert.equal(view.context.payments.length, 20);
+  } finally {
+    await tight.close();
+  }
+});
+
+/** workerd's own socket, for requests sent as raw bytes. */
+async function socketOf(worker) {
+  const url = await worker.mf.ready;
+  return { host: url.hostname, port: Number(url.port) };
+}
+
+test("hostile requests as raw bytes (bad UTF-8, 1e309, long URL and headers, wrong methods) -> the Deno server's statuses and codes", async () => {
+  await checkCases(await socketOf(w), "hostile");
+});
+
+test("numbers under one Idempotency-Key: 1.0 = 1e0 and -0 = -0.0 replay; 1 vs 1.0 and 0 vs -0 -> 422 id_conflict", async () => {
+  await checkNumberPairs(await socketOf(w), "numbers");
+});
+
+test("a body that stalls -> 408 request_timeout after BODY_TIMEOUT_MS", async () => {
+  const tight = await startWorker({ vars: { BODY_TIMEOUT_MS: "400" } });
+  try {
+    const ms = await checkStalledBody(await socketOf(tight), "stalled", 400);
+    console.log(`a stalled body on workerd: 408 after ${ms} ms (BODY_TIMEOUT_MS=400)`);
   } finally {
     await tight.close();
   }

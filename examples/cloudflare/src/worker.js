@@ -10,6 +10,11 @@
 //   /api/health                    what this Worker serves
 //   GET /api, /do, /kv             the API description (retention window, limits)
 //
+// Every request is first held to the limits of pkg/src/http.js (414 for a long
+// URL, 431 for large headers, problem+json); a POST body has `bodyTimeoutMs`
+// (the BODY_TIMEOUT_MS var, default 10 s) to arrive whole, else 408. Each route
+// answers only its methods (405 with Allow), as the Deno server does.
+//
 // Which machine runs a process is demo configuration: ids ending in
 // "-fragile" run www/machines/order-fragile.json, "-robust-nokeys" run
 // order-robust-nokeys.json (its charges go to a gateway without idempotency
@@ -21,7 +26,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { Machine } from "../../../pkg/dist/js/workerd.js";
-import { createHttpApi, problem, PROCESS_ID_PATTERN } from "../../../pkg/dist/js/http.js";
+import { createHttpApi, problem, PROCESS_ID_PATTERN, refuseOversized } from "../../../pkg/dist/js/http.js";
 import { dispatch } from "../../../pkg/dist/js/dispatch.js";
 import { D1Store } from "../../../pkg/dist/js/stores/d1.js";
 import { KVStore } from "../../../pkg/dist/js/stores/kv.js";
@@ -72,6 +77,9 @@ const maxRetries = (env) => (env.MAX_RETRIES === undefined ? 64 : Number(env.MAX
  * is "off", which makes this isolate's concurrent requests race as other isolates' do.
  */
 const lane = (env) => env.LANES !== "off";
+/** How long a request body may take to arrive, whole (ms; the BODY_TIMEOUT_MS var, default http.js's 10 s). */
+const bodyTimeoutMs = (env) => (env.BODY_TIMEOUT_MS === undefined ? undefined : Number(env.BODY_TIMEOUT_MS));
+const GET_ONLY = (detail) => problem(405, "method_not_allowed", detail, {}, { allow: "GET, HEAD" });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -114,22 +122,27 @@ async function d1Api(request, env, ctx, url) {
     store,
     maxRetries: maxRetries(env),
     lane: lane(env),
+    bodyTimeoutMs: bodyTimeoutMs(env),
     afterCommit: (processId, out) => (dueSoon(out) ? dispatchAndFollow(store, machine, processId, effectsFor(env, variant)) : undefined),
     onError: (err) => console.error("dispatch failed", err),
   });
   return api.handle(request, { waitUntil: (p) => ctx.waitUntil(p) });
 }
 
-function describe(basePath) {
+/** The API description (GET only: the request's method is kept, so another one gets 405). */
+function describe(basePath, request) {
   const { machine } = machineFor("");
-  return createHttpApi({ machine, store: { load: async () => null }, basePath }).handle(new Request(`http://x${basePath}/`));
+  return createHttpApi({ machine, store: { load: async () => null }, basePath }).handle(new Request(`http://x${basePath}/`, { method: request.method }));
 }
 
 export default {
   async fetch(request, env, ctx) {
+    const oversized = refuseOversized(request);
+    if (oversized) return oversized;
     const url = new URL(request.url);
     const path = url.pathname;
     if (path === "/api/health" || path === "/health") {
+      if (request.method !== "GET" && request.method !== "HEAD") return GET_ONLY("use GET or HEAD");
       return Response.json({
         ok: true,
         store: "D1",
@@ -138,10 +151,10 @@ export default {
         gateway: env.GATEWAY ? "service binding" : "in-process fake",
       });
     }
-    if (path === "/api" || path === "/api/") return describe("");
+    if (path === "/api" || path === "/api/") return describe("", request);
     if (path.startsWith("/processes/")) return d1Api(request, env, ctx, url);
     for (const mode of ["do", "kv"]) {
-      if (path === `/${mode}` || path === `/${mode}/`) return describe(`/${mode}`);
+      if (path === `/${mode}` || path === `/${mode}/`) return describe(`/${mode}`, request);
       if (path.startsWith(`/${mode}/processes/`)) {
         const pid = processIdOf(path, `/${mode}`);
         if (!PROCESS_ID_PATTERN.test(pid)) return problem(400, "invalid_process_id", `process ids must match ${PROCESS_ID_PATTERN.source}`);
@@ -153,6 +166,11 @@ export default {
       const store = new KVStore(env.KV, { prefix: "direct:" });
       const { machine } = machineFor(processIdOf(path, "/kv-direct") ?? "");
       return createHttpApi({ machine, store, basePath: "/kv-direct", maxRetries: maxRetries(env) }).handle(request);
+    }
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      // A static file answers GET and HEAD only; a path that is none is not found, whatever the method.
+      const found = env.ASSETS ? (await env.ASSETS.fetch(new Request(url, { method: "HEAD" }))).ok : false;
+      return found ? GET_ONLY("use GET or HEAD") : problem(404, "not_found", `no route for ${path}`);
     }
     if (env.ASSETS) return env.ASSETS.fetch(request);
     return problem(404, "not_found", `no route for ${path}`);
@@ -210,6 +228,7 @@ export class ProcessObject extends DurableObject {
       store: this.store(),
       basePath: `/${mode}`,
       maxRetries: maxRetries(this.env),
+      bodyTimeoutMs: bodyTimeoutMs(this.env),
       // Nothing due at all: no dispatch to run, and an alarm left from earlier finds nothing when it rings.
       afterCommit: (_processId, out) => (out.nextDueAt === null ? undefined : this.kick()),
       onError: (err) => console.error("dispatch failed", err),
