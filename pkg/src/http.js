@@ -190,6 +190,20 @@ export function createHttpApi(options) {
   const reservedType = (type, extra, headers) =>
     problem(422, "reserved_event_type", `event type "${type}" is reported by the engine, not by clients`, extra, headers);
 
+  // With no `afterCommit`, nothing in this API performs effects or fires timers: say so
+  // once, at the first commit that leaves work due, rather than leave it in the outbox
+  // in silence. `afterCommit: null` says the work is dispatched elsewhere (a cron, an
+  // alarm, a queue) and keeps this quiet.
+  let undispatchedSaid = "afterCommit" in options;
+  function sayUndispatched(processId, out) {
+    if (undispatchedSaid || !out.changed || out.nextDueAt === null) return;
+    undispatchedSaid = true;
+    (options.onWarning ?? console.warn)(
+      `idem: process "${processId}" has work due (effects or timers) and createHttpApi has no afterCommit, so nothing dispatches it; ` +
+        "pass afterCommit (e.g. dispatch), or afterCommit: null when a cron, an alarm or a queue dispatches",
+    );
+  }
+
   /** Frozen first answer for an event: from the applied outcome, or from the ledger for a replay. */
   function firstAnswer(processId, eventId, entry, eventType) {
     if (entry.status === "ignored") {
@@ -267,6 +281,7 @@ export function createHttpApi(options) {
 
     switch (out.status) {
       case "applied": {
+        sayUndispatched(processId, out);
         if (out.changed && options.afterCommit) {
           const p = options.afterCommit(processId, out);
           if (p && typeof p.then === "function") {
@@ -283,6 +298,7 @@ export function createHttpApi(options) {
         return answer(firstAnswer(processId, k.key, entry, event.type), "duplicate", true, out.attempts);
       }
       case "ignored": {
+        sayUndispatched(processId, out);
         if (out.changed && options.afterCommit) {
           const p = options.afterCommit(processId, out);
           if (p && typeof p.then === "function" && hooks.waitUntil) hooks.waitUntil(p.catch((err) => options.onError?.(err)));

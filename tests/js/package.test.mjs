@@ -64,18 +64,37 @@ test("every file named by pkg/package.json exports exists", () => {
   assert.ok(existsSync(new URL(`pkg/${pkg.types}`, root)));
 });
 
-test("tests/types/tsconfig.json resolves idem/* as pkg/package.json exports do", () => {
+test("tests/types/tsconfig.json resolves idem/* to the sources of the declarations pkg/package.json exports", () => {
   const pkg = JSON.parse(read("pkg/package.json"));
   // The tsconfig has comments; drop them before parsing.
   const tsconfig = JSON.parse(read("tests/types/tsconfig.json").replace(/^\s*\/\/.*$/gm, ""));
   const paths = tsconfig.compilerOptions.paths;
-  for (const [sub, target] of Object.entries(pkg.exports)) {
+  const modules = Object.entries(pkg.exports).filter(([sub]) => sub !== "./package.json");
+  for (const [sub, target] of modules) {
     const name = sub === "." ? "idem" : `idem/${sub.slice(2)}`;
-    const file = typeof target === "string" ? target : target.types ?? target.node;
-    const want = sub === "." ? `../../pkg/${pkg.types.replace(/^\.\//, "")}` : `../../pkg/${file.replace(/^\.\//, "")}`;
-    assert.deepEqual(paths[name], [want], `paths["${name}"]`);
+    assert.match(target.types, /^\.\/dist\/js\/.+\.d\.ts$/, `${sub}: types`);
+    assert.deepEqual(paths[name], [target.types.replace("./dist/js/", "../../pkg/src/")], `paths["${name}"]`);
   }
-  assert.equal(Object.keys(paths).length, Object.keys(pkg.exports).length, "paths that the package does not export");
+  assert.equal(pkg.types, pkg.exports["."].types);
+  assert.equal(Object.keys(paths).length, modules.length, "paths that the package does not export");
+});
+
+/** The value names a declaration file exports (`export { a, b } from`, `export declare const|function|class X`). */
+function declaredValues(rel) {
+  const dts = read(`pkg/src/${rel}`);
+  const names = [...dts.matchAll(/^export declare (?:function|class|const) ([A-Za-z0-9_]+)/gm)].map((m) => m[1]);
+  for (const m of dts.matchAll(/^export \{([^}]*)\} from/gm)) names.push(...m[1].split(",").map((n) => n.trim()).filter(Boolean));
+  return names.sort();
+}
+
+test("each subpath's declarations name exactly what its module exports", async () => {
+  const pkg = JSON.parse(read("pkg/package.json"));
+  for (const [sub, target] of Object.entries(pkg.exports)) {
+    if (sub === "." || sub === "./package.json") continue;
+    const rel = target.default.replace("./dist/js/", "");
+    const module = await import(new URL(`pkg/src/${rel}`, root).href);
+    assert.deepEqual(declaredValues(rel.replace(/\.js$/, ".d.ts")), Object.keys(module).sort(), `${sub}: ${rel.replace(/\.js$/, ".d.ts")}`);
+  }
 });
 
 test("invalid definitions throw an Error with code and path", () => {
