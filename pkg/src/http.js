@@ -24,6 +24,7 @@
 //   missing Idempotency-Key                   400     problem `missing_idempotency_key`
 //   malformed Idempotency-Key                 400     problem `invalid_idempotency_key`
 //   body over the limit                       413     problem `request_too_large`
+//   a Content-Type that is not JSON           415     problem `unsupported_media_type`
 //
 // Errors are `application/problem+json` (RFC 9457) with a stable `code`
 // member. Every event response carries `Idem-Outcome: <engine status>`, and
