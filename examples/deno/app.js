@@ -140,7 +140,8 @@ export function createApp(config) {
   const apis = Object.fromEntries(
     Object.entries(machines).map(([variant, machine]) => [
       variant,
-      createHttpApi({ machine, store, maxRetries, onError: (err) => console.error("idem:", err) }),
+      // afterCommit: null: the store's commits enqueue their dispatch (queue: true).
+      createHttpApi({ machine, store, maxRetries, afterCommit: null, onError: (err) => console.error("idem:", err) }),
     ]),
   );
 
