@@ -115,7 +115,7 @@ echo
 echo "=== summary"
 printf '%s\n' "${SUMMARY[@]}"
 # The tarball's size, as the consumer test printed it.
-grep -h '^consumer: idem-' "$LOGS"/*.log 2>/dev/null | head -1
+grep -ho 'consumer: idem-.*' "$LOGS"/*.log 2>/dev/null | head -1
 if [ "$ANY_FAILED" -ne 0 ]; then echo "test: FAILED"; else echo "test: all suites passed"; fi
 echo "total: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
 exit "$ANY_FAILED"

@@ -22,10 +22,12 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const BIN = join(ROOT, "node_modules/.bin");
@@ -255,4 +257,32 @@ test("(d) the Worker section under wrangler dev: migrations from the package, an
   assert.deepEqual(process.value, "paid");
   stop(worker);
   assert.doesNotMatch(worker.log, /WARNING|Duplicate key/, "wrangler dev printed a warning");
+});
+
+test("(e) the Browser section in headless Chromium: plain ES modules from node_modules, IndexedDB, a duplicate counted once", async () => {
+  writeBlock("index.html");
+  const code = writeBlock("browser.js");
+  const types = { html: "text/html", js: "text/javascript", json: "application/json", wasm: "application/wasm" };
+  const server = createHttpServer((req, res) => {
+    const file = join(APP, decodeURIComponent(new URL(req.url, "http://x").pathname));
+    if (!file.startsWith(APP) || !existsSync(file)) return res.writeHead(404).end();
+    res.writeHead(200, { "content-type": types[file.split(".").pop()] ?? "application/octet-stream" }).end(readFileSync(file));
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const browser = await chromium.launch({ executablePath: process.env.IDEM_CHROMIUM ?? "/usr/bin/chromium" });
+  try {
+    const page = await browser.newPage();
+    const printed = [];
+    const failures = [];
+    page.on("console", (m) => (m.type() === "log" ? printed.push(m.text()) : failures.push(m.text())));
+    page.on("pageerror", (err) => failures.push(String(err)));
+    await page.goto(`http://127.0.0.1:${server.address().port}/index.html`);
+    const end = Date.now() + 30_000;
+    while (printed.length < announced(code).length && failures.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(failures, []);
+    assert.deepEqual(printed, announced(code));
+  } finally {
+    await browser.close();
+    server.close();
+  }
 });
