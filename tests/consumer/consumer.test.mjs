@@ -236,6 +236,18 @@ test("(d) the Worker section under wrangler dev: migrations from the package, an
   const second = run(wrangler, ["d1", "migrations", "apply", "orders", "--local", "--persist-to", persist]);
   assert.match(second, /No migrations to apply/);
 
+  // The Cloudflare stores against Cloudflare's own declarations of what a Worker is handed.
+  run(wrangler, ["types"]);
+  cpSync(join(ROOT, "tests/consumer/cloudflare.ts"), join(APP, "cloudflare.ts"));
+  writeFileSync(
+    join(APP, "tsconfig.cloudflare.json"),
+    JSON.stringify({
+      compilerOptions: { target: "es2022", module: "nodenext", lib: ["es2023"], types: [], strict: true, noEmit: true, skipLibCheck: true },
+      files: ["worker-configuration.d.ts", "cloudflare.ts"],
+    }),
+  );
+  run(join(BIN, "tsc"), ["-p", "tsconfig.cloudflare.json"]);
+
   const port = await freePort();
   const inspector = await freePort();
   const worker = start(wrangler, [

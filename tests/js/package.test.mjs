@@ -372,10 +372,14 @@ test("the published package (pkg/dist/js, what pkg/package.json exports) is what
   assert.equal(denokv.StoreCorruptError, d1.StoreCorruptError);
   assert.equal(gateway.FakeGateway, published.FakeGateway);
   assert.notEqual(host.apply, (await import("../../pkg/src/host.js")).apply, "the published files do not load pkg/src");
-  // Every subpath module exports what its source does.
-  for (const rel of ["host", "dispatch", "http", "stores/memory", "stores/d1", "stores/kv", "stores/durable", "stores/denokv", "stores/indexeddb", "stores/limit", "stores/kept", "testing/fake-gateway"]) {
+  // Every subpath module exports what its source does; the internal modules are no subpath.
+  for (const rel of ["host", "dispatch", "http", "stores/memory", "stores/d1", "stores/kv", "stores/durable", "stores/denokv", "stores/indexeddb", "testing/fake-gateway"]) {
     const source = await import(`../../pkg/src/${rel}.js`);
     assert.deepEqual(Object.keys(await import(resolve(`./${rel}`))).sort(), Object.keys(source).sort(), rel);
+  }
+  for (const rel of ["stores/limit", "stores/kept", "hosting", "analysis"]) {
+    assert.throws(() => resolve(`./${rel}`), /is not exported/, rel);
+    assert.ok(!existsSync(new URL(`pkg/dist/js/${rel}.js`, root)), `pkg/dist/js/${rel}.js`);
   }
   // And the published entry reduces (the lean module, as pkg/src/node.js).
   const m = new published.Machine(orderDefinition());

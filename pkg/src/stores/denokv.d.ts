@@ -49,6 +49,15 @@ export { StoreCorruptError, StoreLimitError } from "./limit.js";
 
 /** Encoded size of a Deno KV key, as Deno KV counts it. */
 export declare function keyBytes(key: KvKey): number;
+/**
+ * A snapshot cut into chunks of `CHUNK_BYTES` bytes, as `commit` stores them. `stored`: the
+ * characters the stored chunks hold (one byte each), or null; a chunk equal to its stored one is
+ * `same` and not encoded (`value` undefined).
+ */
+export declare function cutChunks(
+  text: string,
+  stored: string | null,
+): { chunks: number; bytes: number; ascii: boolean; parts: Array<{ value: Uint8Array | undefined; size: number; same: boolean }> };
 /** Whether an error is a busy local (SQLite) database: the operation did not happen and may be tried again. */
 export declare function isBusy(err: unknown): boolean;
 /** Whether a queue message is a dispatch message of this module. */
