@@ -102,6 +102,9 @@ const bundled = modules.filter((rel) => !SATELLITES.includes(rel));
 const entry = bundled.map((rel) => `export * from ${JSON.stringify(`./${rel}`)};`).join("\n");
 await build({
   stdin: { contents: entry, resolveDir: SRC, sourcefile: "bundle.js", loader: "js" },
+  // The same bundle whatever the working directory (`npm pack` runs this in pkg/): its
+  // comments name each module by its path from the repository root.
+  absWorkingDir: ROOT,
   bundle: true,
   format: "esm",
   platform: "neutral",
@@ -111,6 +114,14 @@ await build({
   logLevel: "warning",
   banner: { js: "// idem's host modules (pkg/src) in one module, made by scripts/bundle-js.mjs: edit pkg/src, not this." },
 });
+
+// The modules' JSDoc names their types as `import("../index.d.ts")` from where each sits in
+// pkg/src; in the bundle, index.d.ts is beside it (a program that checks the bundle's JSDoc,
+// as `deno check` of a path import can, finds them there).
+{
+  const file = path.join(OUT, "bundle.js");
+  writeFileSync(file, readFileSync(file, "utf8").replace(/import\("(?:\.\.?\/)+index\.d\.ts"\)/g, 'import("./index.d.ts")'));
+}
 
 /** `to` as an import specifier from the file `from` (both relative to OUT). */
 const specifier = (from, to) => {
