@@ -202,15 +202,16 @@ test("(b) tsc --strict with module nodenext checks a program importing every sub
 });
 
 test("(c) the Deno section: deno check, then deno run serving an event, its replay and its effect through Deno KV's queue", async () => {
-  const code = writeBlock("main.js");
+  const code = writeBlock("main.ts");
   assert.match(code, /from "npm:idem"/);
-  const command = readme.match(/^deno run (.*) main\.js$/m);
+  assert.match(code, /new DenoKvStore\(kv\b/);
+  const command = readme.match(/^deno run (.*) main\.ts$/m);
   assert.ok(command, "the README names the deno run command");
   const flags = command[1].split(" ");
   assert.ok(flags.includes("--allow-read"), "the README's command allows reading the wasm");
-  run(join(BIN, "deno"), ["check", "--unstable-kv", "main.js"]);
+  run(join(BIN, "deno"), ["check", "--unstable-kv", "main.ts"]);
   const port = await freePort();
-  const server = start(join(BIN, "deno"), ["run", ...flags, "main.js"], { PORT: String(port) });
+  const server = start(join(BIN, "deno"), ["run", ...flags, "main.ts"], { PORT: String(port) });
   const url = `http://127.0.0.1:${port}/processes/order-1/events`;
   await until(server, "deno serves", () => fetch(`http://127.0.0.1:${port}/`).then((r) => r.ok, () => false));
   const body = { type: "PAY", payload: { paymentId: "p1", amount: 100 } };
@@ -267,8 +268,17 @@ test("(d) the Worker section under wrangler dev: migrations from the package, an
   await until(worker, "the ship effect is dispatched after the reply", () => worker.log.includes("ship [\"p1\"] (Idempotency-Key: order-1/pay-1:0)"));
   const process = await (await fetch(`${base}/processes/order-1`)).json();
   assert.deepEqual(process.value, "paid");
+  // The cron's handler, as wrangler dev runs it on request: it finds nothing due (the effect went
+  // out after the reply) and fails on nothing.
+  const cron = await fetch(`http://127.0.0.1:${port}/cdn-cgi/handler/scheduled`);
+  assert.equal(cron.status, 200, await cron.text());
   stop(worker);
-  assert.doesNotMatch(worker.log, /WARNING|Duplicate key/, "wrangler dev printed a warning");
+  // No build warning (esbuild's duplicate key in the glue was one); wrangler's notice that crons
+  // do not fire by themselves in local development is not about the Worker.
+  const log = worker.log.replace(/\x1b\[[0-9;]*m/g, "");
+  const warnings = log.split("\n").filter((l) => /\[WARNING\]/.test(l) && !/Scheduled Workers are not automatically triggered/.test(l));
+  assert.deepEqual(warnings, [], log);
+  assert.doesNotMatch(log, /Duplicate key|ERROR|Uncaught/, log);
 });
 
 test("(e) the Browser section in headless Chromium: plain ES modules from node_modules, IndexedDB, a duplicate counted once", async () => {
@@ -276,7 +286,9 @@ test("(e) the Browser section in headless Chromium: plain ES modules from node_m
   const code = writeBlock("browser.js");
   const types = { html: "text/html", js: "text/javascript", json: "application/json", wasm: "application/wasm" };
   const server = createHttpServer((req, res) => {
-    const file = join(APP, decodeURIComponent(new URL(req.url, "http://x").pathname));
+    const { pathname } = new URL(req.url, "http://x");
+    if (pathname === "/favicon.ico") return res.writeHead(204).end();
+    const file = join(APP, decodeURIComponent(pathname));
     if (!file.startsWith(APP) || !existsSync(file)) return res.writeHead(404).end();
     res.writeHead(200, { "content-type": types[file.split(".").pop()] ?? "application/octet-stream" }).end(readFileSync(file));
   });
@@ -286,7 +298,7 @@ test("(e) the Browser section in headless Chromium: plain ES modules from node_m
     const page = await browser.newPage();
     const printed = [];
     const failures = [];
-    page.on("console", (m) => (m.type() === "log" ? printed.push(m.text()) : failures.push(m.text())));
+    page.on("console", (m) => (m.type() === "log" ? printed.push(m.text()) : failures.push(`${m.text()} (${m.location().url})`)));
     page.on("pageerror", (err) => failures.push(String(err)));
     await page.goto(`http://127.0.0.1:${server.address().port}/index.html`);
     const end = Date.now() + 30_000;
