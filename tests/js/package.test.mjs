@@ -386,3 +386,16 @@ test("the published package (pkg/dist/js, what pkg/package.json exports) is what
   const out = await published.apply(new published.MemoryStore(), m, "o1", pay("e1", "p1", 30));
   assert.equal(out.status, "applied");
 });
+
+test("pkg/package.json: what a published package says of itself", () => {
+  const pkg = JSON.parse(read("pkg/package.json"));
+  assert.ok(pkg.repository?.url, "repository");
+  assert.match(pkg.engines?.node ?? "", /^>=\d+/, "engines.node");
+  assert.equal(pkg.license, "MIT OR Apache-2.0");
+  for (const f of ["README.md", "LICENSE-MIT", "LICENSE-APACHE"]) assert.ok(pkg.files.includes(f) && existsSync(new URL(`pkg/${f}`, root)), f);
+  // Only the runtime entries do something on import (they instantiate the wasm module): a
+  // bundler may drop any other module whose exports a program does not use.
+  assert.deepEqual(pkg.sideEffects, ["node.js", "web.js", "deno.js", "workerd.js"].map((f) => `./dist/js/${f}`));
+  assert.deepEqual(new Set(Object.values(pkg.exports["."]).filter((f) => f.endsWith(".js"))), new Set(pkg.sideEffects));
+  assert.match(pkg.scripts.prepack, /bundle-js\.mjs --prepack/);
+});
