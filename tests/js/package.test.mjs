@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { createMachine } from "xstate";
 import * as idem from "../../pkg/src/node.js";
 import { Machine, importXState, loadAnalysis, newEventId, version } from "../../pkg/src/node.js";
@@ -398,4 +399,22 @@ test("pkg/package.json: what a published package says of itself", () => {
   assert.deepEqual(pkg.sideEffects, ["node.js", "web.js", "deno.js", "workerd.js"].map((f) => `./dist/js/${f}`));
   assert.deepEqual(new Set(Object.values(pkg.exports["."]).filter((f) => f.endsWith(".js"))), new Set(pkg.sideEffects));
   assert.match(pkg.scripts.prepack, /bundle-js\.mjs --prepack/);
+});
+
+test("the published entries bundle without a warning (as wrangler's esbuild bundles a Worker)", async () => {
+  const { build } = await import("esbuild");
+  for (const [entry, conditions] of [["workerd.js", ["workerd"]], ["web.js", ["browser"]], ["deno.js", ["deno"]]]) {
+    const result = await build({
+      entryPoints: [fileURLToPath(new URL(`pkg/dist/js/${entry}`, root))],
+      bundle: true,
+      write: false,
+      format: "esm",
+      platform: "neutral",
+      target: "es2022",
+      conditions,
+      external: ["*.wasm"],
+      logLevel: "silent",
+    });
+    assert.deepEqual(result.warnings.map((w) => w.text), [], entry);
+  }
 });
