@@ -195,7 +195,7 @@ export function createHttpApi(options) {
   // once, at the first commit that leaves work due, rather than leave it in the outbox
   // in silence. `afterCommit: null` says the work is dispatched elsewhere (a cron, an
   // alarm, a queue) and keeps this quiet.
-  let undispatchedSaid = "afterCommit" in options;
+  let undispatchedSaid = options.afterCommit !== undefined;
   function sayUndispatched(processId, out) {
     if (undispatchedSaid || !out.changed || out.nextDueAt === null) return;
     undispatchedSaid = true;
