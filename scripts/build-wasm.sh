@@ -91,7 +91,8 @@ build() {
   # shellcheck disable=SC2086 # the rustc arguments are words
   CARGO_PROFILE_RELEASE_STRIP=debuginfo CARGO_PROFILE_RELEASE_LEAN_STRIP=debuginfo \
     cargo rustc --lib --profile "$profile" --target wasm32-unknown-unknown "$@" -- $rustc_args
-  wasm-bindgen --target web --out-dir "$out" --out-name idem \
+  # --no-typescript: the package's types are pkg/src/*.d.ts (the hosts' API), not the raw bindings'.
+  wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name idem \
     "target/wasm32-unknown-unknown/$profile/idem.wasm"
   # One JavaScript module to load, not the glue and its inline JS snippet.
   node scripts/fold-snippets.mjs "$out"

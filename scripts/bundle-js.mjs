@@ -13,9 +13,12 @@
 //   pkg/dist/js/{node,web,deno,workerd}.js
 //                                the runtime entries: pkg/src's, re-exporting the
 //                                root API from bundle.js instead of ./hosting.js
-//   pkg/dist/js/<module>.js      one line per host module (host.js, stores/d1.js, ...):
-//                                its own exports, from bundle.js
-//   pkg/dist/js/**/*.d.ts        copies of pkg/src's declarations beside them
+//   pkg/dist/js/<module>.js      one line per public host module (host.js, stores/d1.js, ...:
+//                                the subpaths pkg/package.json exports), its own exports,
+//                                from bundle.js
+//   pkg/dist/js/**/*.d.ts        copies of pkg/src's declarations beside them (each
+//                                subpath's "types"), each .js naming its own with
+//                                `@ts-self-types` for Deno programs that import it by path
 //
 // Why: a module file costs Node ~0.5 ms to load and a browser one request, made
 // only once the module that imports it has arrived; pkg/src/hosting.js pulls in
@@ -26,6 +29,9 @@
 //   node scripts/bundle-js.mjs          # run by scripts/build-wasm.sh after the glue
 //   node scripts/bundle-js.mjs --check  # exit 1 when pkg/dist/js is not what pkg/src makes
 //                                       # (tests/js/package.test.mjs runs it)
+//   node scripts/bundle-js.mjs --prepack # the same, and exit 1 when a wasm module or its glue
+//                                       # is missing: `npm pack` in pkg/ runs it, so a clone
+//                                       # that was never built cannot be packed
 //
 // Fails when an entry is not shaped as it expects (its imports are rewritten
 // by text) or when two host modules export one name for different things.
@@ -38,9 +44,27 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SRC = path.join(ROOT, "pkg/src");
 const PUBLISHED = path.join(ROOT, "pkg/dist/js");
-const CHECK = process.argv.includes("--check");
-const OUT = CHECK ? mkdtempSync(path.join(os.tmpdir(), "idem-bundle-")) : PUBLISHED;
+const PREPACK = process.argv.includes("--prepack");
+const CHECK = PREPACK || process.argv.includes("--check");
 const ENTRIES = ["node.js", "web.js", "deno.js", "workerd.js"];
+// The modules a user imports by subpath (pkg/package.json "exports"), as paths relative to
+// pkg/src ("stores/d1.js"): each gets its file in dist/js; the others live only in the bundle.
+const PACKAGE = JSON.parse(readFileSync(path.join(ROOT, "pkg/package.json"), "utf8"));
+const PUBLIC = Object.entries(PACKAGE.exports)
+  .filter(([sub]) => sub !== "." && sub !== "./package.json")
+  .map(([, target]) => target.default.replace(/^\.\/dist\/js\//, ""));
+
+if (PREPACK) {
+  // What the runtime entries load, built by scripts/build-wasm.sh (never committed).
+  const built = ["pkg/dist/idem.js", "pkg/dist/idem_bg.wasm", "pkg/dist/lean/idem.js", "pkg/dist/lean/idem_bg.wasm"];
+  const missing = built.filter((f) => !existsSync(path.join(ROOT, f)));
+  if (missing.length > 0) {
+    console.error(`bundle-js: ${missing.join(", ")} missing: run scripts/build-wasm.sh before npm pack`);
+    process.exit(1);
+  }
+}
+
+const OUT = CHECK ? mkdtempSync(path.join(os.tmpdir(), "idem-bundle-")) : PUBLISHED;
 // Stores for one runtime, which the root API does not load: kept out of the bundle.
 const SATELLITES = ["stores/denokv.js", "stores/indexeddb.js"];
 
@@ -78,6 +102,9 @@ const bundled = modules.filter((rel) => !SATELLITES.includes(rel));
 const entry = bundled.map((rel) => `export * from ${JSON.stringify(`./${rel}`)};`).join("\n");
 await build({
   stdin: { contents: entry, resolveDir: SRC, sourcefile: "bundle.js", loader: "js" },
+  // The same bundle whatever the working directory (`npm pack` runs this in pkg/): its
+  // comments name each module by its path from the repository root.
+  absWorkingDir: ROOT,
   bundle: true,
   format: "esm",
   platform: "neutral",
@@ -88,18 +115,31 @@ await build({
   banner: { js: "// idem's host modules (pkg/src) in one module, made by scripts/bundle-js.mjs: edit pkg/src, not this." },
 });
 
+// The modules' JSDoc names their types as `import("../index.d.ts")` from where each sits in
+// pkg/src; in the bundle, index.d.ts is beside it (a program that checks the bundle's JSDoc,
+// as `deno check` of a path import can, finds them there).
+{
+  const file = path.join(OUT, "bundle.js");
+  writeFileSync(file, readFileSync(file, "utf8").replace(/import\("(?:\.\.?\/)+index\.d\.ts"\)/g, 'import("./index.d.ts")'));
+}
+
 /** `to` as an import specifier from the file `from` (both relative to OUT). */
 const specifier = (from, to) => {
   const rel = path.posix.relative(path.posix.dirname(from), to);
   return rel.startsWith(".") ? rel : `./${rel}`;
 };
 
-// 2. One shim per bundled module: its names, from the bundle.
-for (const rel of bundled) {
+/** Deno's directive naming a module's declarations (`host.js` -> `./host.d.ts`). */
+const selfTypes = (rel, dts = rel.replace(/\.js$/, ".d.ts")) => `// @ts-self-types=${JSON.stringify(specifier(rel, dts))}\n`;
+
+// 2. One shim per public bundled module: its names, from the bundle.
+for (const rel of PUBLIC) {
+  if (!modules.includes(rel)) throw new Error(`bundle-js: pkg/package.json exports ${rel}, which pkg/src does not have`);
+  if (SATELLITES.includes(rel)) continue;
   const names = exportsOf.get(rel);
   const file = path.join(OUT, rel);
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, `export { ${names.join(", ")} } from ${JSON.stringify(specifier(rel, "bundle.js"))};\n`);
+  writeFileSync(file, `${selfTypes(rel)}export { ${names.join(", ")} } from ${JSON.stringify(specifier(rel, "bundle.js"))};\n`);
 }
 
 // The satellites as they are, their imports of bundled modules pointed at the bundle.
@@ -111,7 +151,7 @@ for (const rel of SATELLITES) {
     return `from ${JSON.stringify(specifier(rel, "bundle.js"))}`;
   });
   mkdirSync(path.dirname(path.join(OUT, rel)), { recursive: true });
-  writeFileSync(path.join(OUT, rel), `// pkg/src/${rel} as published, made by scripts/bundle-js.mjs: what it shares from bundle.js.\n${text}`);
+  writeFileSync(path.join(OUT, rel), `// pkg/src/${rel} as published, made by scripts/bundle-js.mjs: what it shares from bundle.js.\n${selfTypes(rel)}${text}`);
 }
 
 // 3. The entries: pkg/src's, with their imports of the glue and of the host modules
@@ -130,7 +170,7 @@ for (const name of ENTRIES) {
   if (left) throw new Error(`bundle-js: pkg/src/${name} imports ${left[0]}, which the bundle does not stand for`);
   writeFileSync(
     path.join(OUT, name),
-    `// pkg/src/${name} as published, made by scripts/bundle-js.mjs: the host API from bundle.js.\n${text}`,
+    `// pkg/src/${name} as published, made by scripts/bundle-js.mjs: the host API from bundle.js.\n${selfTypes(name, "index.d.ts")}${text}`,
   );
 }
 

@@ -8,6 +8,11 @@
 //
 //   node scripts/fold-snippets.mjs DIR      # DIR/idem.js, DIR/snippets/ removed
 //
+// wasm-bindgen's import object names a snippet's module once per import statement
+// (`"./snippets/…/inline0.js": import1`, `…: import2`, …), which folding makes one
+// object under one key written several times: the repeats are dropped, so that no
+// bundler warns of a duplicate key (esbuild under `wrangler dev` did, twice).
+//
 // Fails, changing nothing, when the glue's imports are not the ones it knows.
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -18,10 +23,20 @@ const gluePath = path.join(dir, "idem.js");
 const glue = readFileSync(gluePath, "utf8");
 
 const importLine = /^import (\{[^}]*\}|\* as (\w+)) from ["'](\.\/snippets\/[\w.-]+\/inline\d+\.js)["'];?$/;
+const importObjectEntry = /^\s*["'](\.\/snippets\/[\w.-]+\/inline\d+\.js)["']: import\d+,$/;
 const scopes = new Map();
+const keyed = new Set();
 const out = [];
 for (const line of glue.split("\n")) {
   const m = importLine.exec(line);
+  const entry = importObjectEntry.exec(line);
+  if (entry) {
+    // Every importN of one snippet file is the same folded scope: its first entry stands for all.
+    if (!scopes.has(entry[1])) throw new Error(`fold-snippets: the import object names ${entry[1]}, which the glue does not import`);
+    if (!keyed.has(entry[1])) out.push(line);
+    keyed.add(entry[1]);
+    continue;
+  }
   if (!m) {
     if (/\bsnippets\//.test(line) && /^\s*import\b/.test(line)) throw new Error(`fold-snippets: unexpected import: ${line}`);
     out.push(line);

@@ -96,6 +96,11 @@ js_suite "js: deno hosts (deno test)" tests/deno  env NO_COLOR=1 deno test --all
 js_suite "e2e: demo (Playwright)"     tests/e2e   node_tests tests/e2e
 # --- TypeScript: pkg/src/*.d.ts and a typed usage of the package (tests/types) ---
 suite "types: tsc --noEmit"           tsc -p tests/types
+# --- The package as a user installs it: npm pack, a fresh project with the tarball alone, the
+# README's Node, TypeScript (nodenext), Deno and Worker sections (tests/consumer; needs pkg/dist).
+# It prints the tarball's packed and unpacked size, which the summary repeats.
+js_suite "consumer: the packed package"  tests/consumer \
+                                        node --test --test-concurrency=1 tests/consumer/
 # --- Cloudflare host on real workerd (Miniflare + wrangler's bundle; needs pkg/dist) ---
 # One file at a time: each starts its own workerd with local D1, KV and Durable Objects.
 js_suite "workerd: Cloudflare host"   tests/workerd \
@@ -112,6 +117,8 @@ js_suite "storm: Deno KV (3 servers)" tests/storm \
 echo
 echo "=== summary"
 printf '%s\n' "${SUMMARY[@]}"
+# The tarball's size, as the consumer test printed it.
+grep -ho 'consumer: idem-.*' "$LOGS"/*.log 2>/dev/null | head -1
 if [ "$ANY_FAILED" -ne 0 ]; then echo "test: FAILED"; else echo "test: all suites passed"; fi
 echo "total: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
 exit "$ANY_FAILED"

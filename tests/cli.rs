@@ -89,3 +89,27 @@ fn errors_are_json_on_stderr_with_a_non_zero_status() {
     assert_eq!(code, 2);
     assert!(err.contains("--now is required"));
 }
+
+#[test]
+fn help_and_version_print_plain_text_and_exit_zero() {
+    for args in [&["--help"][..], &["-h"], &["help"], &["lint", "--help"]] {
+        let (code, out, err) = idem(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+        assert!(out.starts_with("idem: "), "{args:?}: {out}");
+        assert!(out.contains("\n  idem lint    MACHINE.json"), "{args:?}: the usage lines, not an escaped string: {out}");
+        assert!(!out.contains("\\n"), "{args:?}: {out}");
+    }
+    for args in [&["--version"][..], &["-V"], &["version"]] {
+        let (code, out, _) = idem(args);
+        assert_eq!(code, 0, "{args:?}");
+        assert_eq!(out, format!("idem {}\n", env!("CARGO_PKG_VERSION")), "{args:?}");
+    }
+    // A usage error stays one line of JSON on stderr, pointing at --help.
+    let (code, out, err) = idem(&["--frobnicate"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    let err: Value = serde_json::from_str(err.trim()).unwrap();
+    assert_eq!(err["code"], "usage");
+    assert_eq!(err["message"], "unknown command \"--frobnicate\" (idem --help prints the usage)");
+}

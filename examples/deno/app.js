@@ -149,7 +149,8 @@ export function createApp(config) {
   const apis = Object.fromEntries(
     Object.entries(machines).map(([variant, machine]) => [
       variant,
-      createHttpApi({ machine, store, maxRetries, bodyTimeoutMs: config.bodyTimeoutMs, onError: (err) => console.error("idem:", err) }),
+      // afterCommit: null: the store's commits enqueue their dispatch (queue: true).
+      createHttpApi({ machine, store, maxRetries, bodyTimeoutMs: config.bodyTimeoutMs, afterCommit: null, onError: (err) => console.error("idem:", err) }),
     ]),
   );
 

@@ -30,6 +30,7 @@
 //   URL over the limit                        414     problem `uri_too_long` (`maxUrlBytes`, default 8 KiB)
 //   headers over the limit                    431     problem `headers_too_large` (`maxHeaderBytes`, default 16 KiB)
 //   a method a route does not answer          405     problem `method_not_allowed` + Allow
+//   a Content-Type that is not JSON           415     problem `unsupported_media_type`
 //
 // The body is handed to the engine as the client's own JSON text (only the
 // event id from the header is written in front of it when the body has none):
@@ -306,6 +307,20 @@ export function createHttpApi(options) {
   const reservedType = (type, extra, headers) =>
     problem(422, "reserved_event_type", `event type "${type}" is reported by the engine, not by clients`, extra, headers);
 
+  // With no `afterCommit`, nothing in this API performs effects or fires timers: say so
+  // once, at the first commit that leaves work due, rather than leave it in the outbox
+  // in silence. `afterCommit: null` says the work is dispatched elsewhere (a cron, an
+  // alarm, a queue) and keeps this quiet.
+  let undispatchedSaid = options.afterCommit !== undefined;
+  function sayUndispatched(processId, out) {
+    if (undispatchedSaid || !out.changed || out.nextDueAt === null) return;
+    undispatchedSaid = true;
+    (options.onWarning ?? console.warn)(
+      `idem: process "${processId}" has work due (effects or timers) and createHttpApi has no afterCommit, so nothing dispatches it; ` +
+        "pass afterCommit (e.g. dispatch), or afterCommit: null when a cron, an alarm or a queue dispatches",
+    );
+  }
+
   /** Frozen first answer for an event: from the applied outcome, or from the ledger for a replay. */
   function firstAnswer(processId, eventId, entry, eventType) {
     if (entry.status === "ignored") {
@@ -390,6 +405,7 @@ export function createHttpApi(options) {
 
     switch (out.status) {
       case "applied": {
+        sayUndispatched(processId, out);
         if (out.changed && options.afterCommit) {
           const p = options.afterCommit(processId, out);
           if (p && typeof p.then === "function") {
@@ -406,6 +422,7 @@ export function createHttpApi(options) {
         return answer(firstAnswer(processId, k.key, entry, event.type), "duplicate", true, out.attempts);
       }
       case "ignored": {
+        sayUndispatched(processId, out);
         if (out.changed && options.afterCommit) {
           const p = options.afterCommit(processId, out);
           if (p && typeof p.then === "function" && hooks.waitUntil) hooks.waitUntil(p.catch((err) => options.onError?.(err)));

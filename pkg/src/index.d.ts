@@ -485,13 +485,23 @@ export interface HttpApiOptions extends ApplyOptions {
   maxUrlBytes?: number;
   /** Largest header section, each field as `name: value\r\n` (bytes, default 16384): 431 `headers_too_large` beyond. */
   maxHeaderBytes?: number;
-  /** Runs after each commit made for a request (dispatch effects, schedule an alarm). */
-  afterCommit?: (processId: string, outcome: AppliedOutcome) => Promise<unknown> | void;
+  /**
+   * Runs after each commit made for a request (dispatch effects, schedule an alarm); a promise it
+   * returns goes to `waitUntil`. Without it, the first commit that leaves work due (an effect, a
+   * timer) makes the API warn once that nothing dispatches it; `null` says the work is dispatched
+   * elsewhere (a cron, an alarm, a queue) and keeps that warning quiet.
+   */
+  afterCommit?: ((processId: string, outcome: AppliedOutcome) => Promise<unknown> | void) | null;
+  /** Errors of `afterCommit`'s promise (default: dropped). */
   onError?: (err: unknown) => void;
+  /** Where the API's one warning goes (default `console.warn`). */
+  onWarning?: (message: string) => void;
 }
 
 export interface HttpApi {
+  /** Answer one request (pass `ctx.waitUntil` in a Worker, so `afterCommit`'s work outlives the reply). */
   handle(request: Request, hooks?: { waitUntil?: (p: Promise<unknown>) => void }): Promise<Response>;
+  /** Whether the request's path is under `basePath` (for a Worker that serves other routes too). */
   matches(request: Request): boolean;
 }
 
@@ -528,8 +538,20 @@ export declare class MemoryStore implements Store {
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
   events(processId: string, options?: { after?: number; limit?: number }): Promise<EventLogRow[]>;
 }
+/** The part of a D1 binding (`env.DB`, Cloudflare's `D1Database`) that `D1Store` uses. */
+export interface D1DatabaseLike {
+  prepare(query: string): D1PreparedStatementLike;
+  batch(statements: D1PreparedStatementLike[]): Promise<unknown[]>;
+}
+/** The part of D1's prepared statement that `D1Store` uses. */
+export interface D1PreparedStatementLike {
+  bind(...values: unknown[]): D1PreparedStatementLike;
+  all(): Promise<{ results: unknown[] }>;
+}
+
 /**
- * D1: schema in examples/cloudflare/migrations; one `batch()` per commit. The snapshot is stored in
+ * D1: the schema ships in the package, `d1/migrations/` (point `migrations_dir` at
+ * `node_modules/idem/d1/migrations` and run `wrangler d1 migrations apply`); one `batch()` per commit. The snapshot is stored in
  * chunk rows of 16 Ki characters (the rest in the process row), and a commit writes only the
  * chunks whose text changed when the store keeps the snapshot at the expected revision. Keep one
  * instance per isolate: it keeps the snapshots it last read or wrote (16 processes, 8 MiB), and
@@ -538,7 +560,7 @@ export declare class MemoryStore implements Store {
  * HTTP 500; exported by stores/d1.js).
  */
 export declare class D1Store implements Store {
-  constructor(db: unknown);
+  constructor(db: D1DatabaseLike);
   /** Chunk rows written by this store's commits. */
   chunkWrites: number;
   /** Chunks this store's commits left as they were, their text unchanged. */
@@ -549,12 +571,31 @@ export declare class D1Store implements Store {
   /** Processes with work due at `now`. */
   due(now: number, limit?: number): Promise<string[]>;
 }
-/** Workers KV: safe only with one writer per process (see stores/kv.js). */
+/** The part of a Workers KV binding (Cloudflare's `KVNamespace`) that `KVStore` uses. */
+export interface KVNamespaceLike {
+  getWithMetadata(key: string, options: { type: "text" }): Promise<{ value: string | null; metadata: unknown }>;
+  put(key: string, value: string, options?: { metadata?: unknown }): Promise<void>;
+}
+
+/**
+ * Workers KV: safe only with one writer per process (see stores/kv.js). `singleWriter: true` when
+ * this instance is the only writer of its processes (a Durable Object per process): versions are
+ * then checked in memory, atomically; without it the version check is a read then a write.
+ */
 export declare class KVStore implements Store {
-  constructor(kv: unknown, options?: { singleWriter?: boolean; prefix?: string });
+  constructor(kv: KVNamespaceLike, options?: { singleWriter?: boolean; prefix?: string });
   load(processId: string): Promise<Loaded | null>;
   commit(processId: string, expectedVersion: Version | null, outcome: Outcome, extras?: CommitExtras): Promise<CommitResult>;
 }
+/** The part of a Durable Object's storage (`ctx.storage`, Cloudflare's `DurableObjectStorage`) that `DurableObjectStore` uses. */
+export interface DurableObjectStorageLike {
+  get(key: string): Promise<unknown>;
+  get(keys: string[]): Promise<Map<string, unknown>>;
+  put(entries: Record<string, unknown>): Promise<void>;
+  delete(keys: string[]): Promise<number>;
+  list(options?: { start?: string; end?: string; prefix?: string; limit?: number }): Promise<Map<string, unknown>>;
+}
+
 /**
  * A Durable Object's transactional storage (one object per process). Keep one instance for the object's lifetime: it keeps the snapshot it
  * last read or wrote, and while the stored version is unchanged `load` reads only the version and
@@ -570,7 +611,8 @@ export declare class KVStore implements Store {
  * chunked form and deletes that key.
  */
 export declare class DurableObjectStore implements Store {
-  constructor(storage: unknown, processId?: string);
+  /** `storage`: the object's `ctx.storage`; `processId`: the one process it owns (checked on every call when given). */
+  constructor(storage: DurableObjectStorageLike, processId?: string);
   /** Always true: the object runs its process's calls one at a time. */
   readonly serial: true;
   /** Chunks written by this instance's commits. */

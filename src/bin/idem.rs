@@ -6,19 +6,35 @@
 //! idem inspect --machine M.json --snapshot S.json
 //! idem lint MACHINE.json [--format text|json] [--xstate]
 //! ```
-//! Errors go to stderr as JSON `{ "code", "message" }` with a non-zero exit status.
+//! `idem --help` (`-h`, `help`) prints the usage and `idem --version` (`-V`) the version, as
+//! plain text with exit status 0. Errors go to stderr as JSON `{ "code", "message" }` with a
+//! non-zero exit status (2 for a usage error).
 
 use idem::{Code, Error, Machine};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:
+const HELP: &str = "idem: statecharts that apply each event once in effect, however often it arrives
+
+usage:
   idem reduce  --machine M.json [--snapshot S.txt] --event E.json --now MS [--process ID]
   idem run     --machine M.json --events EVENTS.jsonl [--process ID]
   idem inspect --machine M.json --snapshot S.txt
   idem lint    MACHINE.json [--format text|json] [--xstate]
-  idem version";
+  idem --help | --version
+
+commands:
+  reduce   apply one event to a snapshot (none: a new process) at time MS; prints the outcome
+           as JSON with the new snapshot; exit 1 when the event is rejected
+  run      apply the events of a JSON Lines file in order (a line's \"now\" sets the clock);
+           prints one outcome per line, then the final snapshot inspected
+  inspect  print a snapshot as readable JSON (state, context, ledger, outbox, timers)
+  lint     report the machine's duplicate-delivery hazards (--xstate: the JSON of an XState
+           config); exit 1 when one is an error, for CI
+
+Errors go to stderr as JSON { \"code\", \"message\" }; a usage error exits 2.
+";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,7 +48,7 @@ fn main() -> ExitCode {
 }
 
 fn usage(msg: &str) -> Error {
-    Error::new(Code::Usage, format!("{msg}\n{USAGE}"))
+    Error::new(Code::Usage, format!("{msg} (idem --help prints the usage)"))
 }
 
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
@@ -53,8 +69,13 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
     let Some(cmd) = args.first() else { return Err(usage("missing command")) };
     let out = std::io::stdout();
     let mut out = out.lock();
+    // Help wins wherever it is asked for (`idem lint --help`), as in other tools.
+    if args.iter().any(|a| a == "--help" || a == "-h") || cmd == "help" {
+        write!(out, "{HELP}").ok();
+        return Ok(ExitCode::SUCCESS);
+    }
     match cmd.as_str() {
-        "version" => {
+        "version" | "--version" | "-V" => {
             writeln!(out, "idem {}", idem::version()).ok();
             Ok(ExitCode::SUCCESS)
         }

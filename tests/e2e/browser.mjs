@@ -104,7 +104,12 @@ export async function chooseMachine(page, variant) {
   await page.waitForFunction((v) => document.querySelector("#process-id").textContent.endsWith(v), variant);
 }
 
+/**
+ * Save the page as docs/screenshots/NAME.png when asked (`IDEM_SCREENSHOTS=1`): the files are
+ * tracked, and a test run that is not meant to refresh them leaves the tree as it found it.
+ */
 export async function screenshot(page, name) {
+  if (!process.env.IDEM_SCREENSHOTS) return;
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }

@@ -3,7 +3,8 @@
 //   node --test tests/e2e/        (or: node tests/e2e/run.mjs)
 //
 // Each test opens the page in a fresh browser context (its own IndexedDB and
-// localStorage). Screenshots of the main views go to docs/screenshots/.
+// localStorage). Screenshots of the main views go to docs/screenshots/
+// with IDEM_SCREENSHOTS=1 (scripts/test.sh leaves them as they are otherwise).
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";

@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { createMachine } from "xstate";
 import * as idem from "../../pkg/src/node.js";
 import { Machine, importXState, loadAnalysis, newEventId, version } from "../../pkg/src/node.js";
@@ -64,18 +65,37 @@ test("every file named by pkg/package.json exports exists", () => {
   assert.ok(existsSync(new URL(`pkg/${pkg.types}`, root)));
 });
 
-test("tests/types/tsconfig.json resolves idem/* as pkg/package.json exports do", () => {
+test("tests/types/tsconfig.json resolves idem/* to the sources of the declarations pkg/package.json exports", () => {
   const pkg = JSON.parse(read("pkg/package.json"));
   // The tsconfig has comments; drop them before parsing.
   const tsconfig = JSON.parse(read("tests/types/tsconfig.json").replace(/^\s*\/\/.*$/gm, ""));
   const paths = tsconfig.compilerOptions.paths;
-  for (const [sub, target] of Object.entries(pkg.exports)) {
+  const modules = Object.entries(pkg.exports).filter(([sub]) => sub !== "./package.json");
+  for (const [sub, target] of modules) {
     const name = sub === "." ? "idem" : `idem/${sub.slice(2)}`;
-    const file = typeof target === "string" ? target : target.types ?? target.node;
-    const want = sub === "." ? `../../pkg/${pkg.types.replace(/^\.\//, "")}` : `../../pkg/${file.replace(/^\.\//, "")}`;
-    assert.deepEqual(paths[name], [want], `paths["${name}"]`);
+    assert.match(target.types, /^\.\/dist\/js\/.+\.d\.ts$/, `${sub}: types`);
+    assert.deepEqual(paths[name], [target.types.replace("./dist/js/", "../../pkg/src/")], `paths["${name}"]`);
   }
-  assert.equal(Object.keys(paths).length, Object.keys(pkg.exports).length, "paths that the package does not export");
+  assert.equal(pkg.types, pkg.exports["."].types);
+  assert.equal(Object.keys(paths).length, modules.length, "paths that the package does not export");
+});
+
+/** The value names a declaration file exports (`export { a, b } from`, `export declare const|function|class X`). */
+function declaredValues(rel) {
+  const dts = read(`pkg/src/${rel}`);
+  const names = [...dts.matchAll(/^export declare (?:function|class|const) ([A-Za-z0-9_]+)/gm)].map((m) => m[1]);
+  for (const m of dts.matchAll(/^export \{([^}]*)\} from/gm)) names.push(...m[1].split(",").map((n) => n.trim()).filter(Boolean));
+  return names.sort();
+}
+
+test("each subpath's declarations name exactly what its module exports", async () => {
+  const pkg = JSON.parse(read("pkg/package.json"));
+  for (const [sub, target] of Object.entries(pkg.exports)) {
+    if (sub === "." || sub === "./package.json") continue;
+    const rel = target.default.replace("./dist/js/", "");
+    const module = await import(new URL(`pkg/src/${rel}`, root).href);
+    assert.deepEqual(declaredValues(rel.replace(/\.js$/, ".d.ts")), Object.keys(module).sort(), `${sub}: ${rel.replace(/\.js$/, ".d.ts")}`);
+  }
 });
 
 test("invalid definitions throw an Error with code and path", () => {
@@ -365,13 +385,48 @@ test("the published package (pkg/dist/js, what pkg/package.json exports) is what
   assert.equal(denokv.StoreCorruptError, d1.StoreCorruptError);
   assert.equal(gateway.FakeGateway, published.FakeGateway);
   assert.notEqual(host.apply, (await import("../../pkg/src/host.js")).apply, "the published files do not load pkg/src");
-  // Every subpath module exports what its source does.
-  for (const rel of ["host", "dispatch", "http", "stores/memory", "stores/d1", "stores/kv", "stores/durable", "stores/denokv", "stores/indexeddb", "stores/limit", "stores/kept", "testing/fake-gateway"]) {
+  // Every subpath module exports what its source does; the internal modules are no subpath.
+  for (const rel of ["host", "dispatch", "http", "stores/memory", "stores/d1", "stores/kv", "stores/durable", "stores/denokv", "stores/indexeddb", "testing/fake-gateway"]) {
     const source = await import(`../../pkg/src/${rel}.js`);
     assert.deepEqual(Object.keys(await import(resolve(`./${rel}`))).sort(), Object.keys(source).sort(), rel);
+  }
+  for (const rel of ["stores/limit", "stores/kept", "hosting", "analysis"]) {
+    assert.throws(() => resolve(`./${rel}`), /is not exported/, rel);
+    assert.ok(!existsSync(new URL(`pkg/dist/js/${rel}.js`, root)), `pkg/dist/js/${rel}.js`);
   }
   // And the published entry reduces (the lean module, as pkg/src/node.js).
   const m = new published.Machine(orderDefinition());
   const out = await published.apply(new published.MemoryStore(), m, "o1", pay("e1", "p1", 30));
   assert.equal(out.status, "applied");
+});
+
+test("pkg/package.json: what a published package says of itself", () => {
+  const pkg = JSON.parse(read("pkg/package.json"));
+  assert.ok(pkg.repository?.url, "repository");
+  assert.match(pkg.engines?.node ?? "", /^>=\d+/, "engines.node");
+  assert.equal(pkg.license, "MIT OR Apache-2.0");
+  for (const f of ["README.md", "LICENSE-MIT", "LICENSE-APACHE"]) assert.ok(pkg.files.includes(f) && existsSync(new URL(`pkg/${f}`, root)), f);
+  // Only the runtime entries do something on import (they instantiate the wasm module): a
+  // bundler may drop any other module whose exports a program does not use.
+  assert.deepEqual(pkg.sideEffects, ["node.js", "web.js", "deno.js", "workerd.js"].map((f) => `./dist/js/${f}`));
+  assert.deepEqual(new Set(Object.values(pkg.exports["."]).filter((f) => f.endsWith(".js"))), new Set(pkg.sideEffects));
+  assert.match(pkg.scripts.prepack, /bundle-js\.mjs --prepack/);
+});
+
+test("the published entries bundle without a warning (as wrangler's esbuild bundles a Worker)", async () => {
+  const { build } = await import("esbuild");
+  for (const [entry, conditions] of [["workerd.js", ["workerd"]], ["web.js", ["browser"]], ["deno.js", ["deno"]]]) {
+    const result = await build({
+      entryPoints: [fileURLToPath(new URL(`pkg/dist/js/${entry}`, root))],
+      bundle: true,
+      write: false,
+      format: "esm",
+      platform: "neutral",
+      target: "es2022",
+      conditions,
+      external: ["*.wasm"],
+      logLevel: "silent",
+    });
+    assert.deepEqual(result.warnings.map((w) => w.text), [], entry);
+  }
 });

@@ -80,3 +80,9 @@ for (const [i, block] of blocks.entries()) {
     }
   });
 }
+
+test("the quick example is the one in the package's own README (pkg/README.md, which npm shows)", () => {
+  const published = readFileSync(new URL("pkg/README.md", root), "utf8").match(/^```js example\.mjs\n([\s\S]*?)^```$/m);
+  assert.ok(published, "pkg/README.md has no ```js example.mjs block");
+  assert.equal(blocks[0].code, published[1]);
+});

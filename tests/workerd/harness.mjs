@@ -42,7 +42,7 @@ export function buildWorker() {
  * @param {(file: string) => boolean} [which] only the files it accepts (by name)
  */
 export function migrationStatements(which = () => true) {
-  const dir = join(EXAMPLE, "migrations");
+  const dir = join(ROOT, "pkg", "d1", "migrations");
   const files = readdirSync(dir)
     .filter((f) => f.endsWith(".sql") && which(f))
     .sort();

@@ -1,4 +1,4 @@
-// Cloudflare D1 store. Schema: examples/cloudflare/migrations/ (0001_init.sql,
+// Cloudflare D1 store. Schema: pkg/d1/migrations/, shipped as idem/d1/migrations (0001_init.sql,
 // 0002_snapshot_chunks.sql).
 //
 // One row per process (`processes`) with a revision, and an event log

@@ -3,7 +3,10 @@
 // need no Deno type library; a `Deno.Kv` satisfies `DenoKvLike`.
 import type { CommitExtras, CommitResult, DispatchOptions, DispatchReport, EventLogRow, MachineLike, Outcome, Retention, Store } from "../index.d.ts";
 
-type KvKey = readonly (string | number | bigint | boolean | Uint8Array)[];
+// As Deno's own `KvKeyPart` (which lists `symbol` too): the entries a `Deno.Kv` returns carry
+// keys of that type, so a narrower one here would make a `Deno.Kv` no `DenoKvLike`.
+type KvKeyPart = string | number | bigint | boolean | Uint8Array | symbol;
+type KvKey = readonly KvKeyPart[];
 interface KvEntry<T> {
   key: KvKey;
   value: T | null;
@@ -42,36 +45,19 @@ export declare const DENO_KV_LIMITS: Readonly<{
 /** Bytes per snapshot chunk (one Deno KV value). */
 export declare const CHUNK_BYTES: 16384;
 
-/** Thrown by `commit` when an outcome cannot fit in one Deno KV atomic operation. Nothing was written. HTTP 507. */
-export declare class StoreLimitError extends Error {
-  readonly code: "snapshot_too_large";
-  readonly processId?: string;
-  /** The snapshot's size in bytes. */
-  readonly bytes?: number;
-  readonly chunks?: number;
-  /** What the atomic operation would have weighed, as Deno KV counts it. */
-  readonly commitBytes?: number;
-  readonly limit?: number;
-}
-
-/** Thrown by `load` when the stored chunks do not make the head's snapshot (a chunk missing, their bytes not the head's count). HTTP 500. */
-export declare class StoreCorruptError extends Error {
-  readonly code: "snapshot_corrupt";
-  readonly processId?: string;
-  /** The head's versionstamp. */
-  readonly version?: string;
-  /** Chunks the head names. */
-  readonly chunks?: number;
-  /** The snapshot's size in bytes, as the head records it. */
-  readonly bytes?: number;
-  /** Chunks found, when one is missing. */
-  readonly found?: number;
-  /** Bytes the chunks hold, when they are not the head's count. */
-  readonly bytesFound?: number;
-}
+export { StoreCorruptError, StoreLimitError } from "./limit.js";
 
 /** Encoded size of a Deno KV key, as Deno KV counts it. */
 export declare function keyBytes(key: KvKey): number;
+/**
+ * A snapshot cut into chunks of `CHUNK_BYTES` bytes, as `commit` stores them. `stored`: the
+ * characters the stored chunks hold (one byte each), or null; a chunk equal to its stored one is
+ * `same` and not encoded (`value` undefined).
+ */
+export declare function cutChunks(
+  text: string,
+  stored: string | null,
+): { chunks: number; bytes: number; ascii: boolean; parts: Array<{ value: Uint8Array | undefined; size: number; same: boolean }> };
 /** Whether an error is a busy local (SQLite) database: the operation did not happen and may be tried again. */
 export declare function isBusy(err: unknown): boolean;
 /** Whether a queue message is a dispatch message of this module. */

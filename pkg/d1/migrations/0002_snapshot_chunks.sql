@@ -1,5 +1,5 @@
 -- The snapshot in chunks, so that a commit writes only the part of it that
--- changed (see pkg/src/stores/d1.js). The full chunks of 16 Ki characters, from
+-- changed (see `D1Store`, idem/stores/d1). The full chunks of 16 Ki characters, from
 -- the start of the snapshot, are rows of `snapshot_chunks`; the process row's
 -- `snapshot` holds the rest (shorter than a chunk) and `chunks` how many chunk
 -- rows come before it. A row written before this migration (chunks = 0, the

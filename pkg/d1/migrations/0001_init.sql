@@ -1,7 +1,7 @@
 -- idem on Cloudflare D1: one row per process, and an event log that doubles as
 -- the audit trail. The log's two UNIQUE constraints are what make a commit a
 -- compare-and-set: a writer that loaded an old revision, or that applies an
--- event id already applied, fails its whole batch (see pkg/src/stores/d1.js).
+-- event id already applied, fails its whole batch (see `D1Store`, idem/stores/d1).
 
 CREATE TABLE IF NOT EXISTS processes (
   process_id    TEXT    PRIMARY KEY,
