@@ -964,7 +964,7 @@ pub fn fingerprint_digits(event_type: &str, payload: &Value) -> (Fingerprint, us
     s.extend_from_slice(b",\"type\":");
     write_str(event_type, &mut s);
     s.push(b'}');
-    let h = crate::xxh3::xxh3_128(&s);
+    let h = xxhash_rust::xxh3::xxh3_128(&s);
     let mut fp = [0u8; 32];
     fp[..16].copy_from_slice(&hex_digits((h >> 64) as u64));
     fp[16..].copy_from_slice(&hex_digits(h as u64));
@@ -973,11 +973,7 @@ pub fn fingerprint_digits(event_type: &str, payload: &Value) -> (Fingerprint, us
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
 pub fn hash64(bytes: &[u8]) -> u64 {
-    // The snapshot checksum needs the streaming hasher, so one copy of the code
-    // serves both (its digest is the one-shot xxh3-64's).
-    let mut h = crate::xxh3::Xxh3::new();
-    h.update(bytes);
-    h.digest()
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 pub fn hex128(h: u128) -> String {
@@ -1035,7 +1031,7 @@ mod tests {
             let (fp, size) = fingerprint_digits("PAY", &payload);
             let mut text = String::new();
             canonical_reference(&json!({"payload": payload, "type": "PAY"}), &mut text);
-            let h = crate::xxh3::xxh3_128(text.as_bytes());
+            let h = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
             assert_eq!(&*fp, format!("{h:032x}"));
             assert!(fp.bytes().all(|b| b.is_ascii_hexdigit()));
             assert_eq!(size, serde_json::to_string(&payload).unwrap().len());

@@ -37,7 +37,6 @@ pub mod reduce;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
 pub mod xstate;
-mod xxh3;
 
 /// Free lists in front of the system allocator (see `lists.rs`), for the wasm
 /// module, which has one thread.
