@@ -405,9 +405,8 @@ impl Parser<'_> {
 
     /// A number, at its `-` or first digit. Integers stay integers when they
     /// fit (a `u64`, or an `i64` when negative); everything else is the `f64`
-    /// nearest to the decimal text (`float::decimal_to_f64`, bit for bit what
-    /// core's `str::parse` and serde_json's `float_roundtrip` give). Out of
-    /// range is an error, not infinity.
+    /// nearest to the decimal text (`float::decimal`, as serde_json's
+    /// `float_roundtrip` reads it). Out of range is an error, not infinity.
     fn number(&mut self) -> std::result::Result<Value, SyntaxError> {
         let start = self.i;
         let positive = self.peek() != Some(b'-');
@@ -435,27 +434,20 @@ impl Parser<'_> {
             }
             Some(_) => return Err(self.error(INVALID_NUMBER)),
         }
-        let int_digits = self.b.get(start + !positive as usize..self.i).unwrap_or_default();
         let mut float = int.is_none();
-        // The digits after the point, and all the digits' value while it fits in a u64.
-        let mut frac_digits: &[u8] = &[];
-        let mut mantissa = int;
         if self.peek() == Some(b'.') {
             self.i += 1;
             float = true;
             let digits = self.i;
             while let Some(c @ b'0'..=b'9') = self.peek() {
                 nonzero |= c != b'0';
-                mantissa = mantissa.and_then(|v| v.checked_mul(10)).and_then(|v| v.checked_add((c - b'0') as u64));
                 self.i += 1;
             }
-            frac_digits = self.b.get(digits..self.i).unwrap_or_default();
             if self.i == digits {
                 let reason = if self.peek().is_some() { INVALID_NUMBER } else { EOF_VALUE };
                 return Err(self.peek_error(reason));
             }
         }
-        let mut exp10 = 0i64;
         if let Some(b'e' | b'E') = self.peek() {
             self.i += 1;
             float = true;
@@ -490,7 +482,6 @@ impl Parser<'_> {
                     }
                 }
             }
-            exp10 = if positive_exp { exp as i64 } else { -(exp as i64) };
         }
         match int {
             Some(u) if !float && positive => return Ok(Value::Number(u.into())),
@@ -498,8 +489,7 @@ impl Parser<'_> {
             Some(u) if !float && u != 0 && u <= 1 << 63 => return Ok(Value::Number((u as i64).wrapping_neg().into())),
             _ => {}
         }
-        let fast = mantissa.and_then(|m| float::from_mantissa(!positive, m, exp10 - frac_digits.len() as i64));
-        let f = fast.unwrap_or_else(|| float::decimal_to_f64(!positive, int_digits, frac_digits, exp10));
+        let f = float::decimal(self.b.get(start..self.i).unwrap_or_default());
         if f.is_infinite() {
             return Err(self.error(NUMBER_OUT_OF_RANGE));
         }

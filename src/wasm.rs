@@ -57,9 +57,6 @@ function decode(m, ptr, len) {\n\
 }\n\
 export function utf8(s) { return encoder.encode(s); }\n\
 export function array_into(m, a, ptr) { bytes(m).set(a, ptr); }\n\
-export function number_at(m, ptr, len) { return Number(decode(m, ptr, len)); }\n\
-export function number_text(m, f, ptr, cap) { return encoder.encodeInto(String(f), bytes(m).subarray(ptr, ptr + cap)).written; }\n\
-export function rem(a, b) { return a % b; }\n\
 export function random_into(m, ptr, len) { try { crypto.getRandomValues(bytes(m).subarray(ptr, ptr + len)); return true; } catch (_) { return false; } }\n\
 export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }\n\
 export function event_in(m, e, ptr, cap) {\n\
@@ -127,12 +124,6 @@ extern "C" {
     fn random_into(m: &JsValue, ptr: u32, len: u32) -> bool;
     /// `a` (a `Uint8Array`) copied into wasm memory at `ptr`.
     fn array_into(m: &JsValue, a: &js_sys::Uint8Array, ptr: u32);
-    /// JavaScript's `Number` of the UTF-8 text at `ptr` (see [`number`]).
-    fn number_at(m: &JsValue, ptr: u32, len: u32) -> f64;
-    /// JavaScript's `String(f)` written into `cap` bytes at `ptr`: the bytes written.
-    fn number_text(m: &JsValue, f: f64, ptr: u32, cap: u32) -> u32;
-    /// JavaScript's `%` on two numbers (see `expr::rem`).
-    pub(crate) fn rem(a: f64, b: f64) -> f64;
     /// `TextEncoder.encodeInto` straight into wasm memory; true when every
     /// character became one byte (the string is ASCII, as snapshots are).
     fn ascii_into(s: &JsValue, view: &js_sys::Uint8Array) -> bool;
@@ -211,20 +202,6 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
     };
     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
     Ok(Some((String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false)))
-}
-
-/// JavaScript's `Number` of a text: its StringToNumber, and for decimal text
-/// the nearest `f64` (`float::slow`, `float::js_string_to_number`).
-pub(crate) fn number(text: &[u8]) -> f64 {
-    MEMORY.with(|m| number_at(m, text.as_ptr() as u32, text.len() as u32))
-}
-
-/// JavaScript's `String(f)` appended to `out` (`expr::push_js_number`): at
-/// most 25 ASCII characters (`-1.2345678901234567e-308`).
-pub(crate) fn push_number_text(f: f64, out: &mut String) {
-    let mut buf = [0u8; 32];
-    let n = MEMORY.with(|m| number_text(m, f, buf.as_mut_ptr() as u32, buf.len() as u32)) as usize;
-    out.push_str(std::str::from_utf8(buf.get(..n).unwrap_or_default()).unwrap_or_default());
 }
 
 /// The bytes of `a`, with room for `spare` more (one copy, where js-sys's
