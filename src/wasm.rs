@@ -57,7 +57,6 @@ function decode(m, ptr, len) {\n\
 }\n\
 export function utf8(s) { return encoder.encode(s); }\n\
 export function array_into(m, a, ptr) { bytes(m).set(a, ptr); }\n\
-export function random_into(m, ptr, len) { try { crypto.getRandomValues(bytes(m).subarray(ptr, ptr + len)); return true; } catch (_) { return false; } }\n\
 export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }\n\
 export function event_in(m, e, ptr, cap) {\n\
   let t = e;\n\
@@ -119,9 +118,6 @@ extern "C" {
     /// `TextEncoder.encode`: one native call, where passing a `String` argument
     /// would copy a large snapshot character by character in JavaScript.
     fn utf8(s: &JsValue) -> js_sys::Uint8Array;
-    /// `crypto.getRandomValues` over `len` bytes at `ptr`; false when the
-    /// runtime has no Web Crypto (Node before 19 has none on `globalThis`) or it threw.
-    fn random_into(m: &JsValue, ptr: u32, len: u32) -> bool;
     /// `a` (a `Uint8Array`) copied into wasm memory at `ptr`.
     fn array_into(m: &JsValue, a: &js_sys::Uint8Array, ptr: u32);
     /// `TextEncoder.encodeInto` straight into wasm memory; true when every
@@ -809,7 +805,9 @@ pub fn js_version() -> String {
 #[wasm_bindgen(js_name = newEventId)]
 pub fn new_event_id() -> Result<String, JsValue> {
     let mut rand = [0u8; 10];
-    if !MEMORY.with(|m| random_into(m, rand.as_mut_ptr() as u32, rand.len() as u32)) {
+    // `crypto.getRandomValues`; an error where the runtime has no Web Crypto
+    // (Node before 19 has none on `globalThis`).
+    if getrandom::fill(&mut rand).is_err() {
         return Err(js_error(&Error::new(Code::Io, "no random source: crypto.getRandomValues is missing or failed")));
     }
     let ms = js_sys::Date::now() as u64;
