@@ -28,8 +28,15 @@ fn js_error(e: &Error) -> JsValue {
     err.into()
 }
 
-fn to_js(v: &Value) -> JsValue {
-    js_sys::JSON::parse(&crate::json::to_text(v)).unwrap_or(JsValue::NULL)
+/// `v` as a plain JavaScript value (objects, not `Map`s; `None` as `null`).
+/// An integer beyond 2^53, which serde-wasm-bindgen refuses, sends the value
+/// through `JSON.parse` instead, which rounds it to the nearest number as
+/// JavaScript does everywhere else.
+fn to_js<T: serde::Serialize + ?Sized>(v: &T) -> JsValue {
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).unwrap_or_else(|_| {
+        let text = serde_json::to_string(v).unwrap_or_default();
+        js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL)
+    })
 }
 
 /// JSON text of a value given as an object or as a JSON string.
@@ -459,15 +466,15 @@ impl Machine {
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
-        let text = crate::outbox::due_text(&self.inner, &snapshot, now).map_err(|e| js_error(&e))?;
-        Ok(js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL))
+        let items = crate::outbox::due(&self.inner, &snapshot, now).map_err(|e| js_error(&e))?;
+        Ok(to_js(&items))
     }
 
     /// The snapshot as a readable object (state, context, ledger, outbox, timers).
     pub fn inspect(&self, #[wasm_bindgen(unchecked_param_type = "string")] snapshot: JsValue) -> Result<JsValue, JsValue> {
         let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
-        let text = crate::snapshot::inspect_text(&self.inner, &snapshot).map_err(|e| js_error(&e))?;
-        Ok(js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL))
+        let readable = crate::inspect(&self.inner, &snapshot).map_err(|e| js_error(&e))?;
+        Ok(to_js(&readable))
     }
 
     /// How long event ids are remembered: `{ defaultMs, perType, maxEntries }`.
@@ -773,7 +780,7 @@ impl Machine {
     /// ```
     pub fn analyze(&self) -> JsValue {
         let findings = crate::analyze::analyze(&self.inner);
-        to_js(&serde_json::to_value(&findings).unwrap_or(Value::Null))
+        to_js(&findings)
     }
 }
 
@@ -790,7 +797,7 @@ impl Machine {
 pub fn import_xstate(config: JsValue) -> Result<JsValue, JsValue> {
     let text = json_text(&config, "xstate config")?;
     let out = crate::xstate::import_json(&text).map_err(|e| js_error(&e))?;
-    Ok(to_js(&serde_json::json!({ "definition": out.definition, "diagnostics": out.diagnostics })))
+    Ok(to_js(&out))
 }
 
 /// The engine version.
