@@ -1,13 +1,16 @@
-//! The JavaScript bindings: the only module that names `wasm_bindgen` or `js_sys`.
+//! The JavaScript bindings: the only module that names `wasm_bindgen`, `js_sys`,
+//! `serde_wasm_bindgen` or `getrandom`.
 //!
-//! Values cross the boundary as JSON text (parsed on the JavaScript side with
-//! `JSON.parse`), and the snapshot as one opaque string (or `Uint8Array`) that
+//! A reduce's values cross the boundary as JSON text (parsed on the JavaScript
+//! side with `JSON.parse`; benches/RESULTS.md, log entry 37, has serde-wasm-bindgen
+//! measured against it), and the snapshot as one opaque string (or `Uint8Array`) that
 //! hosts store and load as it is: in through one `TextEncoder.encodeInto` into
 //! wasm memory, out as the caller's own string for the unchanged part plus
 //! what changed. A reduce crosses into JavaScript a few times only: once for
 //! the event, once for the snapshot, once for the outcome object (and once for
-//! a changed snapshot). Errors are real `Error` objects carrying `code` (and
-//! `path` where one applies).
+//! a changed snapshot). What is not asked for per event (`inspect`, `due`,
+//! `retention`, `analyze`) leaves as plain objects through serde-wasm-bindgen.
+//! Errors are real `Error` objects carrying `code` (and `path` where one applies).
 
 use crate::error::{Code, Error};
 use crate::json::object;
