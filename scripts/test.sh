@@ -66,7 +66,7 @@ suite "build wasm + size"     scripts/build-wasm.sh
 # idem native must agree on every outcome (node benches/run.mjs times them).
 suite "bench smoke (peers agree)" node benches/run.mjs --smoke --no-wasm-build --sizes 0,100,1000
 suite "wasm: Node.js"         "${WASM[@]}" --test wasm_node
-# The unit tests whose code differs in wasm (xxh3's stripes, the newline scan: SIMD128).
+# The unit tests whose code differs in wasm (the newline scan: SIMD128).
 suite "wasm: unit tests (Node.js)" "${WASM[@]}" --lib
 # The lean engine (no analysis / XState import) that workerd.js and deno.js load.
 suite "wasm: Node.js (lean)"  "${WASM[@]}" --no-default-features --test wasm_node

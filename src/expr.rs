@@ -568,19 +568,10 @@ fn push_js_string(v: &Value, out: &mut String) {
     }
 }
 
-/// JavaScript's `String(f)` (ECMAScript Number::toString). In wasm, the host's
-/// own `String` (2.7 KB of code less, compiled on a first event that joins
-/// text); natively, the Rust version below.
-#[cfg(target_arch = "wasm32")]
-fn push_js_number(f: f64, out: &mut String) {
-    crate::wasm::push_number_text(f, out);
-}
-
 /// JavaScript's `String(f)` (ECMAScript Number::toString): the shortest digits
 /// that round-trip (as serde_json writes them), placed as JavaScript places
 /// them: plain up to 21 integer digits and down to 6 leading zeros, exponent
 /// form (`1e+21`, `1e-7`) beyond.
-#[cfg(not(target_arch = "wasm32"))]
 fn push_js_number(f: f64, out: &mut String) {
     if f.is_nan() {
         return out.push_str("NaN");
@@ -972,14 +963,10 @@ fn op_arith<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
     }))
 }
 
-/// `%`: the remainder of a truncating division (C's `fmod`, JavaScript's `%`).
-/// In wasm, the host's own `%`: the same result, where Rust's `fmod` would
-/// bring 2 KB of 128-bit integer division into the module.
+/// `%`: the remainder of a truncating division, which Rust's `%` on `f64`
+/// and JavaScript's `%` both are (C's `fmod`).
 fn rem(x: f64, y: f64) -> f64 {
-    #[cfg(target_arch = "wasm32")]
-    return crate::wasm::rem(x, y);
-    #[cfg(not(target_arch = "wasm32"))]
-    return x % y;
+    x % y
 }
 
 #[inline(never)]

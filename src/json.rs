@@ -413,9 +413,8 @@ impl Parser<'_> {
 
     /// A number, at its `-` or first digit. Integers stay integers when they
     /// fit (a `u64`, or an `i64` when negative); everything else is the `f64`
-    /// nearest to the decimal text (`float::decimal_to_f64`, bit for bit what
-    /// core's `str::parse` and serde_json's `float_roundtrip` give). Out of
-    /// range is an error, not infinity.
+    /// nearest to the decimal text (`float::decimal`, as serde_json's
+    /// `float_roundtrip` reads it). Out of range is an error, not infinity.
     fn number(&mut self) -> std::result::Result<Value, SyntaxError> {
         let start = self.i;
         let positive = self.peek() != Some(b'-');
@@ -443,27 +442,20 @@ impl Parser<'_> {
             }
             Some(_) => return Err(self.error(INVALID_NUMBER)),
         }
-        let int_digits = self.b.get(start + !positive as usize..self.i).unwrap_or_default();
         let mut float = int.is_none();
-        // The digits after the point, and all the digits' value while it fits in a u64.
-        let mut frac_digits: &[u8] = &[];
-        let mut mantissa = int;
         if self.peek() == Some(b'.') {
             self.i += 1;
             float = true;
             let digits = self.i;
             while let Some(c @ b'0'..=b'9') = self.peek() {
                 nonzero |= c != b'0';
-                mantissa = mantissa.and_then(|v| v.checked_mul(10)).and_then(|v| v.checked_add((c - b'0') as u64));
                 self.i += 1;
             }
-            frac_digits = self.b.get(digits..self.i).unwrap_or_default();
             if self.i == digits {
                 let reason = if self.peek().is_some() { INVALID_NUMBER } else { EOF_VALUE };
                 return Err(self.peek_error(reason));
             }
         }
-        let mut exp10 = 0i64;
         if let Some(b'e' | b'E') = self.peek() {
             self.i += 1;
             float = true;
@@ -498,7 +490,6 @@ impl Parser<'_> {
                     }
                 }
             }
-            exp10 = if positive_exp { exp as i64 } else { -(exp as i64) };
         }
         match int {
             Some(u) if !float && positive => return Ok(Value::Number(u.into())),
@@ -506,8 +497,7 @@ impl Parser<'_> {
             Some(u) if !float && u != 0 && u <= 1 << 63 => return Ok(Value::Number((u as i64).wrapping_neg().into())),
             _ => {}
         }
-        let fast = mantissa.and_then(|m| float::from_mantissa(!positive, m, exp10 - frac_digits.len() as i64));
-        let f = fast.unwrap_or_else(|| float::decimal_to_f64(!positive, int_digits, frac_digits, exp10));
+        let f = float::decimal(self.b.get(start..self.i).unwrap_or_default());
         if f.is_infinite() {
             return Err(self.error(NUMBER_OUT_OF_RANGE));
         }
@@ -971,7 +961,7 @@ pub fn fingerprint_digits(event_type: &str, payload: &Value) -> (Fingerprint, us
     s.extend_from_slice(b",\"type\":");
     write_str(event_type, &mut s);
     s.push(b'}');
-    let h = crate::xxh3::xxh3_128(&s);
+    let h = xxhash_rust::xxh3::xxh3_128(&s);
     let mut fp = [0u8; 32];
     fp[..16].copy_from_slice(&hex_digits((h >> 64) as u64));
     fp[16..].copy_from_slice(&hex_digits(h as u64));
@@ -980,11 +970,7 @@ pub fn fingerprint_digits(event_type: &str, payload: &Value) -> (Fingerprint, us
 
 /// 64-bit xxh3 of bytes (used for deterministic jitter and content hashes).
 pub fn hash64(bytes: &[u8]) -> u64 {
-    // The snapshot checksum needs the streaming hasher, so one copy of the code
-    // serves both (its digest is the one-shot xxh3-64's).
-    let mut h = crate::xxh3::Xxh3::new();
-    h.update(bytes);
-    h.digest()
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 pub fn hex128(h: u128) -> String {
@@ -1042,7 +1028,7 @@ pub(crate) mod tests {
             let (fp, size) = fingerprint_digits("PAY", &payload);
             let mut text = String::new();
             canonical_reference(&json!({"payload": payload, "type": "PAY"}), &mut text);
-            let h = crate::xxh3::xxh3_128(text.as_bytes());
+            let h = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
             assert_eq!(&*fp, format!("{h:032x}"));
             assert!(fp.bytes().all(|b| b.is_ascii_hexdigit()));
             assert_eq!(size, serde_json::to_string(&sorted(&payload)).unwrap().len());

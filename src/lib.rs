@@ -38,15 +38,6 @@ pub mod reduce;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
 pub mod xstate;
-mod xxh3;
-
-/// Free lists in front of the system allocator (see `lists.rs`), for the wasm
-/// module, which has one thread.
-#[cfg(any(test, all(target_arch = "wasm32", not(target_feature = "atomics"))))]
-mod lists;
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-#[global_allocator]
-static ALLOCATOR: lists::Lists = lists::Lists::new();
 
 /// The JavaScript bindings. Public so that the wasm boundary tests
 /// (tests/wasm_shared) call the exports exactly as JavaScript does.

@@ -943,7 +943,7 @@ fn machine_hash(def: &Value) -> String {
     // UTF-8 check of them (nor its code on the build).
     let mut canon = Vec::new();
     json::write_canonical(def, &mut canon);
-    json::hex128(crate::xxh3::xxh3_128(&canon))
+    json::hex128(xxhash_rust::xxh3::xxh3_128(&canon))
 }
 
 /// A definition error at `path`. Every error of the builder is made by this

@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
-use crate::xxh3::Xxh3;
+use xxhash_rust::xxh3::Xxh3Default as Xxh3;
 
 /// The newest format this engine writes. Every older format stays readable.
 pub const FORMAT: u32 = 3;
@@ -1786,7 +1786,7 @@ impl IdIndex {
     const FROM: usize = 64;
 
     fn hash(literal: &[u8]) -> u64 {
-        crate::xxh3::xxh3_128(literal) as u64
+        xxhash_rust::xxh3::xxh3_128(literal) as u64
     }
 
     /// Records `r` whose id literal may be the one hashed to `h`, any order.
@@ -1822,8 +1822,7 @@ struct Synced {
 impl Synced {
     /// Records up to this length are hashed again at each encode rather than
     /// kept: a short text costs about as much to hash again as a kept state
-    /// costs to box and clone. (Set when the state was a 64-byte-aligned
-    /// allocation; `xxh3::Xxh3` is 344 bytes at 8, and it has not been tuned since.)
+    /// costs to box and clone.
     const KEEP_FROM: usize = 1024;
 
     /// The stream over `text`, boxed to be kept, when `text` is long enough

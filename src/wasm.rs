@@ -1,13 +1,16 @@
-//! The JavaScript bindings: the only module that names `wasm_bindgen` or `js_sys`.
+//! The JavaScript bindings: the only module that names `wasm_bindgen`, `js_sys`,
+//! `serde_wasm_bindgen` or `getrandom`.
 //!
-//! Values cross the boundary as JSON text (parsed on the JavaScript side with
-//! `JSON.parse`), and the snapshot as one opaque string (or `Uint8Array`) that
+//! A reduce's values cross the boundary as JSON text (parsed on the JavaScript
+//! side with `JSON.parse`; benches/RESULTS.md, log entry 37, has serde-wasm-bindgen
+//! measured against it), and the snapshot as one opaque string (or `Uint8Array`) that
 //! hosts store and load as it is: in through one `TextEncoder.encodeInto` into
 //! wasm memory, out as the caller's own string for the unchanged part plus
 //! what changed. A reduce crosses into JavaScript a few times only: once for
 //! the event, once for the snapshot, once for the outcome object (and once for
-//! a changed snapshot). Errors are real `Error` objects carrying `code` (and
-//! `path` where one applies).
+//! a changed snapshot). What is not asked for per event (`inspect`, `due`,
+//! `retention`, `analyze`) leaves as plain objects through serde-wasm-bindgen.
+//! Errors are real `Error` objects carrying `code` (and `path` where one applies).
 
 use crate::error::{Code, Error};
 use crate::json::object;
@@ -28,8 +31,15 @@ fn js_error(e: &Error) -> JsValue {
     err.into()
 }
 
-fn to_js(v: &Value) -> JsValue {
-    js_sys::JSON::parse(&crate::json::to_text(v)).unwrap_or(JsValue::NULL)
+/// `v` as a plain JavaScript value (objects, not `Map`s; `None` as `null`).
+/// An integer beyond 2^53, which serde-wasm-bindgen refuses, sends the value
+/// through `JSON.parse` instead, which rounds it to the nearest number as
+/// JavaScript does everywhere else.
+fn to_js<T: serde::Serialize + ?Sized>(v: &T) -> JsValue {
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).unwrap_or_else(|_| {
+        let text = serde_json::to_string(v).unwrap_or_default();
+        js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL)
+    })
 }
 
 /// JSON text of a value given as an object or as a JSON string.
@@ -57,10 +67,6 @@ function decode(m, ptr, len) {\n\
 }\n\
 export function utf8(s) { return encoder.encode(s); }\n\
 export function array_into(m, a, ptr) { bytes(m).set(a, ptr); }\n\
-export function number_at(m, ptr, len) { return Number(decode(m, ptr, len)); }\n\
-export function number_text(m, f, ptr, cap) { return encoder.encodeInto(String(f), bytes(m).subarray(ptr, ptr + cap)).written; }\n\
-export function rem(a, b) { return a % b; }\n\
-export function random_into(m, ptr, len) { try { crypto.getRandomValues(bytes(m).subarray(ptr, ptr + len)); return true; } catch (_) { return false; } }\n\
 export function ascii_into(s, view) { const r = encoder.encodeInto(s, view); return r.read === s.length && r.written === s.length; }\n\
 export function event_in(m, e, ptr, cap) {\n\
   let t = e;\n\
@@ -122,17 +128,8 @@ extern "C" {
     /// `TextEncoder.encode`: one native call, where passing a `String` argument
     /// would copy a large snapshot character by character in JavaScript.
     fn utf8(s: &JsValue) -> js_sys::Uint8Array;
-    /// `crypto.getRandomValues` over `len` bytes at `ptr`; false when the
-    /// runtime has no Web Crypto (Node before 19 has none on `globalThis`) or it threw.
-    fn random_into(m: &JsValue, ptr: u32, len: u32) -> bool;
     /// `a` (a `Uint8Array`) copied into wasm memory at `ptr`.
     fn array_into(m: &JsValue, a: &js_sys::Uint8Array, ptr: u32);
-    /// JavaScript's `Number` of the UTF-8 text at `ptr` (see [`number`]).
-    fn number_at(m: &JsValue, ptr: u32, len: u32) -> f64;
-    /// JavaScript's `String(f)` written into `cap` bytes at `ptr`: the bytes written.
-    fn number_text(m: &JsValue, f: f64, ptr: u32, cap: u32) -> u32;
-    /// JavaScript's `%` on two numbers (see `expr::rem`).
-    pub(crate) fn rem(a: f64, b: f64) -> f64;
     /// `TextEncoder.encodeInto` straight into wasm memory; true when every
     /// character became one byte (the string is ASCII, as snapshots are).
     fn ascii_into(s: &JsValue, view: &js_sys::Uint8Array) -> bool;
@@ -211,20 +208,6 @@ fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsValue> {
     };
     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
     Ok(Some((String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false)))
-}
-
-/// JavaScript's `Number` of a text: its StringToNumber, and for decimal text
-/// the nearest `f64` (`float::slow`, `float::js_string_to_number`).
-pub(crate) fn number(text: &[u8]) -> f64 {
-    MEMORY.with(|m| number_at(m, text.as_ptr() as u32, text.len() as u32))
-}
-
-/// JavaScript's `String(f)` appended to `out` (`expr::push_js_number`): at
-/// most 25 ASCII characters (`-1.2345678901234567e-308`).
-pub(crate) fn push_number_text(f: f64, out: &mut String) {
-    let mut buf = [0u8; 32];
-    let n = MEMORY.with(|m| number_text(m, f, buf.as_mut_ptr() as u32, buf.len() as u32)) as usize;
-    out.push_str(std::str::from_utf8(buf.get(..n).unwrap_or_default()).unwrap_or_default());
 }
 
 /// The bytes of `a`, with room for `spare` more (one copy, where js-sys's
@@ -505,15 +488,15 @@ impl Machine {
     ) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
         let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
-        let text = crate::outbox::due_text(&self.inner, &snapshot, now).map_err(|e| js_error(&e))?;
-        Ok(js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL))
+        let items = crate::outbox::due(&self.inner, &snapshot, now).map_err(|e| js_error(&e))?;
+        Ok(to_js(&items))
     }
 
     /// The snapshot as a readable object (state, context, ledger, outbox, timers).
     pub fn inspect(&self, #[wasm_bindgen(unchecked_param_type = "string")] snapshot: JsValue) -> Result<JsValue, JsValue> {
         let snapshot = snapshot_text(&snapshot)?.map(|(t, _)| t).unwrap_or_default();
-        let text = crate::snapshot::inspect_text(&self.inner, &snapshot).map_err(|e| js_error(&e))?;
-        Ok(js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL))
+        let readable = crate::inspect(&self.inner, &snapshot).map_err(|e| js_error(&e))?;
+        Ok(to_js(&readable))
     }
 
     /// How long event ids are remembered: `{ defaultMs, perType, maxEntries }`.
@@ -820,7 +803,7 @@ impl Machine {
     /// ```
     pub fn analyze(&self) -> JsValue {
         let findings = crate::analyze::analyze(&self.inner);
-        to_js(&serde_json::to_value(&findings).unwrap_or(Value::Null))
+        to_js(&findings)
     }
 }
 
@@ -837,7 +820,7 @@ impl Machine {
 pub fn import_xstate(config: JsValue) -> Result<JsValue, JsValue> {
     let text = json_text(&config, "xstate config")?;
     let out = crate::xstate::import_json(&text).map_err(|e| js_error(&e))?;
-    Ok(to_js(&serde_json::json!({ "definition": out.definition, "diagnostics": out.diagnostics })))
+    Ok(to_js(&out))
 }
 
 /// The engine version.
@@ -852,7 +835,9 @@ pub fn js_version() -> String {
 #[wasm_bindgen(js_name = newEventId)]
 pub fn new_event_id() -> Result<String, JsValue> {
     let mut rand = [0u8; 10];
-    if !MEMORY.with(|m| random_into(m, rand.as_mut_ptr() as u32, rand.len() as u32)) {
+    // `crypto.getRandomValues`; an error where the runtime has no Web Crypto
+    // (Node before 19 has none on `globalThis`).
+    if getrandom::fill(&mut rand).is_err() {
         return Err(js_error(&Error::new(Code::Io, "no random source: crypto.getRandomValues is missing or failed")));
     }
     let ms = js_sys::Date::now() as u64;

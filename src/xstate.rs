@@ -28,7 +28,7 @@ use crate::error::{Code, Error, Result};
 use serde_json::{json, Map, Value};
 
 /// An imported machine: an idem definition and what could not be represented.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Imported {
     pub definition: Value,
     pub diagnostics: Vec<Finding>,

@@ -6,8 +6,8 @@
 //!   (goldens in tests/golden/, kept current by tests/golden.rs);
 //! - `boundary`: errors, rejected outcomes, duplicates, the snapshot string;
 //! - `jsonlogic`: the evaluator as compiled to wasm (the official suite, `%`);
-//! - `numbers`: number text read by the host's `Number` where the fast paths
-//!   stop, and JSONLogic's numbers written by its `String`.
+//! - `numbers`: number text read and written in Rust (JSON decimals, JSONLogic's
+//!   `ToNumber` and `String(x)`), compared with the JavaScript engine's own.
 
 mod boundary;
 mod jsonlogic;

@@ -1,14 +1,36 @@
-//! Number text as the wasm module reads and writes it. Decimals beyond the
-//! fast paths and JSONLogic's string-to-number are the host's own `Number`
-//! there, its number-to-string the host's `String` (`float::slow`,
-//! `float::js_string_to_number`, `expr::push_js_number`): checked here against
-//! core's `str::parse::<f64>` in this test module, bit for bit, and against
-//! JavaScript's StringToNumber and Number::toString.
+//! Number text as the wasm module reads and writes it: the JSON parser's
+//! decimals, JSONLogic's string-to-number (`float::js_string_to_number`) and
+//! number-to-string (`expr::push_js_number`), all Rust, checked here against
+//! core's `str::parse::<f64>` bit for bit and against the JavaScript engine
+//! the test runs in (its own `Number(s)` and `String(x)`).
 
 use idem::error::Code;
 use idem::float::js_string_to_number;
 use serde_json::Value;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
+
+/// The JavaScript engine's global function `name` called on `arg`.
+fn call_global(name: &str, arg: &JsValue) -> JsValue {
+    let f: js_sys::Function = js_sys::Reflect::get(&js_sys::global(), &name.into()).expect("a global").into();
+    f.call1(&JsValue::NULL, arg).expect("no throw")
+}
+
+/// The JavaScript engine's `Number(s)`.
+fn js_number(s: &str) -> f64 {
+    call_global("Number", &JsValue::from_str(s)).as_f64().expect("a number")
+}
+
+/// The JavaScript engine's `String(x)`.
+fn js_string(x: f64) -> String {
+    call_global("String", &JsValue::from_f64(x)).as_string().expect("a string")
+}
+
+/// `Number(s)` in Rust and in the engine: the same bits, or both NaN.
+fn same_as_engine(s: &str) {
+    let (ours, js) = (js_string_to_number(s), js_number(s));
+    assert!(ours.to_bits() == js.to_bits() || (ours.is_nan() && js.is_nan()), "Number({s:?}): ours {ours:e}, engine {js:e}");
+}
 
 const HARD: &[&str] = &[
     "0", "-0", "0.0", "-0.0", "0e999999", "-0e-999999", "1", "-1", "19.99", "0.5", "1e3", "1e22", "1e23", "9007199254740992",
@@ -75,6 +97,7 @@ fn random_decimals_match_core() {
         let s = format!("{s}e{e}");
         let want = core(&s);
         same("string to number", &s, js_string_to_number(&s), want);
+        same("engine", &s, js_number(&s), want);
         if want.is_finite() {
             same("json", &s, json(&s), want);
         }
@@ -104,8 +127,52 @@ fn string_to_number_is_javascripts() {
 }
 
 #[wasm_bindgen_test]
+fn string_to_number_matches_the_engine() {
+    for s in HARD {
+        same_as_engine(s);
+    }
+    let spaces = ["", " ", "\t", "\n", "\u{b}", "\u{c}", "\r", "\u{a0}", "\u{1680}", "\u{2000}", "\u{200a}", "\u{2028}", "\u{2029}", "\u{202f}", "\u{205f}", "\u{3000}", "\u{feff}", "\u{85}", "\u{180e}", "\u{200b}"];
+    let bodies = [
+        "", "0", "-0", "+0", "5", "5.", ".5", ".", "+", "-", "e5", "1e", "1e+", "1e-", "1E5", "+1.5e-3", "-.5e1", "00012", "1_000", "1 2", "1e1.5",
+        "Infinity", "+Infinity", "-Infinity", "infinity", "inf", "NaN", "nan", "Infinityx", "0x10", "0X1f", "0o17", "0O8", "0b101", "0B2", "0x", "0b",
+        "-0x10", "+0x10", "0x1.8", "0x1p3", "0xg", "0x1fffffffffffff", "0x20000000000001", "0x20000000000003", "0xffffffffffffffffffff",
+        "0x200000000000010000000000001", "0b11111111111111111111111111111111111111111111111111111111", "1e99999999999999999999999",
+        "1e-99999999999999999999999", "0e99999999999999999999", "\u{663}", "١", "0x١",
+    ];
+    for body in bodies {
+        for space in spaces {
+            same_as_engine(&format!("{space}{body}"));
+            same_as_engine(&format!("{body}{space}"));
+        }
+    }
+    same_as_engine(&format!("0x1{}", "0".repeat(300)));
+    same_as_engine(&format!("0x1{}", "0".repeat(255)));
+}
+
+#[wasm_bindgen_test]
+fn number_to_string_matches_the_engine() {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    for i in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Random bits, and numbers near the places where the form changes (1e21, 1e-7).
+        let f = match i % 3 {
+            0 => f64::from_bits(x),
+            1 => (x % 1_000_000) as f64 * 10f64.powi((x >> 40) as i32 % 30 - 10),
+            _ => (x >> 11) as f64 / (1u64 << (x % 64)) as f64,
+        };
+        if !f.is_finite() {
+            continue;
+        }
+        let got = idem::expr::apply(&serde_json::json!({ "cat": [f] }), &Value::Null).unwrap();
+        assert_eq!(got, Value::String(js_string(f)), "String({f:e})");
+    }
+}
+
+#[wasm_bindgen_test]
 fn numbers_become_strings_as_in_javascript() {
-    // JSONLogic's `cat` joins numbers as JavaScript's String(x), the host's own in wasm.
+    // JSONLogic's `cat` joins numbers as JavaScript's String(x).
     let cases: &[(f64, &str)] = &[
         (0.1, "0.1"), (1e21, "1e+21"), (1e-7, "1e-7"), (123.0, "123"), (1.5e300, "1.5e+300"), (-0.0, "0"),
         (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
