@@ -43,7 +43,11 @@ fn same(a: &Value, b: &Value) -> bool {
 
 /// `json::parse` as it was: serde_json, then the depth check.
 fn old_parse(text: &str, code: Code, what: &str) -> Result<Value, Error> {
-    let value: Value = serde_json::from_str(text).map_err(|e| Error::new(code, format!("{what} is not valid json: {e}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        // As `json::parse` says: a number beyond f64 is `number_out_of_range`, except in a snapshot.
+        let out_of_range = e.to_string().starts_with("number out of range") && code != Code::InvalidSnapshot;
+        Error::new(if out_of_range { Code::NumberOutOfRange } else { code }, format!("{what} is not valid json: {e}"))
+    })?;
     json::check_depth(&value, what)?;
     Ok(value)
 }
