@@ -1,5 +1,5 @@
 // Types for `idem/host` (host.js): the host loop, load -> reduce -> commit.
-export { apply, inspect, ContentionError, readClock, jitteredBackoff } from "./index.js";
+export { apply, inspect, ContentionError, EventText, readClock, jitteredBackoff } from "./index.js";
 export type { ApplyOptions, AppliedOutcome, Clock, MachineLike, Store } from "./index.js";
 
 /** Compare-and-set retries after the first try, when `ApplyOptions.maxRetries` is not given. */

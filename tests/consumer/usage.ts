@@ -4,9 +4,9 @@
 // Each `@ts-expect-error` asserts that the types refuse a mistake: a declaration that grew
 // loose enough to accept it (or an import without types, which is `any`) fails the check.
 import { Machine, newEventId, type Event, type Json, type Outcome, type Store } from "idem";
-import { apply, ContentionError, DEFAULT_MAX_RETRIES, type AppliedOutcome } from "idem/host";
+import { apply, ContentionError, DEFAULT_MAX_RETRIES, EventText, type AppliedOutcome } from "idem/host";
 import { dispatch, retryable, TimeoutError, type DispatchReport, type Handler } from "idem/dispatch";
-import { createHttpApi, parseIdempotencyKey, REPLAY_HEADER, type HttpApi } from "idem/http";
+import { createHttpApi, parseIdempotencyKey, refuseOversized, DEFAULT_BODY_TIMEOUT_MS, REPLAY_HEADER, type HttpApi } from "idem/http";
 import { MemoryStore } from "idem/stores/memory";
 import { D1Store, StoreCorruptError, type D1DatabaseLike } from "idem/stores/d1";
 import { KVStore, type KVNamespaceLike } from "idem/stores/kv";
@@ -43,6 +43,8 @@ const response: Json = first.response;
 const mustCheck: string = first.snapshot;
 // @ts-expect-error an event needs an id
 const noId: Event = { type: "PAY" };
+// @ts-expect-error a reduce needs its process id (the engine throws `missing_process_id` without one)
+order.reduce(null, pay, Date.now());
 
 const store = new MemoryStore();
 const paid: AppliedOutcome = await apply(store, order, "order-42", { id: newEventId(), type: "PAY", payload: { paymentId: "p2", amount: 40 } });
@@ -50,6 +52,8 @@ const paid: AppliedOutcome = await apply(store, order, "order-42", { id: newEven
 await apply(store, order, 42, pay);
 const retries: 16 = DEFAULT_MAX_RETRIES;
 const lost: boolean = new Error("x") instanceof ContentionError;
+// An event as the JSON text a request carried: the engine reads the text itself.
+const asSent: AppliedOutcome = await apply(store, order, "order-42", new EventText("pay-3", "PAY", '{"id":"pay-3","type":"PAY","payload":{"paymentId":"p3","amount":1.50}}'));
 
 // Effects: handlers by effect type, each given the effect's idempotency key.
 const ship: Handler = async (payload, { key }) => ({ shipped: payload, key });
@@ -61,6 +65,8 @@ const transient = retryable(new TimeoutError(10));
 // HTTP.
 const api: HttpApi = createHttpApi({ machine: order, store, basePath: "/api", afterCommit: (id) => dispatch(store, order, id, { handlers: { ship } }) });
 const quiet: HttpApi = createHttpApi({ machine: order, store, afterCommit: null, onWarning: (message: string) => void message });
+const strict: HttpApi = createHttpApi({ machine: order, store, afterCommit: null, bodyTimeoutMs: 2 * DEFAULT_BODY_TIMEOUT_MS, maxUrlBytes: 4096, maxHeaderBytes: 8192 });
+const refused: Response | null = refuseOversized(new Request("http://x/static/app.js"), { maxUrlBytes: 4096 });
 const reply: Response = await api.handle(new Request("http://x/api/"), { waitUntil: (p) => void p });
 // @ts-expect-error createHttpApi needs a store
 createHttpApi({ machine: order });
@@ -86,4 +92,4 @@ const gateway = new FakeGateway({ idempotent: true }).failNext("timeout");
 const { handlers } = gatewayEffects(gateway, "charge");
 const declined = new GatewayError(402, "card_declined", "declined");
 
-export const used = [response, mustCheck, noId, paid, retries, lost, report, transient, quiet, reply, key, replayed, due, queue, browser, errors, chunks, handlers, declined];
+export const used = [response, mustCheck, noId, paid, retries, lost, asSent, report, transient, quiet, strict, refused, reply, key, replayed, due, queue, browser, errors, chunks, handlers, declined];
