@@ -4,7 +4,9 @@
 //   node benches/run.mjs                 build (wasm + native bench), measure, print the table
 //   node benches/run.mjs --smoke         every measurement once, checking that XState, the
 //                                        hand-written reducer, idem wasm and idem native agree
-//                                        on state, context, revision, responses (no timing)
+//                                        on state, context, revision, responses (no timing), and
+//                                        that XState and idem agree event by event on section
+//                                        2c's flat and two-region machines (benches/parallel.mjs)
 //   options: --no-wasm-build             use pkg/dist as it is (scripts/build-wasm.sh already ran)
 //            --sizes 0,100,1000          ledger sizes (default 0,100,1000,10000,100000)
 //            --budget-ms 400             time spent per measurement (at least 5 samples)
@@ -377,7 +379,7 @@ async function smoke() {
     same(`memory measured at ${r.ledger}`, r.wasm.wasm > 0 && r.resident.wasm > 0, true);
   }
   console.log(`# pass ${checks}\n# fail 0`); // counted by scripts/test.sh like node --test output
-  console.log(`bench smoke: ${checks} checks passed (ledger sizes ${SIZES.join(", ")}; XState, JS reducer, idem wasm, idem native agree)`);
+  console.log(`bench smoke: ${checks} checks passed (ledger sizes ${SIZES.join(", ")}; XState, JS reducer, idem wasm, idem native agree; on section 2c's flat and two-region machines, XState and idem wasm agree)`);
 }
 
 // ---- measure -----------------------------------------------------------------------
@@ -678,7 +680,7 @@ function report(res) {
   p(memorySection(res.memory));
   p();
 
-  p("### Targets (issue 9)");
+  p("### Targets (issues 9 and 26)");
   p();
   const rt = Object.fromEntries(res.roundTrip.map((r) => [r.ledger, r]));
   const t = [];
