@@ -19,6 +19,7 @@ const VARIANTS = {
   robust: { file: "machines/order-robust.json", gateway: "keys", name: "robust (set)" },
   fragile: { file: "machines/order-fragile.json", gateway: "keys", name: "fragile (counter)" },
   "robust-nokeys": { file: "machines/order-robust-nokeys.json", gateway: "nokeys", name: "robust, gateway without keys" },
+  parallel: { file: "machines/order-parallel.json", gateway: "keys", name: "parallel (payment ∥ fulfilment)" },
 };
 // The order's process ids: "order-42-robust" and so on in this browser; on the Worker, whose
 // D1 database other visitors share, an order number made for this browser (reset makes a new one).
@@ -231,7 +232,7 @@ function logSteps(variant, steps) {
         : s.kind === "verify"
           ? `verify ${s.type} (attempt ${s.attempt}): ${s.result}`
           : `${s.kind} ${s.type ?? ""}: ${s.result}`;
-    list.unshift(`${new Date(clock()).toISOString().slice(11, 19)} ${what}${s.state ? ` → ${stateText(s.state)}` : ""}`);
+    list.unshift(`${new Date(clock()).toISOString().slice(11, 19)} ${what}${s.state ? ` → ${stateText(s.state, machines[variant].parsed)}` : ""}`);
   }
   list.length = Math.min(list.length, 40);
   saveSettings();
@@ -241,9 +242,14 @@ function logSteps(variant, steps) {
 }
 
 // ---------------------------------------------------------------- status line
-function stateText(value) {
+// The active atomic states: one path for a flat machine, one per region in a parallel state
+// ("open.payment.collecting ∥ open.fulfilment.packing"), regions in the order the definition
+// writes them (a state value is a JSON object: its keys carry no order).
+function stateText(value, parsed = current()?.parsed) {
   const paths = activePaths(value);
-  return paths.length ? paths[paths.length - 1] : "—";
+  const order = (p) => parsed?.all.findIndex((n) => n.path === p) ?? 0;
+  const leaves = paths.filter((p) => !paths.some((q) => q.startsWith(`${p}.`))).sort((a, b) => order(a) - order(b));
+  return leaves.length ? leaves.join(" ∥ ") : "—";
 }
 
 function describe(event, out, { lostRetry = false } = {}) {
@@ -298,6 +304,7 @@ async function view(variant) {
 
 function initialValue(n) {
   if (!n.children.length) return null;
+  if (n.parallel) return Object.fromEntries(n.children.map((c) => [c.key, initialValue(c) ?? {}]));
   const first = n.children.find((c) => c.key === n.initial) ?? n.children[0];
   const inner = initialValue(first);
   return inner === null ? first.key : { [first.key]: inner };
@@ -479,7 +486,7 @@ async function renderPaidSummaries() {
     const v = variant === settings.variant && lastView ? lastView : await view(variant);
     const el = document.querySelector(`.paid[data-variant="${variant}"]`);
     const c = v.context ?? {};
-    el.textContent = v.fresh ? "" : `— paid ${c.paid} of ${c.total}, ${stateText(v.value)}`;
+    el.textContent = v.fresh ? "" : `— paid ${c.paid} of ${c.total}, ${stateText(v.value, machines[variant].parsed)}`;
   }
 }
 

@@ -4,7 +4,9 @@
 //
 // The layout is deliberately simple: inside each compound state the children are put in
 // columns by their distance from the initial child (transitions lifted to siblings), and
-// each column is ordered by the position of the states that lead into it.
+// each column is ordered by the position of the states that lead into it. A parallel
+// state's regions stand side by side, divided by dashed lines as in statechart notation;
+// inside a region the states flow top to bottom, so the regions stay narrow.
 
 const SVG = "http://www.w3.org/2000/svg";
 const CHAR_W = 7.2; // width of one character at the diagram's font size (monospace 12px)
@@ -15,6 +17,7 @@ const ROW_GAP = 26;
 const HEADER_H = 24;
 const BADGE_CHAR_W = 6.4;
 const BADGE_ROW = 22;
+const REGION_INSET = 4; // between a parallel state's border and its regions
 
 /** Parse a definition into a tree of states with resolved transitions. */
 export function parseDefinition(def) {
@@ -27,6 +30,8 @@ export function parseDefinition(def) {
       parent,
       raw,
       final: raw.type === "final",
+      parallel: raw.type === "parallel",
+      region: parent?.raw.type === "parallel", // a child of a parallel state
       initial: raw.initial ?? null,
       children: [],
       transitions: [],
@@ -67,12 +72,16 @@ export function parseDefinition(def) {
     for (const [delay, v] of Object.entries(n.raw.after ?? {})) {
       for (const c of candidates(v)) n.transitions.push(transition(n, `after ${delay} ms`, c));
     }
+    // The done event's name is XState's: the state's id, by default the machine id and its path.
+    const id = n.raw.id ?? `${def.id ?? "machine"}.${n.path}`;
+    for (const c of candidates(n.raw.onDone)) n.transitions.push(transition(n, `xstate.done.state.${id}`, c, "onDone"));
   }
-  function transition(n, event, c) {
-    const target = c.target == null ? null : resolve(n, c.target);
+  function transition(n, event, c, label = event) {
+    const target = c.target == null ? null : resolve(n, Array.isArray(c.target) ? c.target[0] : c.target);
     return {
       source: n,
       event,
+      label,
       target,
       guard: c.guard ? formatExpr(c.guard) : null,
       actions: (c.actions ?? []).map(actionName),
@@ -98,6 +107,7 @@ export function formatExpr(e) {
   if (op === "var") return String(a[0]).replace(/^(context|event\.payload)\./, "");
   if (op === "!") return `not ${formatExpr(a[0])}`;
   if (op === "in") return `${formatExpr(a[0])} in ${formatExpr(a[1])}`;
+  if (op === "in_state") return `in ${String(a[0]).replace(/^#[^.]*\./, "")}`;
   if (["==", "===", "!=", "!==", ">", ">=", "<", "<=", "+", "-", "*", "/", "%", "and", "or"].includes(op)) {
     return a.map(formatExpr).join(` ${op.replace(">=", "≥").replace("<=", "≤")} `);
   }
@@ -111,8 +121,9 @@ export function layout(parsed, { badges = new Map() } = {}) {
   const lines = (n) => n.transitions.filter((t) => !t.target || t.target === n).flatMap(inlineLines);
   const headerOf = (n) => (n.path === "" ? 0 : HEADER_H + lines(n).length * LINE_H + (lines(n).length ? 4 : 0));
 
-  // Sizes, bottom-up; children positions relative to their parent. The top level flows
-  // top to bottom, nested levels left to right (a compound state stays wide and short).
+  // Sizes, bottom-up; children positions relative to their parent. The top level and a
+  // parallel state's regions flow top to bottom, other nested levels left to right (a
+  // compound state stays wide and short).
   function size(n, depth) {
     if (n.children.length === 0) {
       const text = [n.key, ...lines(n)];
@@ -122,7 +133,8 @@ export function layout(parsed, { badges = new Map() } = {}) {
       return;
     }
     n.children.forEach((c) => size(c, depth + 1));
-    const lr = depth > 0;
+    if (n.parallel) return sizeParallel(n);
+    const lr = depth > 0 && !n.region;
     const ranks = rank(n);
     // An edge that skips ranks gets a narrow virtual node in each rank it crosses, so the
     // ordering keeps a lane free for it and the edge bends through that lane.
@@ -168,16 +180,35 @@ export function layout(parsed, { badges = new Map() } = {}) {
       main += thick + gap;
     }
     const all = [...placed.values()];
-    const first = lr ? headerOf(n) + PAD : PAD;
     const least = Math.min(...all.map((b) => (lr ? b.y : b.x)));
+    // A region is narrow: its edge labels, centred on its column, may be wider than its states.
+    const span = Math.max(...all.map((b) => b.x + b.w)) - least;
+    const margin = n.region ? Math.max(0, (Math.max(0, ...edges(n).map(([, , t]) => edgeLabel(t).length * 6.6 + 8)) - span) / 2) : 0;
+    const first = lr ? headerOf(n) + PAD : PAD + margin;
     all.forEach((b) => (lr ? (b.y += first - least) : (b.x += first - least)));
     const w = Math.max(
-      Math.max(...all.map((b) => b.x + b.w)) + PAD,
+      Math.max(...all.map((b) => b.x + b.w)) + PAD + margin,
       (n.key.length + 2) * CHAR_W + 2 * PAD + badgeW(n.path),
       ...lines(n).map((t) => t.length * CHAR_W + 2 * PAD),
     );
     const h = Math.max(...all.map((b) => b.y + b.h)) + PAD;
     boxes.set(n.path, { node: n, w, h, x: 0, y: 0 });
+  }
+
+  // A parallel state: its regions side by side in document order, each as tall as the
+  // tallest, flush against each other (the dashed lines between them are drawn at the seams).
+  function sizeParallel(n) {
+    const regions = n.children.map((c) => boxes.get(c.path));
+    const tall = Math.max(...regions.map((b) => b.h));
+    let x = REGION_INSET;
+    for (const b of regions) {
+      b.x = x;
+      b.y = headerOf(n);
+      b.h = tall;
+      x += b.w;
+    }
+    const w = Math.max(x + REGION_INSET, (n.key.length + 2) * CHAR_W + 2 * PAD + badgeW(n.path), ...lines(n).map((t) => t.length * CHAR_W + 2 * PAD));
+    boxes.set(n.path, { node: n, w, h: headerOf(n) + tall + REGION_INSET, x: 0, y: 0 });
   }
 
   // The child of n that contains s, or null when s is outside n.
@@ -303,14 +334,14 @@ function isWithin(s, ancestor) {
 
 // A targetless transition written inside its state: the event, then its guard and actions.
 function inlineLines(t) {
-  const out = [t.event];
+  const out = [t.label];
   if (t.guard) out.push(`[${t.guard}]`);
   if (t.actions.length) out.push(`/ ${t.actions.join("; ")}`);
   return out;
 }
 
 function edgeLabel(t) {
-  return t.guard ? `${t.event} [${t.guard}]` : t.event;
+  return t.guard ? `${t.label} [${t.guard}]` : t.label;
 }
 
 /** The active state paths for a state value ("a" or { a: "b" } or { a: { b: "c" } }). */
@@ -379,6 +410,8 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
     const b = boxes.get(n.path);
     const cls = ["state", n.children.length ? "compound" : "atomic"];
     if (n.final) cls.push("final");
+    if (n.parallel) cls.push("parallel");
+    if (n.region) cls.push("region");
     if (activeSet.has(n.path)) cls.push("active");
     if (flagged.has(n.path)) cls.push("flagged", `sev-${worst(flagged.get(n.path))}`);
     if (focus && focus === n.path) cls.push("focus");
@@ -390,6 +423,13 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
     g.append(title);
     g.append(el("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: n.final ? 14 : 8 }));
     if (n.final) g.append(el("rect", { class: "inner", x: b.x + 3, y: b.y + 3, width: b.w - 6, height: b.h - 6, rx: 11 }));
+    if (n.parallel) {
+      // the regions' seams: dashed lines from the name's row to the bottom border
+      for (const r of n.children.slice(1)) {
+        const rb = boxes.get(r.path);
+        g.append(el("line", { class: "separator", x1: rb.x, y1: rb.y + 2, x2: rb.x, y2: b.y + b.h }));
+      }
+    }
     const label = el("text", { x: b.x + PAD, y: b.y + 17, class: "name" });
     label.textContent = n.key;
     g.append(label);
@@ -426,7 +466,7 @@ export function render(svg, parsed, { active = [], findings = [], focus = null }
   // initial markers
   const gEdges = el("g", { class: "edges" });
   for (const n of parsed.all) {
-    if (!n.children.length) continue;
+    if (!n.children.length || n.parallel) continue; // every region of a parallel state is entered
     const first = n.children.find((c) => c.key === n.initial) ?? n.children[0];
     const b = boxes.get(first.path);
     gEdges.append(el("circle", { class: "initial", cx: b.x - 12, cy: b.y + 12, r: 4 }));

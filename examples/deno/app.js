@@ -19,7 +19,8 @@
 // Which machine runs a process is demo configuration, as in the Worker: ids
 // ending in "-fragile" run www/machines/order-fragile.json, "-robust-nokeys"
 // run order-robust-nokeys.json (a gateway without idempotency keys: the
-// dispatcher verifies), all others order-robust.json.
+// dispatcher verifies), "-parallel" run order-parallel.json (payment and
+// fulfilment regions), all others order-robust.json.
 
 import { Machine } from "../../pkg/dist/js/deno.js";
 import { createHttpApi, problem, refuseOversized } from "../../pkg/dist/js/http.js";
@@ -28,8 +29,11 @@ import { FakeGateway, gatewayEffects, httpGateway } from "../../pkg/dist/js/test
 import robust from "../../www/machines/order-robust.json" with { type: "json" };
 import fragile from "../../www/machines/order-fragile.json" with { type: "json" };
 import robustNokeys from "../../www/machines/order-robust-nokeys.json" with { type: "json" };
+import parallel from "../../www/machines/order-parallel.json" with { type: "json" };
 
-const DEFINITIONS = { robust, fragile, "robust-nokeys": robustNokeys };
+const DEFINITIONS = { robust, fragile, "robust-nokeys": robustNokeys, parallel };
+/** The variant a process runs, by the end of its id. */
+const VARIANT_SUFFIXES = [["-robust-nokeys", "robust-nokeys"], ["-fragile", "fragile"], ["-parallel", "parallel"]];
 /** How long the gateway may take before the outcome is unknown (ms). */
 const TIMEOUT_MS = 2_000;
 
@@ -112,8 +116,7 @@ export function createApp(config) {
   const { kv } = config;
   const maxRetries = config.maxRetries ?? 64;
   const machines = Object.fromEntries(Object.entries(DEFINITIONS).map(([k, d]) => [k, new Machine(d)]));
-  const variantOf = (processId) =>
-    processId.endsWith("-robust-nokeys") ? "robust-nokeys" : processId.endsWith("-fragile") ? "fragile" : "robust";
+  const variantOf = (processId) => VARIANT_SUFFIXES.find(([suffix]) => processId.endsWith(suffix))?.[1] ?? "robust";
   const machineFor = (processId) => machines[variantOf(processId)];
 
   const gateways = {

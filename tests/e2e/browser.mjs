@@ -105,6 +105,17 @@ export async function chooseMachine(page, variant) {
 }
 
 /**
+ * The diagram's active atomic states (those without an active state inside), sorted: one per
+ * region of an active parallel state.
+ */
+export async function activeAtoms(page) {
+  return page.$$eval("#diagram .state.active", (gs) => {
+    const paths = gs.map((g) => g.dataset.state);
+    return paths.filter((p) => !paths.some((q) => q.startsWith(`${p}.`))).sort();
+  });
+}
+
+/**
  * Save the page as docs/screenshots/NAME.png when asked (`IDEM_SCREENSHOTS=1`): the files are
  * tracked, and a test run that is not meant to refresh them leaves the tree as it found it.
  */

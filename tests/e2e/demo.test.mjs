@@ -8,7 +8,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { act, chooseMachine, openDemo, pay, readView, screenshot, settle, startAll } from "./browser.mjs";
+import { act, activeAtoms, chooseMachine, openDemo, pay, readView, screenshot, settle, startAll } from "./browser.mjs";
 
 let env;
 before(async () => {
@@ -228,6 +228,85 @@ for (const [mode, finalState, charges, step] of [
     await context.close();
   });
 }
+
+test("the parallel machine: each region's active state on the diagram, SHIP only once paid, a duplicate answered as a replay", async () => {
+  const { page, context, errors } = await openDemo(env);
+  await chooseMachine(page, "parallel");
+  const both = (payment, fulfilment) => `open.payment.${payment} ∥ open.fulfilment.${fulfilment}`;
+  const start = await readView(page);
+  assert.equal(start.state, both("collecting", "packing"));
+  assert.deepEqual(await activeAtoms(page), ["open.fulfilment.packing", "open.payment.collecting"]);
+
+  // the regions side by side in the parallel state, one dashed line between them
+  const geometry = await page.evaluate(() => {
+    const box = (p) => {
+      const r = document.querySelector(`#diagram [data-state="${p}"] > rect`);
+      return { x: +r.getAttribute("x"), y: +r.getAttribute("y"), w: +r.getAttribute("width"), h: +r.getAttribute("height") };
+    };
+    const line = document.querySelector('#diagram .state.parallel[data-state="open"] line.separator');
+    return {
+      open: box("open"),
+      payment: box("open.payment"),
+      fulfilment: box("open.fulfilment"),
+      separators: document.querySelectorAll("#diagram line.separator").length,
+      line: line && { x: +line.getAttribute("x1"), dash: getComputedStyle(line).strokeDasharray },
+    };
+  });
+  const { open, payment, fulfilment, line } = geometry;
+  assert.equal(geometry.separators, 1);
+  assert.ok(payment.x + payment.w <= fulfilment.x, JSON.stringify(geometry));
+  assert.equal(payment.y, fulfilment.y, "the regions start on one line");
+  assert.equal(payment.h, fulfilment.h, "and are as tall as each other");
+  assert.ok(payment.x >= open.x && fulfilment.x + fulfilment.w <= open.x + open.w, "inside the parallel state");
+  assert.equal(line.x, fulfilment.x, "the separator is at the seam");
+  assert.notEqual(line.dash, "none", "dashed");
+
+  // PACKED moves the fulfilment region alone
+  const packed = await act(page, "#send-PACKED", { expect: "applied" });
+  assert.equal(packed.state, both("collecting", "packed"));
+  assert.deepEqual(await activeAtoms(page), ["open.fulfilment.packed", "open.payment.collecting"]);
+
+  // SHIP before the payment region is paid: the in_state guard says no, nothing is written
+  const early = await act(page, "#send-SHIP", { expect: "ignored" });
+  assert.equal(early.revision, packed.revision);
+  assert.equal(early.state, packed.state);
+
+  // paid in full: the payment region charges through the outbox and reaches paid
+  await pay(page, "p1", 100, { expect: "applied" });
+  await page.waitForFunction((s) => document.querySelector("#state-name").textContent === s, both("paid", "packed"));
+  await settle(page);
+  const paid = await readView(page);
+  assert.deepEqual(await activeAtoms(page), ["open.fulfilment.packed", "open.payment.paid"]);
+  assert.equal(paid.charges, 1);
+  assert.equal(paid.chargedAmount, 100);
+  assert.ok(paid.outbox.some((e) => e.state === "succeeded"), JSON.stringify(paid.outbox));
+
+  // the payment delivered again: a replay of the first answer, nothing written
+  const dup = await act(page, "#again", { expect: "duplicate" });
+  assert.match(dup.statusText, /recorded p1/);
+  assert.deepEqual(dup.context, paid.context);
+  assert.equal(dup.revision, paid.revision);
+  assert.equal(dup.state, paid.state);
+  await screenshot(page, "08-parallel");
+
+  // SHIP now: the fulfilment region ships, both regions are final, onDone completes the order
+  const shipped = await act(page, "#send-SHIP", { expect: "applied" });
+  assert.equal(shipped.state, "complete");
+  assert.deepEqual(await activeAtoms(page), ["complete"]);
+  await settle(page);
+  const done = await readView(page);
+  assert.deepEqual(done.outbox.map((e) => e.state), ["succeeded", "succeeded"], "charge, then ship: " + JSON.stringify(done.outbox));
+  const again = await act(page, "#again", { expect: "duplicate" });
+  assert.equal(again.revision, done.revision);
+  assert.equal(again.state, "complete");
+  assert.equal(again.outbox.length, done.outbox.length, "one ship effect");
+
+  // the other machines' processes are untouched
+  await chooseMachine(page, "robust");
+  assert.equal((await readView(page)).state, "payment.collecting");
+  assert.deepEqual(errors, []);
+  await context.close();
+});
 
 test("the IndexedDB store is a compare-and-set: one writer wins per version", async () => {
   const { page, context } = await openDemo(env);

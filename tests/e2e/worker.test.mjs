@@ -11,7 +11,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { ROOT, act, pay, readView, screenshot, settle } from "./browser.mjs";
+import { ROOT, act, activeAtoms, chooseMachine, pay, readView, screenshot, settle } from "./browser.mjs";
 
 const CONFIG = join(ROOT, "examples/cloudflare/wrangler.toml");
 const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
@@ -136,6 +136,44 @@ test("in Worker mode the same events go over HTTP: 201, then the replay with Ide
   assert.equal(paid.context.paid, "100");
   assert.ok(paid.outbox.some((e) => e.state === "succeeded"), "the charge effect succeeded on the Worker");
   await screenshot(page, "07-worker-mode");
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("in Worker mode the parallel machine runs on the Worker: each region's state, SHIP refused until paid, the replay", async () => {
+  const { page, context, errors } = await open();
+  await chooseMachine(page, "parallel");
+  await page.check('input[name="target"][value="worker"]');
+  await page.waitForFunction(() => document.querySelector("#mode").dataset.mode === "worker");
+  await settle(page);
+  const pid = await page.textContent("#process-id");
+  assert.match(pid, /^order-[a-z0-9]+-parallel$/);
+
+  const packed = await act(page, "#send-PACKED", { expect: "applied" });
+  assert.match(packed.statusText, /HTTP 201/);
+  assert.equal(packed.state, "open.payment.collecting ∥ open.fulfilment.packed");
+  assert.deepEqual(await activeAtoms(page), ["open.fulfilment.packed", "open.payment.collecting"]);
+
+  const early = await act(page, "#send-SHIP", { expect: "ignored" });
+  assert.match(early.statusText, /HTTP 409/);
+
+  await pay(page, "p1", 100, { expect: "applied" });
+  // the Worker's dispatcher charges; the page follows
+  await page.waitForFunction(() => document.querySelector("#state-name").textContent === "open.payment.paid ∥ open.fulfilment.packed", null, { timeout: 20_000 });
+  await settle(page);
+  assert.deepEqual(await activeAtoms(page), ["open.fulfilment.packed", "open.payment.paid"]);
+
+  const shipped = await act(page, "#send-SHIP", { expect: "applied" });
+  assert.equal(shipped.state, "complete");
+  assert.match(shipped.statusText, /HTTP 200/, "the process exists: 200, not 201");
+  const again = await act(page, "#again", { expect: "duplicate" });
+  assert.match(again.statusText, /HTTP 200 · replayed/, "the first status comes back, marked as a replay");
+  assert.equal(again.revision, shipped.revision);
+
+  // what the page shows is what the Worker stored, under the parallel machine
+  const stored = await page.evaluate((id) => fetch(`/processes/${id}`).then((r) => r.json()), pid);
+  assert.equal(stored.value, "complete");
+  assert.deepEqual(stored.outbox.map((e) => e.type).sort(), ["charge", "ship"]);
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -18,7 +18,8 @@
 // Which machine runs a process is demo configuration: ids ending in
 // "-fragile" run www/machines/order-fragile.json, "-robust-nokeys" run
 // order-robust-nokeys.json (its charges go to a gateway without idempotency
-// keys, so the dispatcher verifies), all others order-robust.json.
+// keys, so the dispatcher verifies), "-parallel" run order-parallel.json (payment
+// and fulfilment regions), all others order-robust.json.
 //
 // The payment gateway is the `GATEWAY` service binding when there is one
 // (tests bind a fake gateway served over HTTP), otherwise in-process fake
@@ -35,8 +36,11 @@ import { FakeGateway, gatewayEffects, httpGateway } from "../../../pkg/dist/js/t
 import robust from "../../../www/machines/order-robust.json";
 import fragile from "../../../www/machines/order-fragile.json";
 import robustNokeys from "../../../www/machines/order-robust-nokeys.json";
+import parallel from "../../../www/machines/order-parallel.json";
 
-const DEFINITIONS = { robust, fragile, "robust-nokeys": robustNokeys };
+const DEFINITIONS = { robust, fragile, "robust-nokeys": robustNokeys, parallel };
+/** The variant a process runs, by the end of its id. */
+const VARIANT_SUFFIXES = [["-robust-nokeys", "robust-nokeys"], ["-fragile", "fragile"], ["-parallel", "parallel"]];
 /** Dispatcher: how long the gateway may take before the outcome is unknown (ms). */
 const TIMEOUT_MS = 2_000;
 /** After a commit, wait in the background for retries due this soon (ms); later ones go to the cron / alarm. */
@@ -44,7 +48,7 @@ const FOLLOW_UP_MS = 10_000;
 
 const machines = {}; // each built on its first use, inside a request
 function machineFor(processId) {
-  const variant = processId.endsWith("-robust-nokeys") ? "robust-nokeys" : processId.endsWith("-fragile") ? "fragile" : "robust";
+  const variant = VARIANT_SUFFIXES.find(([suffix]) => processId.endsWith(suffix))?.[1] ?? "robust";
   return { variant, machine: (machines[variant] ??= new Machine(DEFINITIONS[variant])) };
 }
 
