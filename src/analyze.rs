@@ -1217,6 +1217,8 @@ struct Candidate {
     kind: RepeatKind,
     event: String,
     t1: Option<String>,
+    /// Every transition the original took (one per region that moved).
+    originals: Vec<String>,
     t2: String,
     reenter: bool,
     /// The active atomic state the repeat was taken from (below `t2`'s source).
@@ -1492,6 +1494,7 @@ impl<'m> Search<'m> {
                             kind: RepeatKind::Immediate,
                             event: ty.clone(),
                             t1: related(m, &t1s, r.t),
+                            originals: t1s.iter().map(|t| t.json_path.clone()).collect(),
                             t2: r.t.json_path.clone(),
                             reenter: r.t.reenter,
                             leaf: r.leaf,
@@ -1574,6 +1577,7 @@ impl<'m> Search<'m> {
                                     kind: RepeatKind::Cycle,
                                     event: ty.clone(),
                                     t1: related(m, t1s, r.t),
+                                    originals: t1s.iter().map(|t| t.json_path.clone()).collect(),
                                     t2: r.t.json_path.clone(),
                                     reenter: r.t.reenter,
                                     leaf: r.leaf,
@@ -1940,21 +1944,24 @@ impl<'m> Search<'m> {
         let orig_target = t1.and_then(|t| t.target());
         let landed = orig_target.map(|tg| m.initial_leaf(tg));
         let history = t1.and_then(|t| t.targets.iter().copied().find(|&h| m.states[h].kind == Kind::History));
-        let regions = match (t1, t2) {
-            (Some(a), Some(b)) => other_regions(m, a.source, b.source),
-            _ => None,
-        };
+        // Another region that the original moved on, while this one stays.
+        let regions = t2.and_then(|b| {
+            c.originals.iter().filter(|p| **p != c.t2).filter_map(|p| find_transition(m, p)).find_map(|a| {
+                let moved = !a.targets.is_empty();
+                other_regions(m, a.source, b.source).filter(|_| moved).map(|r| (r, a.json_path.clone()))
+            })
+        });
         let where_ = if reenter {
             format!("`{}` re-enters `{t2_source}` (reenter: true), re-running its exit and entry actions", c.t2)
-        } else if c.t1.as_deref() == Some(c.t2.as_str()) && t2.is_some_and(|t| t.target().is_none()) {
-            format!("the targetless transition stays in `{leaf}` and accepts {} again", c.event)
-        } else if let Some((moved, stayed)) = regions {
+        } else if let Some(((moved, stayed), by)) = regions {
             format!(
-                "the original {ev} moved region `{}` on, but region `{}` stays in `{leaf}` and accepts {ev} again",
+                "the original {ev} moved region `{}` on (`{by}`), but region `{}` stays in `{leaf}` and accepts {ev} again",
                 m.states[moved].path,
                 m.states[stayed].path,
                 ev = c.event
             )
+        } else if c.t1.as_deref() == Some(c.t2.as_str()) && t2.is_some_and(|t| t.target().is_none()) {
+            format!("the targetless transition stays in `{leaf}` and accepts {} again", c.event)
         } else if let Some(h) = history {
             format!(
                 "`{}` enters history state `{}`, which restores `{leaf}`, and `{leaf}` accepts {} again",

@@ -339,6 +339,58 @@ fn findings_are_deterministic_documented_and_serialize() {
 }
 
 #[test]
+fn a_region_that_takes_the_event_again_while_another_moves_is_found() {
+    let m = Machine::from_json(&read("parallel-reaccept.json")).unwrap();
+    let f = analyze::analyze(&m);
+    let re = f.iter().find(|x| x.code == "reaccept").expect("the re-accepting region is found");
+    assert_eq!((re.state.as_str(), re.severity), ("open.fulfilment.packing", Severity::Error));
+    assert_eq!(re.transitions, vec!["states.open.states.fulfilment.states.packing.on.PAY".to_string()]);
+    assert!(
+        re.message.contains("moved region `open.payment` on") && re.message.contains("region `open.fulfilment` stays"),
+        "{}",
+        re.message
+    );
+    let w = re.witness.as_ref().unwrap();
+    assert_eq!(w.shows.effects.iter().map(|e| e.effect_type.as_str()).collect::<Vec<_>>(), vec!["notifyWarehouse"]);
+    check_witness(&m, re, "parallel-reaccept");
+    // The original moved both regions' state value; the repeat only fulfilment's effect.
+    let (r, _) = replay(&m, &w.steps, "parallel-reaccept");
+    assert_eq!(r.outcomes[w.original].state, json!({ "open": { "payment": "paid", "fulfilment": "packing" } }));
+
+    // The safe twin: payment raises PAID for fulfilment, SHIP waits for payment
+    // (in_state), onDone closes the order. PAID is raised, never sent from outside.
+    let m = Machine::from_json(&read("parallel-safe.json")).unwrap();
+    let f = analyze::analyze(&m);
+    assert_eq!(hazards(&f), Vec::<String>::new(), "{}", analyze::to_text(&m.id, &f));
+    assert!(f.iter().all(|x| x.event.as_deref() != Some("PAID")), "{}", analyze::to_text(&m.id, &f));
+    assert!(f.iter().any(|x| x.event.as_deref() == Some("PAY")), "PAY is reported on as information");
+}
+
+#[test]
+fn a_history_state_that_restores_a_state_taking_the_event_again_is_found() {
+    let m = Machine::from_json(&read("history-reaccept.json")).unwrap();
+    let f = analyze::analyze(&m);
+    let path = vec!["states.failed.on.RETRY".to_string(), "states.work.states.uploading.on.RETRY".to_string()];
+    let re = f.iter().find(|x| x.code == "reaccept" && x.transitions == path).expect("the history path is found");
+    assert_eq!((re.state.as_str(), re.severity), ("work.uploading", Severity::Error));
+    assert!(re.message.contains("enters history state `work.hist`, which restores `work.uploading`"), "{}", re.message);
+    check_witness(&m, re, "history-reaccept");
+    // The witness goes to uploading, fails, and retries: the history restores uploading.
+    let w = re.witness.as_ref().unwrap();
+    let types: Vec<&str> = w.steps.iter().map(|s| s.event["type"].as_str().unwrap()).collect();
+    assert_eq!(types, vec!["PICK", "FAIL", "RETRY", "RETRY"]);
+    let (r, _) = replay(&m, &w.steps, "history-reaccept");
+    assert_eq!(r.outcomes[w.original].state, json!({ "work": "uploading" }));
+    // Without the history state (RETRY back to `work`, which starts in
+    // `selecting`) that path does not exist.
+    let mut def: Value = serde_json::from_str(&read("history-reaccept.json")).unwrap();
+    def["states"]["failed"]["on"]["RETRY"] = json!("work");
+    let plain = Machine::from_value(def).unwrap();
+    let g = analyze::analyze(&plain);
+    assert!(!g.iter().any(|x| x.code == "reaccept" && x.transitions == path), "{}", analyze::to_text(&plain.id, &g));
+}
+
+#[test]
 fn a_targetless_repeat_only_changes_nothing_and_is_not_a_hazard() {
     // The repeat is applied, but sets the same value again: no claim is made.
     let m = Machine::from_json(&read("reenter-safe.json")).unwrap();
