@@ -31,6 +31,11 @@
 //! shows it (its [`Witness`]); replaying that sequence through `reduce` shows
 //! the change happening a second time. No hazard is reported without one.
 //!
+//! A node of the search is a configuration: one active state per region of
+//! every active parallel state, and the history each history state recorded.
+//! Raised events and done events are never sent from outside: `reduce`
+//! follows them inside the macrostep of the event that raised them.
+//!
 //! Static reading of the definition adds what a search cannot prove alone:
 //! which transitions are protected by topology (their event is never accepted
 //! again — info), which re-acceptances are guarded by an identified set (info),
