@@ -31,6 +31,11 @@
 //! shows it (its [`Witness`]); replaying that sequence through `reduce` shows
 //! the change happening a second time. No hazard is reported without one.
 //!
+//! A node of the search is a configuration: one active state per region of
+//! every active parallel state, and the history each history state recorded.
+//! Raised events and done events are never sent from outside: `reduce`
+//! follows them inside the macrostep of the event that raised them.
+//!
 //! Static reading of the definition adds what a search cannot prove alone:
 //! which transitions are protected by topology (their event is never accepted
 //! again — info), which re-acceptances are guarded by an identified set (info),
@@ -54,12 +59,14 @@
 //! | `unrepresentable` | warning / info | (XState import) something that cannot be expressed as data |
 
 use crate::expr::Data;
-use crate::machine::{Action, Kind, Machine, StateIdx, Transition, EFFECT_REPORT_PREFIX, TIMER_EVENT};
+use crate::interpreter::{Run, Start};
+use crate::machine::{Action, Kind, Machine, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, INIT_EVENT, TIMER_EVENT};
 use crate::outbox;
-use crate::reduce::{Outcome, Status};
+use crate::reduce::{Event, Outcome, Status};
 use crate::snapshot::{self, EffectState};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 /// Every code the analysis (and the XState import) can report, with its
@@ -477,6 +484,13 @@ fn identity_guard(m: &Machine, t: &Transition) -> Option<String> {
 
 // ---------------------------------------------------------------------------
 // The graph, read statically
+//
+// A configuration has one atomic state per active region. What is read here
+// without running the machine is an over-approximation: the atomic states a
+// process may reach, the action lists a macrostep may run. It decides only
+// where the search looks for a witness, which actions a witness is said to
+// have run, and the information findings (a state "no reachable state
+// accepts" is claimed only when none of the over-approximated states does).
 
 fn is_external(m: &Machine, event: &str) -> bool {
     m.event_types.contains(event) && !event.starts_with(EFFECT_REPORT_PREFIX) && event != TIMER_EVENT
@@ -487,19 +501,79 @@ fn is_done_leaf(m: &Machine, leaf: StateIdx) -> bool {
     s.kind == Kind::Final && s.parent == Some(m.root())
 }
 
+/// The atomic states below `idx` (itself when it is one); history states aside.
 fn leaves_under(m: &Machine, idx: StateIdx) -> Vec<StateIdx> {
+    if m.states[idx].kind == Kind::History {
+        return Vec::new();
+    }
     if m.states[idx].children.is_empty() {
         return vec![idx];
     }
     m.states[idx].children.iter().flat_map(|&c| leaves_under(m, c)).collect()
 }
 
-/// Leaves a transition may leave the process in (before `always` steps).
-fn landing(m: &Machine, t: &Transition) -> Vec<StateIdx> {
-    match t.target() {
-        Some(tg) => vec![m.initial_leaf(tg)],
-        None => leaves_under(m, t.source),
+fn push_new(out: &mut Vec<StateIdx>, s: StateIdx) {
+    if !out.contains(&s) {
+        out.push(s);
     }
+}
+
+/// Atomic states entering `target` may leave the process in: its default
+/// configuration, or for a history state anything below its parent it may
+/// restore; and the other regions of every parallel state above it, which
+/// are entered by default or stay where they are.
+fn landing_of(m: &Machine, target: StateIdx) -> Vec<StateIdx> {
+    let mut out = Vec::new();
+    if m.states[target].kind == Kind::History {
+        let parent = m.states[target].parent.unwrap_or(0);
+        for l in leaves_under(m, parent) {
+            push_new(&mut out, l);
+        }
+    } else {
+        for s in m.initial_config(target) {
+            if m.is_atomic(s) && (s == target || m.is_descendant(s, target)) {
+                push_new(&mut out, s);
+            }
+        }
+    }
+    let mut child = target;
+    for a in m.ancestors(target).skip(1) {
+        if m.states[a].kind == Kind::Parallel {
+            for r in m.regions(a).filter(|&r| r != child) {
+                for l in leaves_under(m, r) {
+                    push_new(&mut out, l);
+                }
+            }
+        }
+        child = a;
+    }
+    out
+}
+
+/// Atomic states a transition may leave the process in (before `always` steps).
+fn landing(m: &Machine, t: &Transition) -> Vec<StateIdx> {
+    if t.targets.is_empty() {
+        let mut out = leaves_under(m, t.source);
+        let mut child = t.source;
+        for a in m.ancestors(t.source).skip(1) {
+            if m.states[a].kind == Kind::Parallel {
+                for r in m.regions(a).filter(|&r| r != child) {
+                    for l in leaves_under(m, r) {
+                        push_new(&mut out, l);
+                    }
+                }
+            }
+            child = a;
+        }
+        return out;
+    }
+    let mut out = Vec::new();
+    for &tg in &t.targets {
+        for l in landing_of(m, tg) {
+            push_new(&mut out, l);
+        }
+    }
+    out
 }
 
 /// Every transition that can fire in `leaf` (events, `always`, `after`).
@@ -524,10 +598,7 @@ fn closure(m: &Machine, start: &[StateIdx], always_only: bool) -> BTreeSet<State
     let mut queue: VecDeque<StateIdx> = start.iter().copied().collect();
     while let Some(l) = queue.pop_front() {
         for t in outgoing(m, l, always_only) {
-            let next = match t.target() {
-                Some(tg) => vec![m.initial_leaf(tg)],
-                None => vec![l],
-            };
+            let next = if t.targets.is_empty() { vec![l] } else { landing(m, t) };
             for n in next {
                 if seen.insert(n) {
                     queue.push_back(n);
@@ -552,117 +623,305 @@ fn accepting<'m>(m: &'m Machine, leaf: StateIdx, event: &str) -> Vec<&'m Transit
     out
 }
 
-/// The transition `reduce` selects for `event` in `leaf` with this context.
-fn select<'m>(m: &'m Machine, leaf: StateIdx, context: &Value, value: &Value, event: &Value) -> Option<&'m Transition> {
-    let scope = json!({ "context": context, "event": event, "state": value });
-    for s in m.ancestors_inclusive(leaf) {
-        if let Some((_, ts)) = m.states[s].on.iter().find(|(e, _)| Some(e.as_str()) == event["type"].as_str()) {
-            for t in ts {
-                let ok = match t.guard {
-                    None => true,
-                    Some(g) => m.exprs.test(g, Data::Value(&scope)).unwrap_or(false),
-                };
-                if ok {
-                    return Some(t);
+/// A configuration: the active states in document order, the context and
+/// the state value, and whether the process is finished.
+#[derive(Debug, Clone)]
+struct Config {
+    states: Vec<StateIdx>,
+    context: Value,
+    value: Value,
+    done: bool,
+}
+
+impl Config {
+    fn active(&self, s: StateIdx) -> bool {
+        self.states.binary_search(&s).is_ok()
+    }
+    fn leaves(&self, m: &Machine) -> Vec<StateIdx> {
+        self.states.iter().copied().filter(|&s| m.is_atomic(s)).collect()
+    }
+    /// Does any active state have a transition for `event` (guards aside)?
+    fn accepts(&self, m: &Machine, event: &str) -> bool {
+        !self.done && self.states.iter().any(|&s| m.states[s].on.iter().any(|(e, _)| e == event))
+    }
+    /// The active atomic state a transition of `source` is taken from (the
+    /// first below it in document order).
+    fn leaf_under(&self, m: &Machine, source: StateIdx) -> StateIdx {
+        self.states.iter().copied().find(|&s| m.is_atomic(s) && (s == source || m.is_descendant(s, source))).unwrap_or(source)
+    }
+}
+
+/// Where a new process stands when its first event is judged: its initial
+/// step settled (entry actions, eventless transitions, raised and done
+/// events), by the interpreter itself.
+fn settled_start(m: &Machine) -> Config {
+    let init = Event { id: Cow::Borrowed("analysis"), event_type: Cow::Borrowed(INIT_EVENT), payload: Cow::Owned(json!({})) };
+    let fallback = || {
+        let states = m.initial_config(m.root());
+        Config { value: m.value_of_config(&states), states, context: m.initial_context.clone(), done: false }
+    };
+    let mut run = Run::new(
+        m,
+        Start {
+            config: Vec::new(),
+            context: m.initial_context.clone(),
+            value: Value::Null,
+            history: Map::new(),
+            timers: Vec::new(),
+            outbox: Vec::new(),
+            origin: &init,
+            process: "analysis",
+            now: START_MS,
+            revision: 1,
+            done: false,
+        },
+    );
+    match run.start() {
+        Ok(()) => Config { states: run.config, context: run.context, value: run.value, done: run.done },
+        Err(_) => fallback(),
+    }
+}
+
+/// The transitions `reduce` selects for `event` in a configuration: in every
+/// active region the deepest state with an enabled transition, conflicts
+/// removed (SCXML's optimal enabled transition set, as the interpreter takes it).
+fn select<'m>(m: &'m Machine, cfg: &Config, event: &Value) -> Vec<&'m Transition> {
+    if cfg.done {
+        return Vec::new();
+    }
+    let scope = json!({ "context": cfg.context, "event": event, "state": cfg.value });
+    let ty = event["type"].as_str().unwrap_or("");
+    fn select_in<'m>(m: &'m Machine, cfg: &Config, s: StateIdx, ty: &str, scope: &Value, out: &mut Vec<&'m Transition>) {
+        let before = out.len();
+        match m.states[s].kind {
+            Kind::Compound => {
+                if let Some(&c) = m.states[s].children.iter().find(|&&c| cfg.active(c)) {
+                    select_in(m, cfg, c, ty, scope, out);
                 }
+            }
+            Kind::Parallel => {
+                for c in m.regions(s) {
+                    if cfg.active(c) {
+                        select_in(m, cfg, c, ty, scope, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if out.len() == before {
+            if let Some((_, ts)) = m.states[s].on.iter().find(|(e, _)| e == ty) {
+                let enabled = ts.iter().find(|t| match t.guard {
+                    None => true,
+                    Some(g) => m.exprs.test(g, Data::Value(scope)).unwrap_or(false),
+                });
+                out.extend(enabled);
             }
         }
     }
-    None
-}
-
-/// Where a new process stands when its first event is selected: the initial
-/// leaf after the `always` steps that event enables (entry assigns are not
-/// evaluated, so this is the configuration up to their effect on guards).
-fn initial_config(m: &Machine, event: &Value) -> (StateIdx, Value, Value) {
-    let mut leaf = m.initial_leaf(m.root());
-    let context = m.initial_context.clone();
-    for _ in 0..64 {
-        let value = m.state_value(leaf);
-        let scope = json!({ "context": context, "event": event, "state": value });
-        let next = m.ancestors_inclusive(leaf).into_iter().find_map(|s| {
-            m.states[s].always.iter().find(|t| match t.guard {
-                None => true,
-                Some(g) => m.exprs.test(g, Data::Value(&scope)).unwrap_or(false),
-            })
-        });
-        match next.and_then(|t| t.target()) {
-            Some(tg) if m.initial_leaf(tg) != leaf => leaf = m.initial_leaf(tg),
-            _ => break,
+    let mut found = Vec::new();
+    select_in(m, cfg, m.root(), ty, &scope, &mut found);
+    // Of two that exit a common state, the descendant's wins, else the first.
+    let mut kept: Vec<(&Transition, Vec<StateIdx>)> = Vec::new();
+    for t in found {
+        let exit = exit_set(m, t, &cfg.states);
+        let mut preempted = false;
+        let mut beaten = Vec::new();
+        for (i, (k, kexit)) in kept.iter().enumerate() {
+            if exit.iter().any(|s| kexit.contains(s)) {
+                if m.is_descendant(t.source, k.source) {
+                    beaten.push(i);
+                } else {
+                    preempted = true;
+                    break;
+                }
+            }
+        }
+        if !preempted {
+            for i in beaten.into_iter().rev() {
+                kept.remove(i);
+            }
+            kept.push((t, exit));
         }
     }
-    let value = m.state_value(leaf);
-    (leaf, context, value)
+    kept.into_iter().map(|(t, _)| t).collect()
 }
 
-/// The state whose descendants a transition exits and enters (as `reduce` computes it).
-fn domain(m: &Machine, t: &Transition, target: StateIdx) -> Option<StateIdx> {
-    let internal = !t.reenter && (target == t.source || m.is_descendant(target, t.source));
-    if internal && !m.states[t.source].children.is_empty() {
+/// A target as far as the transition domain is concerned: a history state
+/// restores states inside its parent.
+fn domain_target(m: &Machine, s: StateIdx) -> StateIdx {
+    match m.states[s].kind {
+        Kind::History => m.states[s].parent.unwrap_or(0),
+        _ => s,
+    }
+}
+
+/// The state whose active descendants a transition exits (`None`: the machine
+/// itself is exited, a `reenter` transition of the machine), as `reduce` computes it.
+fn domain(m: &Machine, t: &Transition) -> Option<StateIdx> {
+    let targets: Vec<StateIdx> = t.targets.iter().map(|&s| domain_target(m, s)).collect();
+    let Some((&head, rest)) = targets.split_first() else { return Some(t.source) };
+    let inside = |x: StateIdx| x == t.source || m.is_descendant(x, t.source);
+    if !t.reenter && targets.iter().all(|&x| inside(x)) {
         return Some(t.source);
     }
-    let mut cur = m.states[t.source].parent;
-    while let Some(c) = cur {
-        if target == c || m.is_descendant(target, c) {
-            return Some(c);
-        }
-        cur = m.states[c].parent;
+    let lca = m.ancestors(head).skip(1).find(|&a| rest.iter().chain([&t.source]).all(|&x| m.is_descendant(x, a)));
+    match lca {
+        Some(a) => Some(a),
+        None if t.reenter => None,
+        None => Some(m.root()),
     }
-    None
 }
 
-/// Action lists a transition runs from `leaf`: exits (innermost first), its own, entries.
-fn footprint<'m>(m: &'m Machine, t: &'m Transition, leaf: StateIdx) -> Vec<(&'m [Action], Owner)> {
+fn within(m: &Machine, s: StateIdx, dom: Option<StateIdx>) -> bool {
+    dom.is_none_or(|d| m.is_descendant(s, d))
+}
+
+/// The active states a transition leaves, innermost first (reverse document order).
+fn exit_set(m: &Machine, t: &Transition, config: &[StateIdx]) -> Vec<StateIdx> {
+    if t.targets.is_empty() {
+        return Vec::new();
+    }
+    let dom = domain(m, t);
+    let mut out: Vec<StateIdx> = config.iter().copied().filter(|&s| within(m, s, dom)).collect();
+    if t.reenter && dom == Some(t.source) {
+        push_new(&mut out, t.source);
+    }
+    out.sort_unstable_by(|a, b| b.cmp(a));
+    out
+}
+
+/// The states a transition enters, outermost first (document order); a
+/// history target enters what `after` (the configuration the macrostep ended
+/// in) holds below its parent.
+fn entry_set(m: &Machine, t: &Transition, after: &[StateIdx]) -> Vec<StateIdx> {
+    let dom = domain(m, t);
+    let mut out = Vec::new();
+    for &tg in &t.targets {
+        let from = if m.states[tg].kind == Kind::History {
+            let parent = m.states[tg].parent.unwrap_or(0);
+            let mut v: Vec<StateIdx> = m.ancestors(parent).collect();
+            v.extend(after.iter().copied().filter(|&s| m.is_descendant(s, parent)));
+            v
+        } else {
+            let mut v = m.initial_config(tg);
+            let mut child = tg;
+            for a in m.ancestors(tg).skip(1) {
+                if m.states[a].kind == Kind::Parallel && (within(m, a, dom) || Some(a) == dom) {
+                    for r in m.regions(a).filter(|&r| r != child) {
+                        v.extend(m.initial_config(r));
+                    }
+                }
+                child = a;
+            }
+            v
+        };
+        for s in from {
+            if within(m, s, dom) {
+                push_new(&mut out, s);
+            }
+        }
+    }
+    if t.reenter && dom == Some(t.source) {
+        push_new(&mut out, t.source);
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Action lists a transition runs from a configuration: exits (innermost
+/// first), its own, entries (outermost first).
+fn footprint<'m>(m: &'m Machine, t: &'m Transition, before: &[StateIdx], after: &[StateIdx]) -> Vec<(&'m [Action], Owner)> {
     let mut out: Vec<(&[Action], Owner)> = Vec::new();
-    let Some(target) = t.target() else {
+    if t.targets.is_empty() {
         out.push((&t.actions, Owner::Transition(t.json_path.clone())));
         return out;
-    };
-    let dom = domain(m, t, target);
-    for s in m.ancestors_inclusive(leaf) {
-        if Some(s) == dom || s == m.root() {
-            break;
-        }
+    }
+    for s in exit_set(m, t, before) {
         out.push((&m.states[s].exit, Owner::Exit(s)));
     }
     out.push((&t.actions, Owner::Transition(t.json_path.clone())));
-    let mut entry = Vec::new();
-    let mut cur = Some(target);
-    while let Some(c) = cur {
-        if Some(c) == dom || c == m.root() {
-            break;
-        }
-        entry.push(c);
-        cur = m.states[c].parent;
-    }
-    entry.reverse();
-    let mut s = target;
-    while let Some(i) = m.states[s].initial {
-        entry.push(i);
-        s = i;
-    }
-    for s in entry {
+    for s in entry_set(m, t, after) {
         out.push((&m.states[s].entry, Owner::Entry(s)));
     }
     out
 }
 
-/// Every action list a repeat taking `t` from `leaf` may run: its own
-/// footprint, then that of any `always` transition it may settle through.
-fn macrostep_owners(m: &Machine, t: &Transition, leaf: StateIdx) -> Vec<Owner> {
-    let mut out: Vec<Owner> = footprint(m, t, leaf).into_iter().map(|(_, o)| o).collect();
-    let start: Vec<StateIdx> = match t.target() {
-        Some(tg) => vec![m.initial_leaf(tg)],
-        None => vec![leaf],
+fn chain_config(m: &Machine, leaf: StateIdx) -> Vec<StateIdx> {
+    let mut c = m.ancestors_inclusive(leaf);
+    c.reverse();
+    c
+}
+
+/// Every action list a repeat taking `t` from `before` (ending in `after`)
+/// may run: its own footprint, that of any `always` transition it may settle
+/// through, of the transitions on the events it raises and the done events
+/// of the final states it enters, and the entries and exits the
+/// configurations show.
+fn macrostep_owners(m: &Machine, t: &Transition, before: &[StateIdx], after: &[StateIdx]) -> Vec<Owner> {
+    let mut out: Vec<Owner> = Vec::new();
+    let add = |out: &mut Vec<Owner>, o: Owner| {
+        if !out.contains(&o) {
+            out.push(o);
+        }
     };
-    for l in closure(m, &start, true) {
+    let mut lists: Vec<(&[Action], Owner)> = footprint(m, t, before, after);
+    let before_leaves: Vec<StateIdx> = before.iter().copied().filter(|&s| m.is_atomic(s)).collect();
+    let start: Vec<StateIdx> = if t.targets.is_empty() {
+        before_leaves.iter().copied().filter(|&l| l == t.source || m.is_descendant(l, t.source)).collect()
+    } else {
+        landing(m, t)
+    };
+    let reached = closure(m, &start, true);
+    for &l in &reached {
         for a in outgoing(m, l, true) {
-            for (_, o) in footprint(m, a, l) {
-                if !out.contains(&o) {
-                    out.push(o);
+            lists.extend(footprint(m, a, &chain_config(m, l), after));
+        }
+    }
+    // States that may be active during the macrostep.
+    let mut live: BTreeSet<StateIdx> = before.iter().chain(after.iter()).copied().collect();
+    for &l in &reached {
+        live.extend(m.ancestors(l));
+    }
+    let mut internal: BTreeSet<String> = BTreeSet::new();
+    let mut i = 0;
+    while i < lists.len() && i < 4096 {
+        let (actions, owner) = lists[i].clone();
+        for a in actions {
+            if let Action::Raise(r) = a {
+                internal.insert(r.event_type.clone());
+            }
+        }
+        if let Owner::Entry(s) = owner {
+            if m.states[s].kind == Kind::Final {
+                for p in m.ancestors(s).skip(1) {
+                    if p != m.root() {
+                        internal.insert(format!("{DONE_EVENT_PREFIX}{}", m.states[p].xstate_id));
+                    }
                 }
             }
         }
+        for &s in &live {
+            for (e, ts) in &m.states[s].on {
+                if internal.contains(e) {
+                    for it in ts {
+                        let key = Owner::Transition(it.json_path.clone());
+                        if !lists.iter().any(|(_, o)| *o == key) {
+                            lists.extend(footprint(m, it, before, after));
+                        }
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    for (_, o) in lists {
+        add(&mut out, o);
+    }
+    for &s in before.iter().filter(|s| !after.contains(s)) {
+        add(&mut out, Owner::Exit(s));
+    }
+    for &s in after.iter().filter(|s| !before.contains(s)) {
+        add(&mut out, Owner::Entry(s));
     }
     out
 }
@@ -963,9 +1222,12 @@ struct Candidate {
     kind: RepeatKind,
     event: String,
     t1: Option<String>,
+    /// Every transition the original took (one per region that moved).
+    originals: Vec<String>,
     t2: String,
     reenter: bool,
-    leaf_before_dup: StateIdx,
+    /// The active atomic state the repeat was taken from (below `t2`'s source).
+    leaf: StateIdx,
     witness: Witness,
     /// Effects the original application emitted (type, key).
     original_effects: Vec<(String, String)>,
@@ -991,6 +1253,19 @@ struct Search<'m> {
     candidates: Vec<Candidate>,
     taken: HashMap<String, Taken>,
     seen_candidates: HashSet<(RepeatKind, Option<String>, String, Mode)>,
+    /// Where a new process stands when its first event is judged.
+    start: Config,
+    /// Context fields each action list assigns, and effect types it emits.
+    assigns: Vec<(Owner, String)>,
+    emits: Vec<(Owner, String)>,
+}
+
+/// One transition a repeat took: the leaf it was taken from and the action
+/// lists its macrostep may have run.
+struct Repeated<'m> {
+    t: &'m Transition,
+    leaf: StateIdx,
+    owners: Vec<Owner>,
 }
 
 impl<'m> Search<'m> {
@@ -1012,6 +1287,28 @@ impl<'m> Search<'m> {
             raised.insert(format!("{}.succeeded", e.effect_type));
             raised.insert(format!("{}.failed", e.effect_type));
         }
+        // Raised events and done events belong to the macrostep that raises
+        // them (the external event's id covers them): the search follows them
+        // through `reduce` and never sends them from outside.
+        let mut assigns = Vec::new();
+        let mut emits = Vec::new();
+        for (actions, owner, ..) in action_lists(m) {
+            for a in actions {
+                match a {
+                    Action::Raise(r) => {
+                        raised.insert(r.event_type.clone());
+                    }
+                    Action::Assign(fields) => assigns.extend(fields.iter().map(|(f, _)| (owner.clone(), f.clone()))),
+                    Action::Effect(d) => emits.push((owner.clone(), d.effect_type.clone())),
+                    Action::Respond(_) => {}
+                }
+            }
+        }
+        for e in m.event_types.iter() {
+            if e.starts_with(DONE_EVENT_PREFIX) {
+                raised.insert(e.clone());
+            }
+        }
         Search {
             m,
             b,
@@ -1023,6 +1320,9 @@ impl<'m> Search<'m> {
             candidates: Vec::new(),
             taken: HashMap::new(),
             seen_candidates: HashSet::new(),
+            start: settled_start(m),
+            assigns,
+            emits,
         }
     }
 
@@ -1058,15 +1358,11 @@ impl<'m> Search<'m> {
         snapshot::load(self.m, snap?).ok()
     }
 
-    /// Leaf, context and state value of a node (a new process: its initial
-    /// configuration, before any entry action runs).
-    fn config(&self, snap: Option<&str>) -> (StateIdx, Value, Value) {
+    /// The configuration of a node (a new process: its initial step settled).
+    fn config(&self, snap: Option<&str>) -> Config {
         match self.loaded(snap) {
-            Some(l) => (l.config.last().copied().unwrap_or(0), l.snap.context, l.snap.value),
-            None => {
-                let leaf = self.m.initial_leaf(self.m.root());
-                (leaf, self.m.initial_context.clone(), self.m.state_value(leaf))
-            }
+            Some(l) => Config { states: l.config, context: l.snap.context, value: l.snap.value, done: l.snap.done },
+            None => self.start.clone(),
         }
     }
 
@@ -1076,7 +1372,7 @@ impl<'m> Search<'m> {
                 let timers: Vec<(String, u64)> = l.snap.timers.iter().map(|t| (t.state.clone(), t.delay)).collect();
                 let outbox: Vec<(String, &str)> =
                     l.snap.outbox.iter().filter(|e| !e.state.is_done()).map(|e| (e.effect_type.clone(), e.state.as_str())).collect();
-                json!([l.snap.value, l.snap.context, timers, outbox, l.snap.done]).to_string()
+                json!([l.snap.value, l.snap.context, timers, outbox, l.snap.done, l.snap.history]).to_string()
             }
             None => snap.to_string(),
         }
@@ -1086,7 +1382,7 @@ impl<'m> Search<'m> {
     /// due timers, and the completion of pending effects the machine listens to.
     fn moves(&mut self, node: &Node, skip_type: Option<&str>) -> Vec<Move> {
         let mut out = Vec::new();
-        let (_, context, _) = self.config(node.snap.as_deref());
+        let context = self.config(node.snap.as_deref()).context;
         let types: Vec<String> =
             self.m.event_types.iter().filter(|t| Some(t.as_str()) != skip_type && !self.raised.contains(*t)).cloned().collect();
         for ty in types {
@@ -1164,12 +1460,12 @@ impl<'m> Search<'m> {
     fn check(&mut self, node: &Node, mv: &Move, ev: &Value) {
         let m = self.m;
         let ty = ev["type"].as_str().unwrap_or_default().to_string();
-        let (leaf0, ctx0, val0) = match node.snap {
-            Some(_) => self.config(node.snap.as_deref()),
-            None => initial_config(m, ev),
+        let cfg0 = self.config(node.snap.as_deref());
+        let t1s: Vec<&'m Transition> = select(m, &cfg0, ev);
+        let tkey = match t1s.as_slice() {
+            [] => format!("(initial) {ty}"),
+            ts => ts.iter().map(|t| t.json_path.as_str()).collect::<Vec<_>>().join(" + "),
         };
-        let t1 = select(m, leaf0, &ctx0, &val0, ev).map(|t| t.json_path.clone());
-        let tkey = t1.clone().unwrap_or_else(|| format!("(initial) {ty}"));
         {
             let taken = self.taken.entry(tkey.clone()).or_default();
             if taken.checks >= 3 {
@@ -1194,25 +1490,33 @@ impl<'m> Search<'m> {
         ];
         for (mode, dup, now) in repeats {
             match self.repeat(&mv.snap, &dup, now) {
-                Some((shows, t2, leaf)) if shows.is_doubling() || shows.moved_to.is_some() => {
+                Some((shows, reps)) if shows.is_doubling() || shows.moved_to.is_some() => {
                     let mut steps = prefix.clone();
                     steps.push(Step { event: dup, now, role: "duplicate" });
                     let duplicate = steps.len() - 1;
-                    self.candidate(Candidate {
-                        kind: RepeatKind::Immediate,
-                        event: ty.clone(),
-                        t1: t1.clone(),
-                        t2: t2.json_path.clone(),
-                        reenter: t2.reenter,
-                        leaf_before_dup: leaf,
-                        witness: Witness { mode, steps, original, duplicate, shows },
-                        original_effects: original_effects.clone(),
-                        cycle: Vec::new(),
-                        footprint: macrostep_owners(m, t2, leaf),
-                    });
+                    for r in reps {
+                        self.candidate(Candidate {
+                            kind: RepeatKind::Immediate,
+                            event: ty.clone(),
+                            t1: related(m, &t1s, r.t),
+                            originals: t1s.iter().map(|t| t.json_path.clone()).collect(),
+                            t2: r.t.json_path.clone(),
+                            reenter: r.t.reenter,
+                            leaf: r.leaf,
+                            witness: Witness { mode, steps: steps.clone(), original, duplicate, shows: shows.clone() },
+                            original_effects: original_effects.clone(),
+                            cycle: Vec::new(),
+                            footprint: r.owners,
+                        });
+                    }
                     found = true;
                 }
-                Some(_) => self.taken.entry(tkey.clone()).or_default().repeat_applied_harmless = true,
+                Some(_) => {
+                    self.taken.entry(tkey.clone()).or_default().repeat_applied_harmless = true;
+                    for t in &t1s {
+                        self.taken.entry(t.json_path.clone()).or_default().repeat_applied_harmless = true;
+                    }
+                }
                 None => {}
             }
         }
@@ -1220,15 +1524,18 @@ impl<'m> Search<'m> {
             return;
         }
         // A cycle: can the event become legal again after other events?
-        let (leaf1, _, _) = self.config(Some(&mv.snap));
-        let later = closure(m, &[leaf1], false);
+        let cfg1 = self.config(Some(&mv.snap));
+        if cfg1.done {
+            return;
+        }
+        let later = closure(m, &cfg1.leaves(m), false);
         if !later.iter().any(|&l| !accepting(m, l, &ty).is_empty()) {
             return;
         }
         if std::mem::replace(&mut self.taken.entry(tkey).or_default().cycle_checked, true) {
             return;
         }
-        self.find_cycle(prefix, original, original_now, window, mv, ev, t1, original_effects);
+        self.find_cycle(prefix, original, original_now, window, mv, ev, &t1s, original_effects);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1240,7 +1547,7 @@ impl<'m> Search<'m> {
         window: u64,
         mv: &Move,
         ev: &Value,
-        t1: Option<String>,
+        t1s: &[&'m Transition],
         original_effects: Vec<(String, String)>,
     ) {
         let m = self.m;
@@ -1261,28 +1568,30 @@ impl<'m> Search<'m> {
                     s
                 }));
                 let now_k = steps.last().map(|s| s.now).unwrap_or(node.now);
-                let (leaf_k, _, _) = self.config(Some(&sub.snap));
-                if !accepting(m, leaf_k, &ty).is_empty() {
+                if self.config(Some(&sub.snap)).accepts(m, &ty) {
                     let at = now_k.saturating_add(STEP_MS).max(original_now.saturating_add(window).saturating_add(1));
-                    if let Some((shows, t2, leaf)) = self.repeat(&sub.snap, ev, at) {
+                    if let Some((shows, reps)) = self.repeat(&sub.snap, ev, at) {
                         if shows.is_doubling() || shows.moved_to.is_some() {
                             let cycle = self.describe_cycle(&mv.snap, &steps);
                             let mut all = prefix.clone();
                             all.extend(steps.iter().cloned());
                             all.push(Step { event: ev.clone(), now: at, role: "duplicate" });
                             let duplicate = all.len() - 1;
-                            self.candidate(Candidate {
-                                kind: RepeatKind::Cycle,
-                                event: ty.clone(),
-                                t1: t1.clone(),
-                                t2: t2.json_path.clone(),
-                                reenter: t2.reenter,
-                                leaf_before_dup: leaf,
-                                witness: Witness { mode: Mode::LateDuplicate, steps: all, original, duplicate, shows },
-                                original_effects,
-                                cycle,
-                                footprint: macrostep_owners(m, t2, leaf),
-                            });
+                            for r in reps {
+                                self.candidate(Candidate {
+                                    kind: RepeatKind::Cycle,
+                                    event: ty.clone(),
+                                    t1: related(m, t1s, r.t),
+                                    originals: t1s.iter().map(|t| t.json_path.clone()).collect(),
+                                    t2: r.t.json_path.clone(),
+                                    reenter: r.t.reenter,
+                                    leaf: r.leaf,
+                                    witness: Witness { mode: Mode::LateDuplicate, steps: all.clone(), original, duplicate, shows: shows.clone() },
+                                    original_effects: original_effects.clone(),
+                                    cycle: cycle.clone(),
+                                    footprint: r.owners,
+                                });
+                            }
                             return;
                         }
                     }
@@ -1299,10 +1608,10 @@ impl<'m> Search<'m> {
         let mut out = Vec::new();
         let mut cur = from.to_string();
         for s in steps {
-            let before = self.config(Some(&cur)).2;
+            let before = self.config(Some(&cur)).value;
             let Some(o) = self.reduce(Some(&cur), &s.event, s.now) else { break };
             let Some(next) = o.snapshot else { break };
-            let after = self.config(Some(&next)).2;
+            let after = self.config(Some(&next)).value;
             let ty = s.event["type"].as_str().unwrap_or("");
             if ty != outbox::STARTED {
                 let label = match ty {
@@ -1317,35 +1626,59 @@ impl<'m> Search<'m> {
         out
     }
 
-    /// Deliver a repeat to a snapshot; when applied, what it changed, the
-    /// transition it took and the leaf it was taken from.
-    fn repeat(&mut self, snap: &str, dup: &Value, now: u64) -> Option<(Shows, &'m Transition, StateIdx)> {
-        let (leaf, ctx, val) = self.config(Some(snap));
-        let t2 = select(self.m, leaf, &ctx, &val, dup)?;
+    /// Deliver a repeat to a snapshot; when applied, what it changed, and the
+    /// transitions it took that account for it (in a parallel state, the
+    /// regions whose transitions assign a changed field, emit a shown effect
+    /// or move; all of them when none can be told apart).
+    fn repeat(&mut self, snap: &str, dup: &Value, now: u64) -> Option<(Shows, Vec<Repeated<'m>>)> {
+        let m = self.m;
+        let before = self.config(Some(snap));
+        let t2s = select(m, &before, dup);
+        if t2s.is_empty() {
+            return None;
+        }
         let o = self.reduce(Some(snap), dup, now)?;
         if o.status != Status::Applied {
             return None;
         }
-        let (_, ctx2, val2) = self.config(o.snapshot.as_deref());
+        let after = self.config(o.snapshot.as_deref());
         let mut changes = Vec::new();
         let empty = Map::new();
-        let before = ctx.as_object().unwrap_or(&empty);
-        let after = ctx2.as_object().unwrap_or(&empty);
-        let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        let ctx_before = before.context.as_object().unwrap_or(&empty);
+        let ctx_after = after.context.as_object().unwrap_or(&empty);
+        let keys: BTreeSet<&String> = ctx_before.keys().chain(ctx_after.keys()).collect();
         for k in keys {
-            let b = before.get(k).cloned().unwrap_or(Value::Null);
-            let a = after.get(k).cloned().unwrap_or(Value::Null);
+            let b = ctx_before.get(k).cloned().unwrap_or(Value::Null);
+            let a = ctx_after.get(k).cloned().unwrap_or(Value::Null);
             if a != b {
                 changes.push(Change { field: k.clone(), before: b, after: a });
             }
         }
-        let effects = o
+        let effects: Vec<ShownEffect> = o
             .effects
             .iter()
             .map(|e| ShownEffect { effect_type: e.effect_type.clone(), key: e.key.clone(), idempotent: e.idempotent })
             .collect();
-        let moved_to = (val2 != val).then_some(val2);
-        Some((Shows { changes, effects, moved_to }, t2, leaf))
+        let moved_to = (after.value != before.value).then(|| after.value.clone());
+        let shows = Shows { changes, effects, moved_to };
+        let mut reps: Vec<Repeated<'m>> = t2s
+            .iter()
+            .map(|&t| Repeated { t, leaf: before.leaf_under(m, t.source), owners: macrostep_owners(m, t, &before.states, &after.states) })
+            .collect();
+        if reps.len() > 1 {
+            let explains = |r: &Repeated| {
+                let dom = domain(m, r.t);
+                let inside = |c: &Config| c.states.iter().copied().filter(|&s| within(m, s, dom)).collect::<Vec<_>>();
+                r.owners.iter().any(|o| {
+                    self.assigns.iter().any(|(ow, f)| ow == o && shows.changes.iter().any(|c| c.field == *f))
+                        || self.emits.iter().any(|(ow, t)| ow == o && shows.effects.iter().any(|e| e.effect_type == *t))
+                }) || (!r.t.targets.is_empty() && inside(&before) != inside(&after))
+            };
+            if reps.iter().any(explains) {
+                reps.retain(explains);
+            }
+        }
+        Some((shows, reps))
     }
 
     fn candidate(&mut self, c: Candidate) {
@@ -1575,7 +1908,7 @@ impl<'m> Search<'m> {
         let window = m.retention_for(&c.event);
         let shows = &c.witness.shows;
         let doubling = shows.is_doubling();
-        let leaf = &m.states[c.leaf_before_dup].path;
+        let leaf = &m.states[c.leaf].path;
         let t2 = find_transition(m, &c.t2);
         let t2_source = t2.map(|t| m.states[t.source].path.clone()).unwrap_or_default();
         let t2_target_is_source = t2.is_some_and(|t| t.target().is_some_and(|tg| tg == t.source || m.is_descendant(tg, t.source)));
@@ -1612,17 +1945,40 @@ impl<'m> Search<'m> {
         }
         let code = if reenter { "reenter_reruns" } else { "reaccept" };
         let severity = if doubling { Severity::Error } else { Severity::Warning };
-        let orig_target = c.t1.as_deref().and_then(|p| find_transition(m, p)).and_then(|t| t.target());
+        let t1 = c.t1.as_deref().and_then(|p| find_transition(m, p));
+        let orig_target = t1.and_then(|t| t.target());
         let landed = orig_target.map(|tg| m.initial_leaf(tg));
+        let history = t1.and_then(|t| t.targets.iter().copied().find(|&h| m.states[h].kind == Kind::History));
+        // Another region that the original moved on, while this one stays.
+        let regions = t2.and_then(|b| {
+            c.originals.iter().filter(|p| **p != c.t2).filter_map(|p| find_transition(m, p)).find_map(|a| {
+                let moved = !a.targets.is_empty();
+                other_regions(m, a.source, b.source).filter(|_| moved).map(|r| (r, a.json_path.clone()))
+            })
+        });
         let where_ = if reenter {
             format!("`{}` re-enters `{t2_source}` (reenter: true), re-running its exit and entry actions", c.t2)
+        } else if let Some(((moved, stayed), by)) = regions {
+            format!(
+                "the original {ev} moved region `{}` on (`{by}`), but region `{}` stays in `{leaf}` and accepts {ev} again",
+                m.states[moved].path,
+                m.states[stayed].path,
+                ev = c.event
+            )
         } else if c.t1.as_deref() == Some(c.t2.as_str()) && t2.is_some_and(|t| t.target().is_none()) {
             format!("the targetless transition stays in `{leaf}` and accepts {} again", c.event)
+        } else if let Some(h) = history {
+            format!(
+                "`{}` enters history state `{}`, which restores `{leaf}`, and `{leaf}` accepts {} again",
+                c.t1.as_deref().unwrap_or(""),
+                m.states[h].path,
+                c.event
+            )
         } else if t2_source != *leaf && !t2_source.is_empty() {
             format!("`{leaf}` accepts {} again through its ancestor `{t2_source}`", c.event)
         } else if t2_source.is_empty() {
             format!("`{leaf}` accepts {} again through a machine-level transition", c.event)
-        } else if landed.is_some_and(|l| l != c.leaf_before_dup) {
+        } else if landed.is_some_and(|l| l != c.leaf) {
             format!(
                 "the process lands in `{}` and `always` steps take it to `{leaf}`, which accepts {} again",
                 landed.map(|l| m.states[l].path.as_str()).unwrap_or(""),
@@ -1744,6 +2100,31 @@ impl<'m> Search<'m> {
             "If the guards are what protects it, consider checking an identified set explicitly so the protection is visible.",
         )
     }
+}
+
+/// The transition of the original's set that a repeat's transition repeats:
+/// itself, else the one in the same region (the deepest common ancestor),
+/// else the first.
+fn related(m: &Machine, t1s: &[&Transition], t2: &Transition) -> Option<String> {
+    let depth = |t: &Transition| {
+        m.ancestors(t.source).find(|&a| t2.source == a || m.is_descendant(t2.source, a)).map_or(0, |a| m.states[a].depth + 1)
+    };
+    if let Some(same) = t1s.iter().find(|t| t.json_path == t2.json_path) {
+        return Some(same.json_path.clone());
+    }
+    let best = t1s.iter().enumerate().max_by_key(|(i, t)| (depth(t), usize::MAX - i))?;
+    Some(best.1.json_path.clone())
+}
+
+/// When `a` and `b` lie in different regions of one parallel state: those regions.
+fn other_regions(m: &Machine, a: StateIdx, b: StateIdx) -> Option<(StateIdx, StateIdx)> {
+    let p = m.ancestors(a).skip(1).find(|&p| m.is_descendant(b, p))?;
+    if m.states[p].kind != Kind::Parallel {
+        return None;
+    }
+    let region = |s: StateIdx| m.ancestors(s).find(|&r| m.states[r].parent == Some(p));
+    let (ra, rb) = (region(a)?, region(b)?);
+    (ra != rb).then_some((ra, rb))
 }
 
 fn kind_severity(k: RepeatKind) -> Severity {

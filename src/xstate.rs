@@ -2,8 +2,11 @@
 //! XState users can lint machines they already have.
 //!
 //! The input is what `JSON.stringify(machine.config)` produces: `id`, `initial`,
-//! `context`, `states`, `on`, `always`, `after`, `entry`/`exit`, `type: "final"`,
-//! transitions with `target`, `guard`, `actions` and `reenter`. Guards and
+//! `context`, `states`, `on`, `always`, `after`, `entry`/`exit`, `onDone`,
+//! `type: "final" | "parallel" | "history"` (with `history: "shallow" | "deep"`
+//! and a default `target`), transitions with `target` (one, or several into
+//! parallel regions), `guard`, `actions` and `reenter`. Every region of a
+//! parallel state is kept, in the order it is written. Guards and
 //! actions are code in XState; in the JSON form only their names survive
 //! (`"isPaid"` or `{ "type": "isPaid", "params": … }`), and inline functions
 //! disappear (`null` in an action list, or the key dropped altogether).
@@ -16,10 +19,21 @@
 //!   so a repeat that runs it again is reported as the action running twice;
 //! - a named guard becomes a flag the event carries
 //!   (`event.payload.$guard.<name>`), so the analysis explores both outcomes;
-//! - parallel states are imported as their first region, history states as
-//!   their parent, named delays, wildcard events, `invoke` and `onDone` are left out.
+//! - named delays, wildcard events and `invoke` are left out.
 //!
-//! Idem's own data actions (`{ "assign": … }`, `{ "effect": … }`, `{ "respond": … }`)
+//! Two built-ins are functions in XState and lost by a plain `JSON.stringify`
+//! (an action becomes `null`, a guard disappears); written out with their own
+//! properties (a replacer that keeps a function's members, as
+//! `tests/analysis/xstate/make.mjs` does), they are read as data:
+//!
+//! - `raise({ type: "X", ... })`, `{ "type": "xstate.raise", "event": { "type": "X", ... } }`,
+//!   becomes `{ "raise": { "type": "X", "payload": { ... } } }` (an event computed by a
+//!   function, or a delayed raise, is `unrepresentable`);
+//! - `stateIn("#m.a.b")` (or a state value), `{ "type": "xstate.stateIn", "stateValue": ... }`
+//!   or `{ "stateValue": ... }`, becomes `{ "in_state": "#m.a.b" }` (one per leaf of a
+//!   state value, joined by `and`).
+//!
+//! Idem's own data actions (`{ "assign": … }`, `{ "effect": … }`, `{ "respond": … }`, `{ "raise": … }`)
 //! and JSONLogic guards (an object without `type`) are accepted as they are, so a
 //! config can be ported to idem one guard or action at a time.
 
@@ -59,7 +73,7 @@ pub fn import(config: &Value) -> Result<Imported> {
         _ => "machine".to_string(),
     };
     let mut imp = Importer { id: id.clone(), diagnostics: Vec::new() };
-    let mut def = imp.state(config, "", "", true, &[]);
+    let mut def = imp.state(config, "", "", true);
     if let Some(o) = def.as_object_mut() {
         o.insert("id".into(), Value::String(id));
     }
@@ -100,27 +114,12 @@ impl Importer {
     }
 
     /// One state node. `xpath`: its JSON path in the XState config;
-    /// `spath`: its dotted state path; `siblings_history`: the history states
-    /// among its siblings (a target naming one enters their parent instead).
-    fn state(&mut self, v: &Value, xpath: &str, spath: &str, root: bool, siblings_history: &[String]) -> Value {
+    /// `spath`: its dotted state path.
+    fn state(&mut self, v: &Value, xpath: &str, spath: &str, root: bool) -> Value {
         let mut out = Map::new();
         let Some(o) = v.as_object() else {
             self.diag(Severity::Warning, spath, None, xpath, "a state must be an object; imported as an empty state".into(), "");
             return Value::Object(out);
-        };
-        // History children are imported as their parent: a transition to one
-        // enters the parent's initial state instead of the remembered one.
-        let mut history: Vec<String> = Vec::new();
-        if let Some(Value::Object(states)) = o.get("states") {
-            for (k, child) in states {
-                if child.get("type").and_then(Value::as_str) == Some("history") {
-                    history.push(k.clone());
-                }
-            }
-        }
-        let parallel_first: Option<String> = match o.get("type").and_then(Value::as_str) {
-            Some("parallel") => o.get("states").and_then(Value::as_object).and_then(|s| s.keys().next().cloned()),
-            _ => None,
         };
         for (k, val) in o {
             let p = join(xpath, k);
@@ -157,55 +156,44 @@ impl Importer {
                     _ => self.diag(Severity::Warning, spath, None, &p, "initial must name a child state".into(), ""),
                 },
                 "type" => match val.as_str() {
-                    Some("final") => {
-                        out.insert("type".into(), json!("final"));
+                    Some(t @ ("final" | "parallel" | "history")) => {
+                        out.insert("type".into(), json!(t));
                     }
                     Some("atomic") | Some("compound") => {}
-                    Some("parallel") => {
-                        self.diag(
-                            Severity::Warning,
-                            spath,
-                            None,
-                            &p,
-                            format!(
-                                "parallel states are not supported by idem yet; `{}` is imported as its first region{} only",
-                                if spath.is_empty() { "(machine)" } else { spath },
-                                parallel_first.as_deref().map(|f| format!(" `{f}`")).unwrap_or_default()
-                            ),
-                            "Split the regions into separate machines, or model them as one region.",
-                        );
-                    }
                     _ => self.diag(Severity::Warning, spath, None, &p, format!("unknown state type {val}"), ""),
                 },
+                "history" => match val.as_str() {
+                    Some(mode @ ("shallow" | "deep")) => {
+                        out.insert("history".into(), json!(mode));
+                    }
+                    _ => self.diag(
+                        Severity::Warning,
+                        spath,
+                        None,
+                        &p,
+                        format!("history mode {val} is neither \"shallow\" nor \"deep\"; read as shallow"),
+                        "",
+                    ),
+                },
+                // A history state's default: where it goes before anything was recorded.
+                "target" => {
+                    if let Some(t) = self.target(val, &p, spath, None) {
+                        out.insert("target".into(), t);
+                    }
+                }
+                "onDone" if !root => {
+                    if let Some(t) = self.transitions(val, &p, spath, None) {
+                        out.insert("onDone".into(), t);
+                    }
+                }
                 "states" => {
                     let Some(children) = val.as_object() else { continue };
+                    // In the order they are written: the regions of a parallel state run in it.
                     let mut states = Map::new();
                     for (ck, child) in children {
                         let cx = join(&p, ck);
-                        if history.contains(ck) {
-                            self.diag(
-                                Severity::Warning,
-                                &join(spath, ck),
-                                None,
-                                &cx,
-                                format!(
-                                    "history state `{ck}` is not supported; transitions to it enter `{}` from its initial state",
-                                    if spath.is_empty() { "(machine)" } else { spath }
-                                ),
-                                "Keep what must be remembered in context and branch on it with guards.",
-                            );
-                            continue;
-                        }
-                        if let Some(first) = &parallel_first {
-                            if ck != first {
-                                continue;
-                            }
-                        }
                         let cs = join(spath, ck);
-                        states.insert(ck.clone(), self.state(child, &cx, &cs, false, &history));
-                    }
-                    if let Some(first) = &parallel_first {
-                        out.insert("initial".into(), Value::String(first.clone()));
+                        states.insert(ck.clone(), self.state(child, &cx, &cs, false));
                     }
                     out.insert("states".into(), Value::Object(states));
                 }
@@ -225,14 +213,14 @@ impl Importer {
                             );
                             continue;
                         }
-                        if let Some(t) = self.transitions(ts, &ep, spath, Some(ev), siblings_history) {
+                        if let Some(t) = self.transitions(ts, &ep, spath, Some(ev)) {
                             map.insert(ev.clone(), t);
                         }
                     }
                     out.insert("on".into(), Value::Object(map));
                 }
                 "always" => {
-                    if let Some(t) = self.transitions(val, &p, spath, None, siblings_history) {
+                    if let Some(t) = self.transitions(val, &p, spath, None) {
                         out.insert("always".into(), t);
                     }
                 }
@@ -252,7 +240,7 @@ impl Importer {
                             );
                             continue;
                         }
-                        if let Some(t) = self.transitions(ts, &dp, spath, None, siblings_history) {
+                        if let Some(t) = self.transitions(ts, &dp, spath, None) {
                             map.insert(delay.clone(), t);
                         }
                     }
@@ -271,7 +259,7 @@ impl Importer {
                 other => {
                     let what = match other {
                         "invoke" => "invoked actors (`invoke`) are not supported",
-                        "onDone" => "`onDone` (done events of states or actors) is not supported",
+                        "onDone" => "`onDone` of the machine itself (its done event ends the process) has no idem equivalent",
                         "output" => "`output` is not supported",
                         _ => "this key has no idem equivalent",
                     };
@@ -289,54 +277,39 @@ impl Importer {
         Value::Object(out)
     }
 
-    fn transitions(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>, history: &[String]) -> Option<Value> {
+    fn transitions(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         match v {
             Value::Array(items) => {
                 let mut out = Vec::new();
                 for (i, t) in items.iter().enumerate() {
-                    if let Some(t) = self.transition(t, &format!("{path}[{i}]"), spath, event, history) {
+                    if let Some(t) = self.transition(t, &format!("{path}[{i}]"), spath, event) {
                         out.push(t);
                     }
                 }
                 Some(Value::Array(out))
             }
-            other => self.transition(other, path, spath, event, history),
+            other => self.transition(other, path, spath, event),
         }
     }
 
-    fn target(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>, history: &[String]) -> Option<Value> {
-        let s = match v {
-            Value::String(s) => s.clone(),
-            Value::Array(a) if a.is_empty() => return None,
-            Value::Array(a) => {
-                if a.len() > 1 {
-                    self.diag(
-                        Severity::Warning,
-                        spath,
-                        event,
-                        path,
-                        "multiple targets (parallel regions) are not supported; only the first is imported".into(),
-                        "",
-                    );
-                }
-                a[0].as_str()?.to_string()
+    /// A target: a state name as XState writes it (a sibling key, `.child`,
+    /// `#id`), or several, one per parallel region.
+    fn target(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
+        match v {
+            Value::String(s) => Some(Value::String(s.clone())),
+            Value::Array(a) if a.is_empty() => None,
+            Value::Array(a) if a.iter().all(Value::is_string) => Some(if a.len() == 1 { a[0].clone() } else { v.clone() }),
+            other => {
+                self.diag(Severity::Warning, spath, event, path, format!("a target must name a state, not {other}; left out"), "");
+                None
             }
-            _ => return None,
-        };
-        // A sibling history state: its parent, which the source is a child of.
-        if history.contains(&s) {
-            return match spath.rsplit_once('.') {
-                Some((parent, _)) => Some(Value::String(format!("#{}.{parent}", self.id))),
-                None => None,
-            };
         }
-        Some(Value::String(s))
     }
 
-    fn transition(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>, history: &[String]) -> Option<Value> {
+    fn transition(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         match v {
             Value::String(_) => {
-                let t = self.target(v, path, spath, event, history);
+                let t = self.target(v, path, spath, event);
                 Some(match t {
                     Some(t) => t,
                     None => json!({}),
@@ -348,7 +321,7 @@ impl Importer {
                     let p = join(path, k);
                     match k.as_str() {
                         "target" => {
-                            if let Some(t) = self.target(val, &p, spath, event, history) {
+                            if let Some(t) = self.target(val, &p, spath, event) {
                                 out.insert("target".into(), t);
                             }
                         }
@@ -415,6 +388,9 @@ impl Importer {
     }
 
     fn guard(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
+        if let Some(g) = self.state_in(v, path, spath, event) {
+            return g;
+        }
         let name = match v {
             Value::String(s) => s.clone(),
             Value::Object(o) => match o.get("type") {
@@ -457,6 +433,65 @@ impl Importer {
         Some(json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] }))
     }
 
+    /// `stateIn(...)` written out with its members: `Some(None)` when it is
+    /// one but its state value cannot be read, `None` when it is not one.
+    fn state_in(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Option<Value>> {
+        let o = v.as_object()?;
+        let ty = o.get("type").and_then(Value::as_str);
+        let value = match ty {
+            Some("xstate.stateIn") => o.get("stateValue").or_else(|| o.get("params").and_then(|p| p.get("stateValue"))),
+            None | Some("stateIn") => o.get("stateValue"),
+            Some(_) => None,
+        };
+        let Some(value) = value else {
+            if ty == Some("xstate.stateIn") {
+                self.diag(Severity::Warning, spath, event, path, "stateIn without a readable stateValue; guard left out".into(), "");
+                return Some(None);
+            }
+            return None;
+        };
+        let mut leaves = Vec::new();
+        state_value_leaves(value, &mut String::new(), &mut leaves);
+        let tests: Vec<Value> = leaves
+            .into_iter()
+            .map(|l| json!({ "in_state": if l.starts_with('#') { l } else { format!("#{}.{l}", self.id) } }))
+            .collect();
+        Some(match tests.len() {
+            0 => {
+                self.diag(Severity::Warning, spath, event, path, format!("stateIn({value}) names no state; guard left out"), "");
+                None
+            }
+            1 => tests.into_iter().next(),
+            _ => Some(json!({ "and": tests })),
+        })
+    }
+
+    /// `raise(...)` written out with its members: the event it raises, as an idem `raise`.
+    fn raise(&mut self, o: &Map<String, Value>, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
+        let ev = o.get("event").and_then(Value::as_object);
+        let ty = ev.and_then(|e| e.get("type")).and_then(Value::as_str).filter(|t| !t.is_empty());
+        let delayed = o.get("delay").is_some_and(|d| !d.is_null());
+        let (Some(e), Some(ty), false) = (ev, ty, delayed) else {
+            let why = if delayed { "a delayed raise (`delay`) is not supported" } else { "the event it raises is computed by a function" };
+            self.diag(
+                Severity::Warning,
+                spath,
+                event,
+                path,
+                format!("built-in action `xstate.raise` cannot be read as data: {why}; it is modelled as an opaque effect `xstate.raise`"),
+                "Raise a fixed event: raise({ type: \"X\", ... }), or write { \"raise\": { \"type\": \"X\" } }.",
+            );
+            return None;
+        };
+        let payload: Map<String, Value> = e.iter().filter(|(k, _)| k.as_str() != "type").map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut r = Map::new();
+        r.insert("type".into(), json!(ty));
+        if !payload.is_empty() {
+            r.insert("payload".into(), Value::Object(payload));
+        }
+        Some(json!({ "raise": r }))
+    }
+
     fn actions(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Vec<Value> {
         let list: Vec<(&Value, String)> = match v {
             Value::Array(a) => a.iter().enumerate().map(|(i, x)| (x, format!("{path}[{i}]"))).collect(),
@@ -466,9 +501,13 @@ impl Importer {
         for (a, p) in list {
             let opaque = |name: &str| json!({ "effect": { "type": name } });
             match a {
-                Value::Object(o) if o.len() == 1 && ["assign", "effect", "respond"].iter().any(|k| o.contains_key(*k)) => {
+                Value::Object(o) if o.len() == 1 && ["assign", "effect", "respond", "raise"].iter().any(|k| o.contains_key(*k)) => {
                     out.push(a.clone());
                 }
+                Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("xstate.raise") => match self.raise(o, &p, spath, event) {
+                    Some(r) => out.push(r),
+                    None => out.push(opaque("xstate.raise")),
+                },
                 Value::String(name) => {
                     self.diag(
                         Severity::Warning,
@@ -521,5 +560,27 @@ impl Importer {
             }
         }
         out
+    }
+}
+
+/// The states a state value names, as paths from the machine (`a.b`), or
+/// `#id...` as written.
+fn state_value_leaves(v: &Value, prefix: &mut String, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if prefix.is_empty() => out.push(s.clone()),
+        Value::String(s) => out.push(format!("{prefix}.{s}")),
+        Value::Object(o) => {
+            for (k, inner) in o {
+                let saved = prefix.clone();
+                *prefix = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                if inner.as_object().is_some_and(Map::is_empty) {
+                    out.push(prefix.clone());
+                } else {
+                    state_value_leaves(inner, prefix, out);
+                }
+                *prefix = saved;
+            }
+        }
+        _ => {}
     }
 }
