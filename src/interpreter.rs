@@ -27,7 +27,7 @@
 use crate::error::{Code, Error, Result};
 use crate::expr::Data;
 use crate::json;
-use crate::machine::{Action, Kind, Machine, RetryPolicy, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, INIT_EVENT, MAX_MICROSTEPS};
+use crate::machine::{Action, Kind, Machine, RetryPolicy, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, INIT_EVENT};
 use crate::outbox;
 use crate::reduce::{EmittedEffect, Event};
 use crate::snapshot::{OutboxEntry, Timer};
@@ -323,11 +323,12 @@ impl<'a> Run<'a> {
     /// to stop selecting eventless transitions that change nothing.
     fn microstep(&mut self, ts: &[&'a Transition], event: &Event) -> Result<bool> {
         self.microsteps += 1;
-        if self.microsteps > MAX_MICROSTEPS {
+        let limit = self.m.limits.max_microsteps;
+        if self.microsteps > limit {
             return Err(Error::at(
                 Code::MicrostepLimit,
                 ts[0].json_path.clone(),
-                format!("more than {MAX_MICROSTEPS} microsteps for one event: the machine does not settle"),
+                format!("more than {limit} microsteps for one event: the machine does not settle"),
             ));
         }
         let ts = self.remove_conflicting_transitions(ts);

@@ -19,7 +19,7 @@ pub const TIMER_EVENT: &str = "idem.after";
 pub const MAX_DEFINITION_BYTES: usize = 1 << 20;
 /// Most attempts a retry policy may allow.
 pub const MAX_ATTEMPTS: u32 = 1_000;
-/// Runtime bound on microsteps in one macrostep.
+/// Runtime bound on microsteps in one macrostep (a definition may set a lower one).
 pub const MAX_MICROSTEPS: usize = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,11 +233,13 @@ pub struct Limits {
     pub max_id_bytes: usize,
     pub max_payload_bytes: usize,
     pub max_snapshot_bytes: usize,
+    /// Microsteps one event may take before it is an error (`microstep_limit`).
+    pub max_microsteps: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_id_bytes: 256, max_payload_bytes: 64 * 1024, max_snapshot_bytes: 16 << 20 }
+        Limits { max_id_bytes: 256, max_payload_bytes: 64 * 1024, max_snapshot_bytes: 16 << 20, max_microsteps: MAX_MICROSTEPS }
     }
 }
 
@@ -305,7 +307,7 @@ const EFFECT_KEYS: &[&str] = &["type", "payload", "key", "idempotent", "retry"];
 const RAISE_KEYS: &[&str] = &["type", "payload"];
 const RETRY_KEYS: &[&str] = &["maxAttempts", "baseMs", "factor", "maxDelayMs", "jitter"];
 const RETENTION_KEYS: &[&str] = &["defaultMs", "perType", "maxEntries"];
-const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes"];
+const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes", "maxMicrosteps"];
 
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
@@ -1460,6 +1462,10 @@ fn parse_limits(v: Option<&Value>) -> Result<Limits> {
     let message = "maxSnapshotBytes must be from 1024 to 67108864";
     if let Some(n) = bounded(f[1], 1024, 64 << 20, "limits", "maxSnapshotBytes", message)? {
         l.max_snapshot_bytes = n as usize;
+    }
+    let message = "maxMicrosteps must be from 1 to 10000";
+    if let Some(n) = bounded(f[2], 1, MAX_MICROSTEPS as u64, "limits", "maxMicrosteps", message)? {
+        l.max_microsteps = n as usize;
     }
     Ok(l)
 }

@@ -8,7 +8,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { createActor } from "xstate";
 import { Machine } from "../../pkg/src/node.js";
-import { toXState } from "./xstate-adapter.mjs";
+import { MAX_ITERATIONS, toXState } from "./xstate-adapter.mjs";
 
 const PROCESS = "diff-1";
 const T0 = 1_700_000_000_000;
@@ -19,7 +19,7 @@ const T0 = 1_700_000_000_000;
  */
 export function loadIdem(def) {
   try {
-    return { machine: new Machine(def) };
+    return { machine: new Machine({ ...def, limits: { ...def.limits, maxMicrosteps: MAX_ITERATIONS } }) };
   } catch (e) {
     if (!(e instanceof Error) || typeof e.code !== "string") throw e;
     return { refused: { code: e.code, message: e.message } };

@@ -6,8 +6,12 @@ import { and, assign, createMachine, not, or, raise, stateIn } from "xstate";
 import { IN_STATE } from "./generate.mjs";
 import { evaluate, truthy } from "./jsonlogic.mjs";
 
-/** XState's bound on microsteps in a macrostep (an endless loop becomes an error, not a hang). */
-export const MAX_ITERATIONS = 10_000;
+/**
+ * The bound on microsteps in a macrostep on both sides (XState's `maxIterations`, idem's
+ * `limits.maxMicrosteps`): an endless loop becomes an error, not a hang. Lower than idem's default
+ * (10,000) because an endless loop's action log grows with every microstep.
+ */
+export const MAX_ITERATIONS = 500;
 
 /** @param {object} def an idem definition */
 export function toXState(def, maxIterations = MAX_ITERATIONS) {
