@@ -10,6 +10,8 @@ import { describe as report, runMany } from "./run.mjs";
 
 /** The fixed seeds of the randomized run: SEEDS.length × CASES cases, the same on every run. */
 const SEEDS = [1, 2, 3, 4, 5];
+/** The same with every statechart feature: parallel regions, history, raise, done events, ... */
+const FULL_SEEDS = [101, 102, 103, 104, 105];
 const CASES = 100;
 
 const dir = new URL("./regressions/", import.meta.url);
@@ -89,27 +91,34 @@ test("the comparison sees a difference in value, context and taken", () => {
   }
 });
 
-test(`random machines agree with XState (seeds ${SEEDS.join(", ")}, ${CASES} cases each)`, () => {
-  const problems = [];
-  let total = 0;
-  for (const seed of SEEDS) {
-    const { tally, failures } = runMany({ seed, cases: CASES, show: 1, doShrink: problems.length === 0 });
-    total += tally.cases;
-    // Every generated machine is one idem accepts: a refusal is a generator or engine defect.
-    assert.deepEqual(tally.refused, {}, `seed ${seed}: idem refused generated machines`);
-    for (const f of failures) {
-      problems.push({ seed, ...f });
+for (const { features, seeds } of [
+  { features: [], seeds: SEEDS },
+  { features: ["parallel", "history", "raise", "done", "multi", "in"], seeds: FULL_SEEDS },
+]) {
+  const named = features.length ? `with ${features.join(", ")}` : "of nested states";
+  test(`random machines ${named} agree with XState (seeds ${seeds.join(", ")}, ${CASES} cases each)`, () => {
+    const problems = [];
+    let total = 0;
+    for (const seed of seeds) {
+      const { tally, failures } = runMany({ seed, cases: CASES, features, show: 1, doShrink: problems.length === 0 });
+      total += tally.cases;
+      // Every generated machine is one idem accepts: a refusal is a generator or engine defect.
+      assert.deepEqual(tally.refused, {}, `seed ${seed}: idem refused generated machines`);
+      for (const f of failures) {
+        problems.push({ seed, ...f });
+      }
     }
-  }
-  assert.equal(total, SEEDS.length * CASES);
-  if (problems.length) {
-    const first = problems.find((p) => p.minimal) ?? problems[0];
-    const kinds = {};
-    for (const p of problems) kinds[p.what.join("+")] = (kinds[p.what.join("+")] ?? 0) + 1;
-    assert.fail(
-      `${problems.length} of ${total} cases disagree with XState ${JSON.stringify(kinds)}; the first, shrunk ` +
-        `(node tests/differential/run.mjs --seed ${first.seed} --case ${first.index}):\n` +
-        report(first.minimal ?? first.kase),
-    );
-  }
-});
+    assert.equal(total, seeds.length * CASES);
+    if (problems.length) {
+      const first = problems.find((p) => p.minimal) ?? problems[0];
+      const kinds = {};
+      for (const p of problems) kinds[p.what.join("+")] = (kinds[p.what.join("+")] ?? 0) + 1;
+      const flag = features.length ? ` --features ${features.join(",")}` : "";
+      assert.fail(
+        `${problems.length} of ${total} cases disagree with XState ${JSON.stringify(kinds)}; the first, shrunk ` +
+          `(node tests/differential/run.mjs --seed ${first.seed} --case ${first.index}${flag}):\n` +
+          report(first.minimal ?? first.kase),
+      );
+    }
+  });
+}
