@@ -854,6 +854,12 @@ pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&digits[at..]);
 }
 
+/// As [`write_json`], but each object's members in the order the map keeps
+/// them: for a state value, whose parallel regions are in document order.
+pub fn write_in_order(value: &Value, out: &mut Vec<u8>) {
+    write_value(value, out, false);
+}
+
 /// [`canonical`], appended to bytes; writes no intermediate strings.
 pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     write_value(value, out, true);

@@ -210,7 +210,8 @@ impl Outcome {
         w.extend_from_slice(b",\"revision\":");
         num(&mut w, self.revision);
         w.extend_from_slice(b",\"state\":");
-        value(&mut w, &self.state);
+        // Regions in document order, as XState writes a state value.
+        json::write_in_order(&self.state, &mut w);
         w.extend_from_slice(b",\"status\":");
         json::write_str(self.status.as_str(), &mut w);
         if let Some(v) = &self.upgraded_from {
@@ -868,6 +869,21 @@ mod tests {
         let upgraded_dup = m2.reduce(Some(&s1), &pay("e1", "p-1", 40), now + 4);
         assert_eq!(upgraded_dup.status, Status::Duplicate);
         same_text(&upgraded_dup);
+    }
+
+    #[test]
+    fn a_state_value_lists_regions_in_document_order() {
+        let m = Machine::from_value(json!({ "id": "m", "initial": "p", "states": { "p": { "type": "parallel", "states": {
+            "z": { "initial": "a", "states": { "a": { "on": { "X": "b" } }, "b": {} } },
+            "b": { "initial": "a", "states": { "a": {} } },
+        } } } }))
+        .unwrap();
+        let o = m.reduce_in("p-1", None, &json!({ "id": "e1", "type": "X" }), 1);
+        assert_eq!(o.status, Status::Applied);
+        assert!(o.to_json_text().contains(r#""state":{"p":{"z":"b","b":"a"}}"#), "{}", o.to_json_text());
+        // Read back from the stored snapshot (its members sorted), the regions are in document order again.
+        let again = m.reduce_in("p-1", o.snapshot.as_deref(), &json!({ "id": "e2", "type": "X" }), 2);
+        assert!(again.to_json_text().contains(r#""state":{"p":{"z":"b","b":"a"}}"#), "{}", again.to_json_text());
     }
 
     /// The members the general path reads from an event text: `json::parse`,

@@ -2404,6 +2404,10 @@ fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
         None if same => return Err(fail(Code::InvalidSnapshot, "snapshot state value does not name a state of its machine")),
         None => return Err(missing_state(&snap, machine)),
     };
+    if machine.has_parallel() {
+        // Stored with its members sorted; the value a process reports has its regions in document order.
+        snap.value = machine.value_of_config(&config);
+    }
     for (h, recorded) in &snap.history {
         let is_history = machine.state_by_path(h).is_some_and(|i| machine.states[i].kind == crate::machine::Kind::History);
         let names_states = recorded.as_array().is_some_and(|a| a.iter().all(|p| p.as_str().and_then(|p| machine.state_by_path(p)).is_some()));

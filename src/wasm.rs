@@ -725,7 +725,7 @@ fn outcome_parts(o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
     w.push(b',');
     crate::json::write_json(&o.response, &mut w);
     w.push(b',');
-    crate::json::write_json(&o.state, &mut w);
+    crate::json::write_in_order(&o.state, &mut w);
     w.push(b',');
     crate::json::write_str(o.status.as_str(), &mut w);
     if let Some(first) = &o.original {

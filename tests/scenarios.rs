@@ -130,6 +130,36 @@ fn runaway_always_is_an_error_not_a_hang() {
 }
 
 #[test]
+fn ancestor_target() {
+    check("ancestor-target.json");
+}
+
+#[test]
+fn eventless_after_any_event() {
+    check("eventless-after-any-event.json");
+}
+
+#[test]
+fn parallel_regions() {
+    check("parallel-regions.json");
+}
+
+#[test]
+fn parallel_conflicts() {
+    check("parallel-conflicts.json");
+}
+
+#[test]
+fn history() {
+    check("history.json");
+}
+
+#[test]
+fn raise_and_initial_step() {
+    check("raise-and-initial-step.json");
+}
+
+#[test]
 fn scenario_files_all_have_tests() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
     let this = include_str!("scenarios.rs");

@@ -19,6 +19,7 @@ macro_rules! machine {
 
 /// tests/machines/, by file name.
 pub const MACHINES: &[(&str, &str)] = &[
+    machine!("ancestor-target.json"),
     machine!("counter100.json"),
     machine!("door.json"),
     machine!("fragile-counter.json"),
@@ -29,6 +30,11 @@ pub const MACHINES: &[(&str, &str)] = &[
     machine!("record-ignored.json"),
     machine!("reenter.json"),
     machine!("runaway.json"),
+    machine!("raise-and-initial-step.json"),
+    machine!("history.json"),
+    machine!("parallel-conflicts.json"),
+    machine!("parallel-regions.json"),
+    machine!("eventless-after-any-event.json"),
 ];
 
 macro_rules! scenario {
@@ -56,6 +62,12 @@ scenario!(order_partial_payments, "order-partial-payments");
 scenario!(record_ignored, "record-ignored");
 scenario!(reenter, "reenter");
 scenario!(runaway, "runaway");
+scenario!(ancestor_target, "ancestor-target");
+scenario!(eventless_after_any_event, "eventless-after-any-event");
+scenario!(parallel_regions, "parallel-regions");
+scenario!(parallel_conflicts, "parallel-conflicts");
+scenario!(history, "history");
+scenario!(raise_and_initial_step, "raise-and-initial-step");
 
 /// The definition text of a machine of tests/machines/.
 pub fn machine_text(file: &str) -> &'static str {
