@@ -86,3 +86,22 @@ test("the quick example is the one in the package's own README (pkg/README.md, w
   assert.ok(published, "pkg/README.md has no ```js example.mjs block");
   assert.equal(blocks[0].code, published[1]);
 });
+
+test("the machine definitions shown in README.md load, and the statechart example runs as described", async () => {
+  const { Machine } = await import(resolveIdem("idem"));
+  const defs = [...readme.matchAll(/^```json\n([\s\S]*?)^```$/gm)].map((m) => JSON.parse(m[1])).filter((d) => d.states);
+  assert.ok(defs.length >= 1, "no machine definition in a ```json block of README.md");
+  for (const def of defs) new Machine(def);
+  const order = new Machine(defs.find((d) => d.id === "order" && d.states.open?.type === "parallel"));
+  let snapshot = null;
+  const send = (id, type) => {
+    const o = order.reduce(snapshot, { id, type }, 1_700_000_000_000, "order-1");
+    if (o.changed) snapshot = o.snapshot;
+    return o;
+  };
+  assert.deepEqual(send("e1", "PACK").state, { open: { payment: "collecting", shipping: "packed" } });
+  assert.equal(send("e2", "SHIP").status, "ignored", "SHIP waits for the payment region");
+  assert.equal(send("e3", "PAY").status, "applied");
+  assert.equal(send("e4", "SHIP").state, "complete", "both regions final: onDone completes the order");
+  assert.equal(send("e4", "SHIP").status, "duplicate");
+});
