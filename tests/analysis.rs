@@ -194,7 +194,12 @@ fn check_witness(m: &Machine, f: &Finding, label: &str) {
     match f.code.as_str() {
         "accumulating_assign" => {
             let field = f.site.as_deref().and_then(|s| s.rsplit_once(".assign.")).map(|(_, x)| x).expect("assign site");
-            assert_ne!(r.before[o][field], r.after[o][field], "{label}: the original changed {field}");
+            // The original changed it too when the repeat took the same transition (in a
+            // parallel state a repeat may take another one: the region that took the
+            // original has moved on, and its parent's transition is the one left).
+            if f.transitions.len() < 2 {
+                assert_ne!(r.before[o][field], r.after[o][field], "{label}: the original changed {field}");
+            }
             assert_ne!(r.before[d][field], r.after[d][field], "{label}: the repeat changed {field} again");
         }
         "unverified_effect" => {
