@@ -410,7 +410,6 @@ fn xstate_configs_are_imported_with_diagnostics_and_analysed() {
     assert_eq!(
         sites,
         vec![
-            "states.late.invoke",
             "states.paid.after.shippingDeadline",
             "states.paid.entry[0]",
             "states.paid.entry[1]",
