@@ -20,7 +20,10 @@
 //! its transitions are guarded by the invocation they belong to: the effect's
 //! key is `<process>/<event id>:<n>` for the event whose macrostep entered the
 //! state, which the assign above records, so an earlier invocation's
-//! completion does not move the new one.
+//! completion does not move the new one. One case is not told apart: when the
+//! state was entered by another effect's completion (`x.succeeded`, whose id
+//! is not the id in the keys that macrostep emits), any completion of the
+//! effect type is taken, as it would be without the guard.
 //!
 //! What cannot be an effect is reported: an invoked machine (it receives
 //! events and has states of its own), actor logic given inline
@@ -108,10 +111,13 @@ impl Importer {
             }
             out.entry.push(json!({ "assign": { field.clone(): { "var": "event.id" } } }));
             out.entry.push(json!({ "effect": effect }));
-            // Taken only for the current invocation: its key holds the id of the event that entered the state.
-            let current = json!({ "in": [
-                { "cat": ["/", { "var": format!("context.{field}") }, ":"] },
-                { "cat": ["/", { "var": "event.payload.key" }] }
+            // Taken only for the current invocation: its key holds the id of the event that entered the state,
+            // unless that was a completion itself (see the module's documentation).
+            let entered_by = json!({ "var": format!("context.{field}") });
+            let current = json!({ "or": [
+                { "in": [{ "cat": ["/", entered_by, ":"] }, { "cat": ["/", { "var": "event.payload.key" }] }] },
+                { "==": [{ "substr": [entered_by, -10] }, ":succeeded"] },
+                { "==": [{ "substr": [entered_by, -7] }, ":failed"] }
             ] });
             for (k, suffix) in [("onDone", "succeeded"), ("onError", "failed")] {
                 let Some(t) = o.get(k) else { continue };
