@@ -80,6 +80,7 @@ pub struct Imported {
 /// `onDone`, an invoke's `onDone`/`onError`, forbidden ones included) and how
 /// many of them the definition has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Kept {
     pub states: usize,
     pub transitions: usize,
