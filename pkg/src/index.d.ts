@@ -245,6 +245,8 @@ export interface ImportedXState {
   definition: { [key: string]: Json };
   /** `unrepresentable` findings naming what could not be imported. */
   diagnostics: Finding[];
+  /** How much of the source survived: its states, its transitions and those imported. */
+  kept: { states: number; transitions: number; transitionsKept: number };
 }
 
 // ---------------------------------------------------------------------------

@@ -19,7 +19,29 @@
 //!   so a repeat that runs it again is reported as the action running twice;
 //! - a named guard becomes a flag the event carries
 //!   (`event.payload.$guard.<name>`), so the analysis explores both outcomes;
-//! - named delays, wildcard events and `invoke` are left out.
+//! - an inline guard (a function: `null` when written out, XState 4's
+//!   `{ "type": "xstate.guard" }`) becomes a flag of its own, named by the
+//!   function's name or its site, so two inline guards stay two flags;
+//! - `invoke` of a named service becomes an effect emitted on entry of its
+//!   state, `onDone`/`onError` transitions on its completion events (see
+//!   [`invoke`] for what leaving the state does to a later completion);
+//! - a named delay becomes milliseconds when the config's `delays` gives a
+//!   number for it (XState keeps delays in the implementations; add them to the
+//!   config as `"delays": { "name": ms }`), and an ISO-8601 duration (`PT30S`)
+//!   is read; any other delay and wildcard events are left out;
+//! - `output` (XState 5) or `data` (XState 4) of a final state is assigned to
+//!   the context field `$output:<parent state id>` on entry: idem's done event
+//!   carries no payload, the parent's `onDone` reads it there.
+//!
+//! XState 4 idioms are rewritten, each with an `info` diagnostic: `cond` as
+//! `guard`, `internal: false` as `reenter: true`, `key` as the machine id, a
+//! machine-level `on` targeting a child by its bare name (`.child`),
+//! `on: { "": … }` as `always`, `parallel: true` and `history` without `type`
+//! as state types (`history: true` is shallow), and a forbidden transition
+//! (`EVENT: undefined`, lost in JSON; accepted as `null`) as a targetless
+//! transition without actions, which takes the event so an ancestor's does not.
+//!
+//! [`Imported::kept`] counts the transitions of the source and those imported.
 //!
 //! Two built-ins are functions in XState and lost by a plain `JSON.stringify`
 //! (an action becomes `null`, a guard disappears); written out with their own
@@ -41,11 +63,28 @@ use crate::analyze::{Finding, Severity};
 use crate::error::{Code, Error, Result};
 use serde_json::{json, Map, Value};
 
+mod delay;
+mod guard;
+pub mod invoke;
+
 /// An imported machine: an idem definition and what could not be represented.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Imported {
     pub definition: Value,
     pub diagnostics: Vec<Finding>,
+    /// How much of the source survived.
+    pub kept: Kept,
+}
+
+/// Transitions in the source config (every entry of `on`, `always`, `after`,
+/// `onDone`, an invoke's `onDone`/`onError`, forbidden ones included) and how
+/// many of them the definition has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Kept {
+    pub states: usize,
+    pub transitions: usize,
+    pub transitions_kept: usize,
 }
 
 /// Import from JSON text.
@@ -68,21 +107,37 @@ pub fn import_json(text: &str) -> Result<Imported> {
 /// ```
 pub fn import(config: &Value) -> Result<Imported> {
     let obj = config.as_object().ok_or_else(|| Error::at(Code::InvalidDefinition, "", "an XState config must be an object"))?;
-    let id = match obj.get("id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+    let mut imp = Importer::default();
+    imp.id = match (obj.get("id"), obj.get("key")) {
+        (Some(Value::String(s)), _) if !s.is_empty() => s.clone(),
+        (_, Some(Value::String(k))) if !k.is_empty() => {
+            imp.diag(Severity::Info, "", None, "key", format!("`key` is XState v4's machine id; read as `id: \"{k}\"`"), "");
+            k.clone()
+        }
         _ => "machine".to_string(),
     };
-    let mut imp = Importer { id: id.clone(), diagnostics: Vec::new() };
+    if let Some(Value::Object(d)) = obj.get("delays") {
+        imp.delays = d.clone();
+    }
+    if let Some(Value::Object(children)) = obj.get("states") {
+        imp.root_children = children.keys().cloned().collect();
+    }
     let mut def = imp.state(config, "", "", true);
     if let Some(o) = def.as_object_mut() {
-        o.insert("id".into(), Value::String(id));
+        o.insert("id".into(), Value::String(imp.id.clone()));
     }
-    Ok(Imported { definition: def, diagnostics: imp.diagnostics })
+    Ok(Imported { definition: def, diagnostics: imp.diagnostics, kept: imp.kept })
 }
 
+#[derive(Default)]
 struct Importer {
     id: String,
     diagnostics: Vec<Finding>,
+    /// The config's `delays`: named delays in milliseconds.
+    delays: Map<String, Value>,
+    /// The machine's children, which a v4 machine-level `on` names bare.
+    root_children: Vec<String>,
+    kept: Kept,
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -121,10 +176,20 @@ impl Importer {
             self.diag(Severity::Warning, spath, None, xpath, "a state must be an object; imported as an empty state".into(), "");
             return Value::Object(out);
         };
+        if !root {
+            self.kept.states += 1;
+        }
+        let declared = o.get("type").and_then(Value::as_str);
+        // What other keys add to `entry`, `on` and `always`, merged after the loop.
+        let mut entry_extra = Vec::new();
+        let mut on_extra: Vec<(String, Value)> = Vec::new();
+        let mut always_extra = Vec::new();
         for (k, val) in o {
             let p = join(xpath, k);
             match k.as_str() {
-                "id" if root => {}
+                "id" | "key" | "delays" if root => {}
+                // XState 4 writes a state's own key in its config: nothing to import.
+                "key" => {}
                 "id" => {
                     if let Value::String(s) = val {
                         out.insert("id".into(), Value::String(s.clone()));
@@ -162,10 +227,26 @@ impl Importer {
                     Some("atomic") | Some("compound") => {}
                     _ => self.diag(Severity::Warning, spath, None, &p, format!("unknown state type {val}"), ""),
                 },
-                "history" => match val.as_str() {
-                    Some(mode @ ("shallow" | "deep")) => {
-                        out.insert("history".into(), json!(mode));
+                "parallel" => {
+                    if val == &Value::Bool(true) && declared.is_none() {
+                        out.insert("type".into(), json!("parallel"));
+                        self.diag(Severity::Info, spath, None, &p, "`parallel: true` is XState v4 syntax; read as `type: \"parallel\"`".into(), "");
                     }
+                }
+                "history" => match val {
+                    Value::String(mode) if mode == "shallow" || mode == "deep" => {
+                        out.insert("history".into(), json!(mode));
+                        if declared.is_none() {
+                            out.insert("type".into(), json!("history"));
+                            self.diag(Severity::Info, spath, None, &p, "XState v4 reads `history` without `type` as a history state; so does the import".into(), "");
+                        }
+                    }
+                    Value::Bool(true) if declared.is_none() || declared == Some("history") => {
+                        out.insert("type".into(), json!("history"));
+                        out.insert("history".into(), json!("shallow"));
+                        self.diag(Severity::Info, spath, None, &p, "`history: true` is XState v4 syntax; read as a shallow history state".into(), "");
+                    }
+                    Value::Bool(false) => {}
                     _ => self.diag(
                         Severity::Warning,
                         spath,
@@ -202,7 +283,15 @@ impl Importer {
                     let mut map = Map::new();
                     for (ev, ts) in on {
                         let ep = join(&p, ev);
+                        if ev.is_empty() {
+                            self.diag(Severity::Info, spath, None, &ep, "`on: { \"\": … }` is XState v4's eventless transition; read as `always`".into(), "");
+                            if let Some(t) = self.transitions(ts, &ep, spath, None) {
+                                always_extra.push(t);
+                            }
+                            continue;
+                        }
                         if ev == "*" || ev.ends_with(".*") {
+                            self.lost(ts);
                             self.diag(
                                 Severity::Warning,
                                 spath,
@@ -225,26 +314,29 @@ impl Importer {
                     }
                 }
                 "after" => {
-                    let Some(after) = val.as_object() else { continue };
-                    let mut map = Map::new();
-                    for (delay, ts) in after {
-                        let dp = join(&p, delay);
-                        if delay.parse::<u64>().is_err() {
-                            self.diag(
-                                Severity::Warning,
-                                spath,
-                                None,
-                                &dp,
-                                format!("named delay \"{delay}\" is code; this delayed transition is left out"),
-                                "Give the delay in milliseconds.",
-                            );
-                            continue;
-                        }
-                        if let Some(t) = self.transitions(ts, &dp, spath, None) {
-                            map.insert(delay.clone(), t);
-                        }
-                    }
+                    let map = self.after(val, &p, spath);
                     out.insert("after".into(), Value::Object(map));
+                }
+                "invoke" => {
+                    let inv = self.invoke(val, &p, spath);
+                    entry_extra.extend(inv.entry);
+                    on_extra.extend(inv.on);
+                }
+                "output" | "data" if declared == Some("final") && !root => {
+                    let parent = spath.rsplit_once('.').map_or(self.id.as_str(), |(parent, _)| parent);
+                    let field = format!("$output:{}", parent.replace('.', "/"));
+                    self.diag(
+                        Severity::Info,
+                        spath,
+                        None,
+                        &p,
+                        format!(
+                            "idem's done event carries no payload; the final state's `{k}` is assigned to `context.{field}` on entry, \
+                             where the parent's onDone reads it"
+                        ),
+                        "",
+                    );
+                    entry_extra.push(json!({ "assign": { field: val.clone() } }));
                 }
                 "entry" | "exit" => {
                     let actions = self.actions(val, &p, spath, None);
@@ -257,8 +349,10 @@ impl Importer {
                     self.diag(Severity::Info, spath, None, &p, format!("`{k}` only matters to TypeScript and is left out"), "");
                 }
                 other => {
+                    if other == "onDone" {
+                        self.lost(val);
+                    }
                     let what = match other {
-                        "invoke" => "invoked actors (`invoke`) are not supported",
                         "onDone" => "`onDone` of the machine itself (its done event ends the process) has no idem equivalent",
                         "output" => "`output` is not supported",
                         _ => "this key has no idem equivalent",
@@ -269,12 +363,88 @@ impl Importer {
                         None,
                         &p,
                         format!("{what}; `{other}` is left out"),
-                        "Model the work as effects on transitions, and its completion as the `<type>.succeeded`/`<type>.failed` events idem raises.",
+                        "",
                     );
                 }
             }
         }
+        if !entry_extra.is_empty() {
+            let entry = out.entry("entry").or_insert_with(|| json!([]));
+            if let Value::Array(a) = entry {
+                a.extend(entry_extra);
+            }
+        }
+        for t in always_extra {
+            merge(&mut out, "always", t);
+        }
+        if !on_extra.is_empty() {
+            let on = out.entry("on").or_insert_with(|| json!({}));
+            if let Value::Object(on) = on {
+                for (ev, t) in on_extra {
+                    merge(on, &ev, t);
+                }
+            }
+        }
         Value::Object(out)
+    }
+
+    /// `after`: by delay (milliseconds, ISO-8601, or a name the config's
+    /// `delays` gives), or XState 4's list of `{ delay, target, … }`.
+    fn after(&mut self, v: &Value, path: &str, spath: &str) -> Map<String, Value> {
+        let entries: Vec<(Value, &Value, String, Option<Value>)> = match v {
+            Value::Object(after) => after.iter().map(|(d, ts)| (json!(d), ts, join(path, d), None)).collect(),
+            Value::Array(list) => list
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let mut t = t.clone();
+                    let delay = t.as_object_mut().and_then(|o| o.remove("delay")).unwrap_or(Value::Null);
+                    (delay, &list[i], format!("{path}[{i}]"), Some(t))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut map = Map::new();
+        for (delay, ts, dp, rest) in entries {
+            let ms = match delay::resolve(&delay, &self.delays) {
+                delay::Delay::Millis(ms) => ms,
+                delay::Delay::Resolved(ms, how) => {
+                    self.diag(Severity::Info, spath, None, &dp, format!("delay {delay} is {ms} ms, read from {how}"), "");
+                    ms
+                }
+                delay::Delay::Unknown(why) => {
+                    self.lost(ts);
+                    self.diag(
+                        Severity::Warning,
+                        spath,
+                        None,
+                        &dp,
+                        format!("{why}; this delayed transition is left out"),
+                        "Give the delay in milliseconds, as an ISO-8601 duration, or in the config's `delays` map.",
+                    );
+                    continue;
+                }
+            };
+            let ts = rest.as_ref().unwrap_or(ts);
+            if let Some(t) = self.transitions(ts, &dp, spath, None) {
+                merge(&mut map, &ms.to_string(), t);
+            }
+        }
+        map
+    }
+
+    /// Count transitions of the source that are left out.
+    fn lost(&mut self, v: &Value) {
+        self.kept.transitions += match v {
+            Value::Array(a) => a.len(),
+            _ => 1,
+        };
+    }
+
+    /// A target of the machine's own transitions that XState v4 resolves
+    /// among the machine's children: no `#`/`.` prefix, first segment a child.
+    fn is_bare_child(&self, target: &str) -> bool {
+        !target.starts_with(['#', '.']) && self.root_children.iter().any(|c| target.split('.').next() == Some(c.as_str()))
     }
 
     fn transitions(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
@@ -296,6 +466,17 @@ impl Importer {
     /// `#id`), or several, one per parallel region.
     fn target(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         match v {
+            Value::String(s) if spath.is_empty() && self.is_bare_child(s) => {
+                self.diag(
+                    Severity::Info,
+                    spath,
+                    event,
+                    path,
+                    format!("the machine's own transition names its child \"{s}\" bare (XState v4); read as \".{s}\""),
+                    "",
+                );
+                Some(Value::String(format!(".{s}")))
+            }
             Value::String(s) => Some(Value::String(s.clone())),
             Value::Array(a) if a.is_empty() => None,
             Value::Array(a) if a.iter().all(Value::is_string) => Some(if a.len() == 1 { a[0].clone() } else { v.clone() }),
@@ -307,6 +488,15 @@ impl Importer {
     }
 
     fn transition(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
+        self.kept.transitions += 1;
+        let t = self.transition_inner(v, path, spath, event);
+        if t.is_some() {
+            self.kept.transitions_kept += 1;
+        }
+        t
+    }
+
+    fn transition_inner(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         match v {
             Value::String(_) => {
                 let t = self.target(v, path, spath, event);
@@ -371,99 +561,22 @@ impl Importer {
             }
             Value::Null => {
                 self.diag(
-                    Severity::Warning,
+                    Severity::Info,
                     spath,
                     event,
                     path,
-                    "a transition set to undefined/null (forbidding a parent's transition) is not supported and is left out".into(),
-                    "Guard the parent's transition instead.",
+                    "a transition set to undefined/null forbids the event here (XState v4); read as a targetless transition \
+                     without actions, which takes the event so that an ancestor's transition does not"
+                        .into(),
+                    "",
                 );
-                None
+                Some(json!({}))
             }
             other => {
                 self.diag(Severity::Warning, spath, event, path, format!("a transition cannot be {other}"), "");
                 None
             }
         }
-    }
-
-    fn guard(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
-        if let Some(g) = self.state_in(v, path, spath, event) {
-            return g;
-        }
-        let name = match v {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => match o.get("type") {
-                Some(Value::String(t)) => {
-                    if o.contains_key("params") {
-                        self.diag(
-                            Severity::Info,
-                            spath,
-                            event,
-                            &join(path, "params"),
-                            format!("params of guard `{t}` are not evaluated"),
-                            "",
-                        );
-                    }
-                    t.clone()
-                }
-                // A JSONLogic expression: idem's own guard language.
-                None => return Some(v.clone()),
-                Some(_) => {
-                    self.diag(Severity::Warning, spath, event, path, "a guard type must be a string; guard left out".into(), "");
-                    return None;
-                }
-            },
-            _ => {
-                self.diag(Severity::Warning, spath, event, path, "a guard must be a name or an object; guard left out".into(), "");
-                return None;
-            }
-        };
-        self.diag(
-            Severity::Warning,
-            spath,
-            event,
-            path,
-            format!(
-                "guard `{name}` is code the analysis cannot read; it is modelled as a flag the event carries \
-                 (event.payload.$guard.{name}), so both of its outcomes are explored"
-            ),
-            "Write the guard as a JSONLogic expression over context and event to have it checked.",
-        );
-        Some(json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] }))
-    }
-
-    /// `stateIn(...)` written out with its members: `Some(None)` when it is
-    /// one but its state value cannot be read, `None` when it is not one.
-    fn state_in(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Option<Value>> {
-        let o = v.as_object()?;
-        let ty = o.get("type").and_then(Value::as_str);
-        let value = match ty {
-            Some("xstate.stateIn") => o.get("stateValue").or_else(|| o.get("params").and_then(|p| p.get("stateValue"))),
-            None | Some("stateIn") => o.get("stateValue"),
-            Some(_) => None,
-        };
-        let Some(value) = value else {
-            if ty == Some("xstate.stateIn") {
-                self.diag(Severity::Warning, spath, event, path, "stateIn without a readable stateValue; guard left out".into(), "");
-                return Some(None);
-            }
-            return None;
-        };
-        let mut leaves = Vec::new();
-        state_value_leaves(value, &mut String::new(), &mut leaves);
-        let tests: Vec<Value> = leaves
-            .into_iter()
-            .map(|l| json!({ "in_state": if l.starts_with('#') { l } else { format!("#{}.{l}", self.id) } }))
-            .collect();
-        Some(match tests.len() {
-            0 => {
-                self.diag(Severity::Warning, spath, event, path, format!("stateIn({value}) names no state; guard left out"), "");
-                None
-            }
-            1 => tests.into_iter().next(),
-            _ => Some(json!({ "and": tests })),
-        })
     }
 
     /// `raise(...)` written out with its members: the event it raises, as an idem `raise`.
@@ -563,24 +676,21 @@ impl Importer {
     }
 }
 
-/// The states a state value names, as paths from the machine (`a.b`), or
-/// `#id...` as written.
-fn state_value_leaves(v: &Value, prefix: &mut String, out: &mut Vec<String>) {
-    match v {
-        Value::String(s) if prefix.is_empty() => out.push(s.clone()),
-        Value::String(s) => out.push(format!("{prefix}.{s}")),
-        Value::Object(o) => {
-            for (k, inner) in o {
-                let saved = prefix.clone();
-                *prefix = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                if inner.as_object().is_some_and(Map::is_empty) {
-                    out.push(prefix.clone());
-                } else {
-                    state_value_leaves(inner, prefix, out);
-                }
-                *prefix = saved;
-            }
+/// Add transitions under `key`, after any already there.
+fn merge(map: &mut Map<String, Value>, key: &str, t: Value) {
+    let add = match t {
+        Value::Array(a) => a,
+        one => vec![one],
+    };
+    match map.get_mut(key) {
+        None => {
+            map.insert(key.to_string(), if add.len() == 1 { add.into_iter().next().unwrap_or(Value::Null) } else { Value::Array(add) });
         }
-        _ => {}
+        Some(Value::Array(a)) => a.extend(add),
+        Some(one) => {
+            let mut all = vec![one.take()];
+            all.extend(add);
+            *one = Value::Array(all);
+        }
     }
 }
