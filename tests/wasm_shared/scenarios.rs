@@ -141,7 +141,14 @@ mod analysis {
     }
 
     /// tests/analysis/xstate/, by file name.
-    const XSTATE: &[(&str, &str)] = &[xstate!("checkout.json"), xstate!("order-parallel.json"), xstate!("signup.json")];
+    const XSTATE: &[(&str, &str)] = &[
+        xstate!("auth-v4.json"),
+        xstate!("checkout-invoke.json"),
+        xstate!("checkout.json"),
+        xstate!("media-player.json"),
+        xstate!("order-parallel.json"),
+        xstate!("signup.json"),
+    ];
 
     #[wasm_bindgen_test]
     fn findings_and_imports_match_the_native_ones() {
