@@ -35,6 +35,7 @@ pub mod json;
 pub mod machine;
 pub mod outbox;
 pub mod reduce;
+pub mod schema;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
 pub mod xstate;

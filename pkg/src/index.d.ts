@@ -40,6 +40,8 @@ export type ErrorCode =
   // a number beyond f64's finite range (`1e309`)
   | "number_out_of_range"
   | "unknown_event_type"
+  // a payload that does not match its event's declared schema
+  | "invalid_payload"
   | "id_conflict"
   | "reserved_event"
   // snapshot
