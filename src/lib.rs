@@ -38,6 +38,8 @@ pub mod reduce;
 pub mod schema;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
+pub mod unvalidated;
+#[cfg(feature = "analysis")]
 pub mod xstate;
 
 /// The JavaScript bindings. Public so that the wasm boundary tests

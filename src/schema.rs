@@ -297,3 +297,23 @@ pub(crate) fn declare(schemas: &Schemas, event_types: &mut NameSet, outcome_type
     }
     Ok(())
 }
+
+/// The payload members `schema` requires, as dotted paths (nested objects'
+/// required members under their own): what hazard analysis fills in when it
+/// makes payloads for an event.
+pub fn required_fields(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_required(schema, "", &mut out);
+    out
+}
+
+fn collect_required(s: &Value, prefix: &str, out: &mut Vec<String>) {
+    let Some(req) = s.get("required").and_then(Value::as_array) else { return };
+    for k in req.iter().filter_map(Value::as_str) {
+        let path = if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+        if let Some(sub) = s.get("properties").and_then(|p| p.get(k)) {
+            collect_required(sub, &path, out);
+        }
+        out.push(path);
+    }
+}

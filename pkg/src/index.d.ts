@@ -268,7 +268,9 @@ export type FindingCode =
   | "identity_guarded"
   | "reaccept_unconfirmed"
   // XState import
-  | "unrepresentable";
+  | "unrepresentable"
+  // an assign doing arithmetic on a payload field no schema declares numeric
+  | "unvalidated_payload";
 
 /** A hazard (error / warning) with the event sequence that shows it, or information about what is safe. */
 export interface Finding {
