@@ -57,6 +57,7 @@
 //! | `identity_guarded` | info | the event is accepted again, but only through transitions guarded by an identified set |
 //! | `reaccept_unconfirmed` | info | the event is accepted again, yet no repeat within the bounds changes anything |
 //! | `unrepresentable` | warning / info | (XState import) something that cannot be expressed as data |
+//! | `unvalidated_payload` | warning | an assign does arithmetic on a payload field no schema declares numeric (src/unvalidated.rs) |
 
 use crate::expr::Data;
 use crate::interpreter::{Run, Start};
@@ -82,6 +83,7 @@ pub const CODES: &[(&str, Severity, &str)] = &[
     ("identity_guarded", Severity::Info, "the event is accepted again only through identified-set guards"),
     ("reaccept_unconfirmed", Severity::Info, "the event is accepted again but no repeat within the bounds changes anything"),
     ("unrepresentable", Severity::Warning, "part of an imported XState machine that cannot be expressed as data"),
+    ("unvalidated_payload", Severity::Warning, "an assign does arithmetic on a payload field no schema declares numeric"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -254,6 +256,7 @@ pub fn analyze_with(m: &Machine, bounds: Bounds) -> Vec<Finding> {
     let mut s = Search::new(m, bounds);
     s.run();
     let mut findings = s.findings();
+    findings.extend(crate::unvalidated::findings(m));
     sort(&mut findings);
     findings
 }
@@ -1098,6 +1101,11 @@ fn payload_specs(m: &Machine) -> BTreeMap<String, BTreeMap<String, FieldSpec>> {
         let mut specs = BTreeMap::new();
         for x in &exprs {
             collect_specs(x, &mut specs);
+        }
+        // What the event's payload schema requires, and the numbers it declares.
+        if let Some(schema) = m.schemas.get(e) {
+            crate::schema::required_fields(schema).into_iter().for_each(|f| drop(specs.entry(f).or_default()));
+            crate::schema::numeric_fields(schema).into_iter().for_each(|f| specs.entry(f).or_default().numeric = true);
         }
         // A field read as `event.payload.a.b` also makes `a` appear; keep the leaves.
         let keys: Vec<String> = specs.keys().cloned().collect();

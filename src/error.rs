@@ -28,6 +28,7 @@ pub enum Code {
     NestingTooDeep,
     NumberOutOfRange,
     UnknownEventType,
+    InvalidPayload,
     IdConflict,
     ReservedEvent,
     // snapshot
@@ -72,6 +73,7 @@ impl Code {
             NestingTooDeep => "nesting_too_deep",
             NumberOutOfRange => "number_out_of_range",
             UnknownEventType => "unknown_event_type",
+            InvalidPayload => "invalid_payload",
             IdConflict => "id_conflict",
             ReservedEvent => "reserved_event",
             InvalidSnapshot => "invalid_snapshot",
@@ -111,6 +113,7 @@ impl Code {
         Code::NestingTooDeep,
         Code::NumberOutOfRange,
         Code::UnknownEventType,
+        Code::InvalidPayload,
         Code::IdConflict,
         Code::ReservedEvent,
         Code::InvalidSnapshot,

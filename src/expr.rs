@@ -252,6 +252,10 @@ enum Stop {
     OverBudget,
     /// A `reduce` accumulator nested deeper than JSON may be (`json::MAX_DEPTH`).
     ValueTooDeep,
+    /// An arithmetic operator's result is not a finite number (`NaN`, an
+    /// infinity): JSONLogic would give `null` or `NaN`, which stored would
+    /// silently lose the value it was computed from.
+    NotANumber,
 }
 
 impl Stop {
@@ -262,6 +266,7 @@ impl Stop {
             Stop::TooDeep => "evaluation nested too deeply".to_string(),
             Stop::OverBudget => format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"),
             Stop::ValueTooDeep => format!("reduce builds a value nested deeper than {} levels", crate::json::MAX_DEPTH),
+            Stop::NotANumber => "an arithmetic result is not a finite number".to_string(),
         }
     }
 }
@@ -935,32 +940,37 @@ fn op_test<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
 
 #[inline(never)]
 fn op_arith<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
-    Ok(Cow::Owned(match op {
+    let r = match op {
         Op::Max | Op::Min => {
             let nums = a.numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
             if nums.is_empty() || nums.iter().any(|n| n.is_nan()) {
-                return Ok(Cow::Owned(Value::Null));
+                return Err(Stop::NotANumber);
             }
-            let r = if op == Op::Max {
+            if op == Op::Max {
                 nums.into_iter().fold(f64::NEG_INFINITY, f64::max)
             } else {
                 nums.into_iter().fold(f64::INFINITY, f64::min)
-            };
-            num(r)
+            }
         }
-        Op::Add => num(a.numbers().sum::<std::result::Result<f64, Stop>>()?),
-        Op::Mul => num(a.numbers().product::<std::result::Result<f64, Stop>>()?),
+        Op::Add => a.numbers().sum::<std::result::Result<f64, Stop>>()?,
+        Op::Mul => a.numbers().product::<std::result::Result<f64, Stop>>()?,
         Op::Sub => {
             let vals = a.numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
             match vals.as_slice() {
-                [x] => num(-x),
-                [x, y, ..] => num(x - y),
-                [] => Value::Null,
+                [x] => -x,
+                [x, y, ..] => x - y,
+                [] => f64::NAN,
             }
         }
-        Op::Div => num(to_number(&*a.arg(0)?) / to_number(&*a.arg(1)?)),
-        _ => num(rem(to_number(&*a.arg(0)?), to_number(&*a.arg(1)?))),
-    }))
+        Op::Div => to_number(&*a.arg(0)?) / to_number(&*a.arg(1)?),
+        _ => rem(to_number(&*a.arg(0)?), to_number(&*a.arg(1)?)),
+    };
+    // Not JSONLogic's `null`/`NaN`: a result that is not a finite number fails
+    // the evaluation (ARCHITECTURE.md, src/expr.rs).
+    if !r.is_finite() {
+        return Err(Stop::NotANumber);
+    }
+    Ok(Cow::Owned(num(r)))
 }
 
 /// `%`: the remainder of a truncating division, which Rust's `%` on `f64`

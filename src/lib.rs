@@ -35,7 +35,10 @@ pub mod json;
 pub mod machine;
 pub mod outbox;
 pub mod reduce;
+pub mod schema;
 pub mod snapshot;
+#[cfg(feature = "analysis")]
+pub mod unvalidated;
 #[cfg(feature = "analysis")]
 pub mod xstate;
 

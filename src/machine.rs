@@ -260,6 +260,8 @@ pub struct Machine {
     /// `<effect>.succeeded` / `<effect>.failed` for every effect type the machine
     /// emits: raised by the outbox only, never accepted from outside.
     pub outcome_types: NameSet,
+    /// Declared event payload schemas (`events`), checked before any transition.
+    pub schemas: crate::schema::Schemas,
     pub exprs: Exprs,
     pub definition: Value,
     /// Declared state ids and their state's index (a [`NameMap`]: no hash map
@@ -283,7 +285,7 @@ const STATE_KEYS: &[&str] = &[
 ];
 const MACHINE_KEYS: &[&str] = &[
     "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "history",
-    "target", "onDone", "version", "context", "retention", "recordIgnored", "limits",
+    "target", "onDone", "version", "context", "retention", "recordIgnored", "limits", "events",
 ];
 const K_ID: usize = 0;
 const K_INITIAL: usize = 1;
@@ -302,6 +304,7 @@ const K_CONTEXT: usize = 16;
 const K_RETENTION: usize = 17;
 const K_RECORD_IGNORED: usize = 18;
 const K_LIMITS: usize = 19;
+const K_EVENTS: usize = 20;
 const TRANSITION_KEYS: &[&str] = &["target", "guard", "actions", "reenter", "description", "meta"];
 const EFFECT_KEYS: &[&str] = &["type", "payload", "key", "idempotent", "retry"];
 const RAISE_KEYS: &[&str] = &["type", "payload"];
@@ -312,7 +315,7 @@ const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes", "maxMicros
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
 const NO_FIELDS: Fields<'static> = [None; MAX_KEYS];
-const MAX_KEYS: usize = 20;
+const MAX_KEYS: usize = 21;
 const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
 const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
 const _: () = assert!(RETENTION_KEYS.len() < MAX_KEYS && LIMITS_KEYS.len() < MAX_KEYS);
@@ -360,6 +363,7 @@ impl Machine {
             limits: Limits::default(),
             event_types: NameSet::default(),
             outcome_types: NameSet::default(),
+            schemas: crate::schema::Schemas::default(),
             exprs: Exprs::default(),
             definition: Value::Null,
             by_id: NameMap::default(),
@@ -389,6 +393,7 @@ impl Machine {
         };
         parse_retention(f[K_RETENTION], &mut m.retention)?;
         m.limits = parse_limits(f[K_LIMITS])?;
+        m.schemas = crate::schema::Schemas::load(f[K_EVENTS])?;
         m.hash = machine_hash(&def);
 
         let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, raw: Vec::new() };
@@ -437,6 +442,7 @@ impl Machine {
                 m.event_types.insert(owned(event));
             }
         }
+        crate::schema::declare(&m.schemas, &mut m.event_types, &m.outcome_types)?;
         m.definition = def;
         m.state_values = (0..m.states.len()).map(|i| m.build_state_value(i)).collect();
         m.reference = Arc::new(MachineRef { id: m.id.clone(), version: m.version.clone(), hash: m.hash.clone() });
@@ -1493,6 +1499,7 @@ mod tests {
             (K_RETENTION, "retention"),
             (K_RECORD_IGNORED, "recordIgnored"),
             (K_LIMITS, "limits"),
+            (K_EVENTS, "events"),
         ];
         for (i, k) in named {
             assert_eq!(at(k), Some(i), "{k}");

@@ -95,7 +95,7 @@ fn error_codes_are_stable() {
             "invalid_json", "invalid_definition", "unknown_target", "invalid_initial", "duplicate_state_id",
             "invalid_expression", "invalid_guard", "unknown_action", "always_loop", "definition_too_large", "invalid_event",
             "missing_event_id", "missing_event_type", "event_id_too_long", "payload_too_large", "nesting_too_deep",
-            "number_out_of_range", "unknown_event_type", "id_conflict", "reserved_event", "invalid_snapshot", "snapshot_too_large",
+            "number_out_of_range", "unknown_event_type", "invalid_payload", "id_conflict", "reserved_event", "invalid_snapshot", "snapshot_too_large",
             "unsupported_snapshot_format", "wrong_machine", "missing_state", "missing_process_id", "missing_now", "invalid_now",
             "expression_failed", "microstep_limit",
             "unknown_effect", "invalid_effect_report", "usage", "io",

@@ -690,16 +690,45 @@ fn numbers_out_of_range_are_number_out_of_range() {
 
 #[test]
 fn huge_amounts_do_not_break_arithmetic() {
-    let m = order();
-    let big = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 1.7e308 } });
-    let o = m.reduce_in("o", None, &big, 0);
+    let m = Machine::from_json(
+        r#"{ "id": "sum", "initial": "open", "context": { "sum": 0 }, "states": { "open": { "on": { "ADD": {
+             "actions": [{ "assign": { "sum": { "+": [{ "var": "context.sum" }, { "var": "event.payload.amount" }] } } }] } } } } }"#,
+    )
+    .unwrap();
+    let add = |id: &str, amount: f64| json!({ "id": id, "type": "ADD", "payload": { "amount": amount } });
+    let o = m.reduce_in("o", None, &add("e1", 1.7e308), 0);
     assert_eq!(o.status, Status::Applied, "{:?}", o.error);
-    // The sum overflows to infinity, which JSON cannot hold: it becomes null, and the process keeps working.
-    let big2 = json!({ "id": "e2", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p2", "amount": 1.7e308 } });
-    let o2 = m.reduce_in("o", o.snapshot.as_deref(), &big2, 1);
-    assert_ne!(o2.status, Status::Rejected, "{:?}", o2.error);
-    let s = o2.snapshot.or(o.snapshot).unwrap();
-    assert!(idem::inspect(&m, &s).is_ok());
+    // The sum overflows to infinity, which JSON cannot hold: the event fails
+    // (`expression_failed`), nothing is written, and the process keeps working.
+    let o2 = m.reduce_in("o", o.snapshot.as_deref(), &add("e2", 1.7e308), 1);
+    assert_rejected(&o2, "expression_failed");
+    let s = o.snapshot.unwrap();
+    assert_eq!(idem::inspect(&m, &s).unwrap()["context"]["sum"], json!(1.7e308));
+    let o3 = m.reduce_in("o", Some(&s), &add("e3", -1.7e308), 2);
+    assert_eq!(o3.status, Status::Applied, "{:?}", o3.error);
+    assert_eq!(idem::inspect(&m, o3.snapshot.as_deref().unwrap()).unwrap()["context"]["sum"], json!(0));
+}
+
+#[test]
+fn arithmetic_on_a_payload_that_is_not_a_number_fails_and_writes_nothing() {
+    // No payload schema here: "abc" reaches the `+`, whose result is not a
+    // number. JSONLogic would give null, and `paid` would silently become null.
+    let m = Machine::from_json(
+        r#"{ "id": "sum", "initial": "open", "context": { "paid": 0 }, "states": { "open": { "on": { "PAY": {
+             "actions": [{ "assign": { "paid": { "+": [{ "var": "context.paid" }, { "var": "event.payload.amount" }] } } }] } } } } }"#,
+    )
+    .unwrap();
+    let s = m.reduce_in("o", None, &json!({ "id": "e1", "type": "PAY", "payload": { "amount": 60 } }), 0).snapshot.unwrap();
+    for (i, amount) in [json!("abc"), json!({}), json!([1, 2])].into_iter().enumerate() {
+        let o = m.reduce_in("o", Some(&s), &json!({ "id": format!("x{i}"), "type": "PAY", "payload": { "amount": amount } }), 1);
+        assert_rejected(&o, "expression_failed");
+    }
+    let o = m.reduce_in("o", Some(&s), &json!({ "id": "e2", "type": "PAY", "payload": { "amount": 40 } }), 2);
+    assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["paid"], json!(100));
+    // The order machine declares its payload: the same "abc" is refused before any transition.
+    let order = order();
+    let abc = json!({ "id": "e9", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p9", "amount": "abc" } });
+    assert_rejected(&order.reduce_in("o", None, &abc, 0), "invalid_payload");
 }
 
 #[test]

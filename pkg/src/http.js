@@ -92,6 +92,7 @@ export const STATUS_BY_CODE = {
   number_out_of_range: 400,
   payload_too_large: 413,
   unknown_event_type: 422,
+  invalid_payload: 422,
   id_conflict: 422,
   expression_failed: 422,
   microstep_limit: 422,

@@ -40,6 +40,8 @@ export type ErrorCode =
   // a number beyond f64's finite range (`1e309`)
   | "number_out_of_range"
   | "unknown_event_type"
+  // a payload that does not match its event's declared schema
+  | "invalid_payload"
   | "id_conflict"
   | "reserved_event"
   // snapshot
@@ -268,7 +270,9 @@ export type FindingCode =
   | "identity_guarded"
   | "reaccept_unconfirmed"
   // XState import
-  | "unrepresentable";
+  | "unrepresentable"
+  // an assign doing arithmetic on a payload field no schema declares numeric
+  | "unvalidated_payload";
 
 /** A hazard (error / warning) with the event sequence that shows it, or information about what is safe. */
 export interface Finding {
