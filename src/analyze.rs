@@ -1104,8 +1104,12 @@ fn payload_specs(m: &Machine) -> BTreeMap<String, BTreeMap<String, FieldSpec>> {
         }
         // What the event's payload schema requires, and the numbers it declares.
         if let Some(schema) = m.schemas.get(e) {
-            crate::schema::required_fields(schema).into_iter().for_each(|f| drop(specs.entry(f).or_default()));
-            crate::schema::numeric_fields(schema).into_iter().for_each(|f| specs.entry(f).or_default().numeric = true);
+            for f in crate::schema::required_fields(schema) {
+                specs.entry(f).or_default();
+            }
+            for f in crate::schema::numeric_fields(schema) {
+                specs.entry(f).or_default().numeric = true;
+            }
         }
         // A field read as `event.payload.a.b` also makes `a` appear; keep the leaves.
         let keys: Vec<String> = specs.keys().cloned().collect();
