@@ -25,7 +25,8 @@ fn remainder_is_fmod() {
             assert_eq!(got.as_f64(), want, "{x} % {y}: got {got}, want {want:?}");
         }
     }
-    // A zero divisor gives NaN, which JSON cannot hold.
-    assert_eq!(idem::expr::apply(&json!({ "%": [1, 0] }), &Value::Null).unwrap(), Value::Null);
+    // A zero divisor gives NaN, which JSON cannot hold: the expression fails.
+    let err = idem::expr::apply(&json!({ "%": [1, 0] }), &Value::Null).unwrap_err();
+    assert_eq!(err.code, idem::Code::ExpressionFailed);
     assert_eq!(idem::expr::apply(&json!({ "%": ["8", "3"] }), &Value::Null).unwrap(), json!(2));
 }
