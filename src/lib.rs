@@ -25,24 +25,25 @@
 //! assert_eq!(again.response, first.response);
 //! ```
 
-#[cfg(feature = "analysis")]
-pub mod analyze;
-pub mod error;
-pub mod expr;
-mod interpreter;
+pub mod engine;
 pub mod float;
 pub mod json;
-pub mod machine;
-pub mod outbox;
-pub mod reduce;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
-pub mod xstate;
+pub mod analysis;
 
 /// The JavaScript bindings. Public so that the wasm boundary tests
 /// (tests/wasm_shared) call the exports exactly as JavaScript does.
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+
+// The engine's and the analysis's modules keep their paths at the crate root
+// (`idem::machine`, `crate::reduce`, ...): the folders group them, the paths
+// name them.
+pub use engine::{error, expr, machine, outbox, reduce};
+pub(crate) use engine::interpreter;
+#[cfg(feature = "analysis")]
+pub use analysis::{analyze, xstate};
 
 pub use error::{Code, Error};
 pub use machine::Machine;
