@@ -26,7 +26,6 @@
 //! ```
 
 pub mod engine;
-pub mod float;
 pub mod json;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
@@ -42,6 +41,7 @@ pub mod wasm;
 // name them.
 pub use engine::{error, expr, machine, outbox, reduce};
 pub(crate) use engine::interpreter;
+pub use json::float;
 #[cfg(feature = "analysis")]
 pub use analysis::{analyze, xstate};
 

@@ -9,7 +9,7 @@
 //!   process), answer a repeated id from the ledger (`duplicate` or
 //!   `conflict`), otherwise run one macrostep, record the id and encode. The
 //!   outcome types (`Outcome`, `Status`, `EmittedEffect`, `Event`) live here too.
-//! - [`interpreter`]: the statechart algorithm (SCXML's microstep and
+//! - `interpreter`: the statechart algorithm (SCXML's microstep and
 //!   macrostep, exit and entry sets, as XState v5 implements them).
 //! - [`outbox`]: effects on their way out, their attempts, retries and reports.
 //! - [`expr`]: guards and computed values (JSONLogic).
