@@ -1,17 +1,19 @@
-use super::*;
+//! The head's structs read from JSON values: each struct a table of its
+//! fields ([`Field`]: name, kind, required or optional), one checker
+//! ([`check_struct`]) that walks a value against its table and makes every
+//! error, and readers that run after it with no error paths of their own.
+//!
+//! The rules are those of the serde derives on the types (see their
+//! attributes, and the tests that compare the two): every required field
+//! present, no unknown field, each of its JSON type, integers within their
+//! Rust type; an absent `done`, `outbox` or `timers` is false or empty; an
+//! optional field that is absent or null is `None`. Two forms the derives also
+//! read, which this engine never wrote, are refused: a struct written as an
+//! array of its field values, and an effect state written as
+//! `{"pending": null}`. A mismatch names the member
+//! (`unknown field at outbox[0].retry.x`).
 
-// ---------------------------------------------------------------------------
-// Reading the wire format from JSON values
-//
-// By hand rather than through serde's `Deserialize`: the derived code and the
-// deserializer behind it are most of what serde would add to the wasm module.
-// The rules are the derives' (see the attributes on the types above, and the
-// tests that compare the two): every required field present, no unknown
-// field, each of its JSON type, integers within their Rust type; an absent
-// `done`, `outbox` or `timers` is false or empty; an optional field that is
-// absent or null is `None`. Two forms the derives also read, which this
-// engine never wrote, are refused: a struct written as an array of its field
-// values, and an effect state written as `{"pending": null}`.
+use super::*;
 
 /// Why a JSON value is not the snapshot structure it should be: what is wrong,
 /// and the path of the offending member (`outbox[0].retry.factor`).
@@ -239,8 +241,7 @@ impl Members {
         }
     }
 
-    // `take` and `get` are the only lookups, out of line: the readers are then
-    // a call per field.
+    // `take` and `get` are the only lookups every reader goes through.
     #[inline(never)]
     pub(super) fn take(&mut self, name: &str) -> Value {
         self.0.get_mut(name).map(std::mem::take).unwrap_or_default()

@@ -1,3 +1,15 @@
+//! Format 3, the one idem writes: the ledger's records, a trailer line with
+//! their count and the next prune time, the head's JSON, and the checksum of
+//! everything before it (layout in `mod.rs`).
+//!
+//! Encoding after an append hashes only the new record, the trailer and the
+//! head (the checksum stream's state after the records is kept with the
+//! ledger), and returns the new text as the old text's unchanged prefix plus a
+//! tail (`Snapshot::encode_split`), which the wasm bindings pass on without
+//! copying the prefix back. Decoding verifies the checksum before it believes
+//! anything, even the format number, then hands formats 1 and 2 to `legacy`.
+//! Non-ASCII text is escaped, so a snapshot is ASCII.
+
 use super::*;
 
 /// The first line of a format 3 snapshot.
@@ -201,8 +213,7 @@ pub(super) fn number(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-/// The checksum of formats 1 and 2, which are hashed in one piece (out of line:
-/// the hasher's setup is large).
+/// The checksum of formats 1 and 2, which are hashed in one piece.
 #[inline(never)]
 pub(super) fn checksum(body: &str) -> u64 {
     json::hash64(body.as_bytes())
@@ -371,8 +382,8 @@ pub(super) fn push_hex(t: &mut Vec<u8>, v: u64, width: usize) {
 /// appended to: an eighth more, at least 1 KiB. The wasm boundary's copy of a
 /// snapshot, which becomes the ledger's text, is made so (a warm host appends
 /// to it event after event). Natively a decoded text gets 1 KiB: glibc hands a
-/// block an eighth larger back to the system on every free, and a round trip at
-/// 100,000 entries took four times as long.
+/// block an eighth larger back to the system on every free, so a host reducing
+/// a large snapshot per event would map and unmap it each time.
 pub(crate) fn with_record_room(len: usize) -> usize {
     len + (len / 8).max(1024)
 }

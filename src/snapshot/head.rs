@@ -1,3 +1,14 @@
+//! The head: everything but the ledger (the machine reference, the state
+//! value, the context, the revision, `done`, the outbox, the timers and the
+//! history records), as one line of JSON.
+//!
+//! It is read member by member where it is laid out as the encoder writes it
+//! (`read_head`: each member's JSON parsed where it stands), else parsed whole
+//! and read through the tables of `fields`. It is written by hand, byte for
+//! byte the text the `Serialize` derives give through serde_json. The machine
+//! reference last written is kept per thread (`KNOWN`): the next head that
+//! starts with its very bytes shares it instead of reading three new strings.
+
 use super::*;
 
 /// Everything but the ledger, as it is written in format 2's JSON head (what
@@ -67,9 +78,9 @@ pub(super) fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
 // ---------------------------------------------------------------------------
 // Writing the outbox and the timers
 //
-// By hand rather than through serde's `Serialize`, which would bring serde's
-// serializer and serde_json's into the wasm module: the text is the derives'
-// through serde_json, byte for byte (members in declaration order, renamed as
+// By hand rather than through serde's `Serialize`, so the per-event path does
+// not go through serde: the text is the derives' through serde_json, byte for
+// byte (members in declaration order, renamed as
 // the attributes say, `None` left out where `skip_serializing_if` says so; the
 // tests compare the two on every variant).
 
@@ -147,11 +158,6 @@ pub(super) fn write_array<T>(items: &[T], t: &mut Vec<u8>, write: fn(&T, &mut Ve
     }
     t.push(b']');
 }
-
-// The readable form (`inspect`) as JSON text: what `json::to_text` writes of
-// `Snapshot::to_value`, byte for byte, written directly so that the wasm module
-// builds no `Value`s for it. A `Value`'s members iterate in key order, so the
-// members here are in key order too (the tests compare the two).
 
 impl Head {
     pub(super) fn into_snapshot(self, format: u32, ledger: Ledger) -> Snapshot {

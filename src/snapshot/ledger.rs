@@ -1,3 +1,15 @@
+//! The ledger: the applied event ids a snapshot remembers, each with the
+//! fingerprint of its event and the response frozen for it. This is where a
+//! repeated event is recognised (`Ledger::find`).
+//!
+//! The records are kept as text, one per line, exactly as the snapshot holds
+//! them (never parsed as JSON), and a record is read only when it is used: a
+//! lookup compares the length and the last bytes of each id first. A ledger
+//! looked up a second time (one kept decoded between events) builds an
+//! [`IdIndex`] and finds ids in a few probes. Expired records, and those past
+//! the `maxEntries` cap, are never matched and are dropped in batches, so most
+//! events only append a record.
+
 use super::*;
 
 /// Where one ledger record sits in [`Ledger::text`]: from its first byte to

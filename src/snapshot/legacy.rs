@@ -1,3 +1,9 @@
+//! Formats 1 and 2, which earlier versions wrote: still read, and rewritten as
+//! format 3 by the next encode. Format 1 is one JSON object ending in a
+//! `"check"` member; format 2 puts the head first
+//! (`idem2 <head bytes> <ledger entries>\n<head>\n<records><checksum>`).
+//! `tests/fixtures/` holds snapshots of each that must load forever.
+
 use super::*;
 
 /// Format 1: the whole snapshot as JSON, ledger entries as objects (read by

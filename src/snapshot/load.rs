@@ -1,3 +1,9 @@
+//! A snapshot checked against the machine that reduces it: the machine's id
+//! (`wrong_machine`), its states when another version of the machine wrote it
+//! (`missing_state`; `upgraded_from` when accepted), outbox attempts within
+//! their retry policy, the ledger's cap. Restoring a snapshot runs no entry
+//! actions: the configuration is the one its state value names.
+
 use super::*;
 
 /// Decode a snapshot and check it belongs to `machine`.
@@ -5,7 +11,7 @@ pub fn load(machine: &Machine, text: &str) -> Result<Loaded> {
     check(machine, Snapshot::decode(text, machine.limits.max_snapshot_bytes)?)
 }
 
-/// As [`load`], taking the text's buffer for the ledger (no copy of the records).
+/// As [`load()`], taking the text's buffer for the ledger (no copy of the records).
 pub fn load_owned(machine: &Machine, text: String) -> Result<Loaded> {
     check(machine, Snapshot::decode_owned(text, machine.limits.max_snapshot_bytes)?)
 }

@@ -24,6 +24,18 @@
 //! Format 2 (`idem2 <head bytes> <ledger entries>\n<head>\n<records><checksum>`,
 //! the head first) and format 1 (one JSON object ending in a `"check"` member)
 //! are still read.
+//!
+//! Here are the in-memory types (`Snapshot`, its outbox entries and timers)
+//! and the errors every part shares; the wire format is in the files:
+//!
+//! - `format`: format 3 encoded and decoded, the checksum;
+//! - `ledger`: the applied event ids, where a repeated event is recognised;
+//! - `newlines`: finding the ledger's records in its text;
+//! - `head`: the head's JSON, read and written;
+//! - `fields`: the head's structs as tables of fields, and their one checker;
+//! - `legacy`: formats 1 and 2;
+//! - `load`: a snapshot checked against its machine;
+//! - `readable`: the readable form that `inspect` gives.
 
 use crate::error::{Code, Error, Result};
 use crate::json::{self, object};
@@ -173,15 +185,14 @@ pub struct Loaded {
 
 /// `&s[range]` for a range this module's own bookkeeping puts on character
 /// boundaries (record bounds sit after a newline; a split is a record bound):
-/// a trap if that were ever wrong, as the panic of `&s[range]` is, without
-/// bringing that panic's message (and core's Unicode tables) into the module.
+/// a trap if that were ever wrong, as the panic of `&s[range]` is, but with no
+/// message to format (ARCHITECTURE.md, the invariant on `str` slices).
 fn cut<R: std::slice::SliceIndex<str, Output = str>>(s: &str, range: R) -> &str {
     s.get(range).unwrap_or_else(|| std::process::abort())
 }
 
-// The errors of decoding, each built out of line in one place: the paths that
-// find them are rare, and each `format!` or message copy left inline would be
-// repeated in every function that returns it.
+// The errors of decoding, each built in one place; the paths that find them
+// are rare (cold).
 
 /// `invalid_snapshot`: `snapshot is corrupted: <why>`.
 #[cold]

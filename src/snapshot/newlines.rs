@@ -1,3 +1,10 @@
+//! Finding the ledger's records: a record's only newline is its last byte
+//! (ids and responses are JSON with control characters escaped, the fixed
+//! fields hex), so the records are where the newlines are. The scan takes
+//! sixteen bytes at a time with SIMD where the target has it, block by block
+//! while the checksum stream passes over the same bytes ([`Walk`]); its result
+//! is believed only once the checksum matches.
+
 use super::*;
 
 /// Where the last `\n` of `b` is, found eight bytes at a time from the end

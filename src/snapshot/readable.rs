@@ -1,3 +1,9 @@
+//! The readable form of a snapshot (`inspect`, `idem inspect`): its JSON
+//! text is what `json::to_text` writes of `Snapshot::to_value`, byte for byte,
+//! written directly without building `Value`s. A `Value`'s members iterate in
+//! key order, so the members here are in key order too (the tests compare the
+//! two).
+
 use super::*;
 
 /// An outbox entry as `json::to_text` writes its `to_value`.
