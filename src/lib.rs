@@ -3,7 +3,24 @@
 //! A pure, deterministic reducer: `reduce(machine, snapshot, event, now)`
 //! returns the new snapshot, whether the event was a duplicate, the frozen
 //! response and the effects to perform. No I/O, no clock, no randomness: time
-//! comes in as `now`, and the bindings for JavaScript live in `wasm.rs` alone.
+//! comes in as `now`.
+//!
+//! The folders follow an event through the engine:
+//!
+//! - `engine/`: the definition (`machine`), `reduce` (an event validated, a
+//!   repeated id answered from the ledger, one macrostep, the id recorded),
+//!   the statechart algorithm (`interpreter`), the outbox, the expressions
+//!   (`expr`) and the one error type;
+//! - `snapshot/`: the versioned wire format the state is encoded in, and the
+//!   ledger of applied event ids where a repeated event is recognised;
+//! - `json/`: JSON read and written, canonical form and fingerprints, and
+//!   JavaScript's number rules (`float`);
+//! - `analysis/`: hazard analysis and XState import (feature `analysis`);
+//! - `wasm/`: the JavaScript bindings, the only code that names them;
+//! - `bin/`: the `idem` command line.
+//!
+//! The modules of `engine/` and `analysis/` are also at the crate root
+//! (`idem::machine`, `idem::reduce`, ...), as is `json::float` (`idem::float`).
 //!
 //! ```
 //! use idem::Machine;
@@ -36,9 +53,6 @@ pub mod analysis;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-// The engine's and the analysis's modules keep their paths at the crate root
-// (`idem::machine`, `crate::reduce`, ...): the folders group them, the paths
-// name them.
 pub use engine::{error, expr, machine, outbox, reduce};
 pub(crate) use engine::interpreter;
 pub use json::float;
