@@ -60,7 +60,7 @@ export function outcome_out(m, flags, revision, next, ptr, len, snapshot) {\n\
   o.snapshot = snapshot;\n\
   return o;\n\
 }\n\
-pub(super) const STATUS = ['applied', 'duplicate', 'conflict', 'ignored', 'rejected'];\n\
+const STATUS = ['applied', 'duplicate', 'conflict', 'ignored', 'rejected'];\n\
 export function outcome_plain(m, flags, revision, next, ptr, split, len, at, first, snapshot) {\n\
   const changed = (flags & 1) !== 0, duplicate = (flags & 2) !== 0, nextDueAt = next < 0 ? null : next;\n\
   const state = decode(m, ptr, split), status = STATUS[(flags >> 5) & 7];\n\
