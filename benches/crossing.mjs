@@ -3,7 +3,7 @@
 //
 // A module of 66 bytes (one exported memory, one function that copies bytes)
 // stands for the engine. A call does what idem's glue does for a reduce that
-// decodes the stored text (src/wasm.rs, `event_in`, `snapshot_in`,
+// decodes the stored text (src/wasm/crossing.rs, `event_in`, `snapshot_in`,
 // `outcome_plain`), and nothing else:
 //   - the event's JSON text (`JSON.stringify` of the event object) and the stored
 //     snapshot string written into wasm memory with `TextEncoder.encodeInto`,

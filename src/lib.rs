@@ -3,7 +3,24 @@
 //! A pure, deterministic reducer: `reduce(machine, snapshot, event, now)`
 //! returns the new snapshot, whether the event was a duplicate, the frozen
 //! response and the effects to perform. No I/O, no clock, no randomness: time
-//! comes in as `now`, and the bindings for JavaScript live in `wasm.rs` alone.
+//! comes in as `now`.
+//!
+//! The folders follow an event through the engine:
+//!
+//! - `engine/`: the definition (`machine`), `reduce` (an event validated, a
+//!   repeated id answered from the ledger, one macrostep, the id recorded),
+//!   the statechart algorithm (`interpreter`), the outbox, the expressions
+//!   (`expr`) and the one error type;
+//! - `snapshot/`: the versioned wire format the state is encoded in, and the
+//!   ledger of applied event ids where a repeated event is recognised;
+//! - `json/`: JSON read and written, canonical form and fingerprints, and
+//!   JavaScript's number rules (`float`);
+//! - `analysis/`: hazard analysis and XState import (feature `analysis`);
+//! - `wasm/`: the JavaScript bindings, the only code that names them;
+//! - `bin/`: the `idem` command line.
+//!
+//! The modules of `engine/` and `analysis/` are also at the crate root
+//! (`idem::machine`, `idem::reduce`, ...), as is `json::float` (`idem::float`).
 //!
 //! ```
 //! use idem::Machine;
@@ -25,27 +42,22 @@
 //! assert_eq!(again.response, first.response);
 //! ```
 
-#[cfg(feature = "analysis")]
-pub mod analyze;
-pub mod error;
-pub mod expr;
-mod interpreter;
-pub mod float;
+pub mod engine;
 pub mod json;
-pub mod machine;
-pub mod outbox;
-pub mod reduce;
-pub mod schema;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
-pub mod unvalidated;
-#[cfg(feature = "analysis")]
-pub mod xstate;
+pub mod analysis;
 
 /// The JavaScript bindings. Public so that the wasm boundary tests
 /// (tests/wasm_shared) call the exports exactly as JavaScript does.
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+
+pub use engine::{error, expr, machine, outbox, reduce, schema};
+pub(crate) use engine::interpreter;
+pub use json::float;
+#[cfg(feature = "analysis")]
+pub use analysis::{analyze, unvalidated, xstate};
 
 pub use error::{Code, Error};
 pub use machine::Machine;

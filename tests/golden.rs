@@ -16,7 +16,7 @@ use runner::Api;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// The native engine, answering as `pkg/src/*.js` does (see src/wasm.rs):
+/// The native engine, answering as `pkg/src/*.js` does (see src/wasm/):
 /// `snapshot` is the string to store, the input one when nothing changed.
 struct Native(Machine);
 

@@ -887,7 +887,7 @@ fn a_forged_snapshot_with_the_revision_at_its_maximum_is_not_a_panic() {
     b["revision"] = json!(u64::MAX);
     let s = forge(&b);
     let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &pay("e2", "p2", 1), 2_000))
-        .unwrap_or_else(|_| panic!("revision u64::MAX: reduce panicked (src/reduce.rs: snap.revision + 1)"));
+        .unwrap_or_else(|_| panic!("revision u64::MAX: reduce panicked (src/engine/reduce.rs: snap.revision + 1)"));
     assert_rejected(&o, "invalid_snapshot");
 }
 
@@ -900,10 +900,10 @@ fn a_forged_snapshot_with_an_attempt_counter_at_its_maximum_is_not_a_panic() {
     b["outbox"][0]["attempts"] = json!(u32::MAX);
     let s = forge(&b);
     let due = std::panic::catch_unwind(|| idem::outbox::due(&m, &s, 0))
-        .unwrap_or_else(|_| panic!("attempts u32::MAX: due panicked (src/outbox.rs write_due: e.attempts + 1)"));
+        .unwrap_or_else(|_| panic!("attempts u32::MAX: due panicked (src/engine/outbox.rs write_due: e.attempts + 1)"));
     assert_eq!(due.unwrap_err().code.as_str(), "invalid_snapshot");
     let started = json!({ "id": "s", "type": "idem.effect.started", "payload": { "key": "order-1/e1:0" } });
     let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &started, 1))
-        .unwrap_or_else(|_| panic!("attempts u32::MAX: reduce panicked (src/outbox.rs report STARTED: entry.attempts + 1)"));
+        .unwrap_or_else(|_| panic!("attempts u32::MAX: reduce panicked (src/engine/outbox.rs report STARTED: entry.attempts + 1)"));
     assert_rejected(&o, "invalid_snapshot");
 }

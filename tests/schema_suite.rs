@@ -1,5 +1,5 @@
 //! The official JSON-Schema-Test-Suite (draft 2020-12) for the payload schema
-//! subset of src/schema.rs: every case of the keywords it supports, vendored
+//! subset of src/engine/schema.rs: every case of the keywords it supports, vendored
 //! in tests/json-schema-suite/. A group whose schema uses a keyword outside the
 //! subset must be refused on load, naming the keyword's path; the list of those
 //! groups is pinned here, so a keyword that starts or stops being refused shows.

@@ -1,4 +1,4 @@
-// The JSONLogic subset the generator writes, evaluated the way idem's `src/expr.rs` does, so that
+// The JSONLogic subset the generator writes, evaluated the way idem's `src/engine/expr.rs` does, so that
 // the XState side of the comparison runs the very expressions idem runs. `in_state` is not
 // evaluated here: guards that use it are turned into XState's `stateIn` by the adapter.
 
@@ -23,7 +23,7 @@ function lookup(data, path, fallback) {
   return v === undefined ? fallback : v;
 }
 
-/** Every operator idem knows (`src/expr.rs`) and the state test: never an object literal. */
+/** Every operator idem knows (`src/engine/expr.rs`) and the state test: never an object literal. */
 const IDEM_OPS = new Set(["var", "missing", "missing_some", "if", "?:", "==", "===", "!=", "!==", "!", "!!", "or",
   "and", ">", ">=", "<", "<=", "max", "min", "+", "-", "*", "/", "%", "map", "filter", "reduce", "all", "none", "some",
   "merge", "in", "cat", "substr", "in_state"]);

@@ -3,7 +3,7 @@
 //! may arrive as `"abc"` or `null`; arithmetic on it fails the event
 //! (`expression_failed`) rather than storing a wrong number, but the machine
 //! should say what it accepts: declare the field `{"type": "number"}` in the
-//! event's payload schema (`events`, src/schema.rs) and the engine refuses the
+//! event's payload schema (`events`, src/engine/schema.rs) and the engine refuses the
 //! payload up front (`invalid_payload`).
 
 use crate::analyze::{Finding, Severity};

@@ -809,7 +809,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const ORDER: &str = include_str!("../tests/machines/order.json");
+    const ORDER: &str = include_str!("../../tests/machines/order.json");
 
     fn order(version: &str) -> Machine {
         let mut def: Value = serde_json::from_str(ORDER).unwrap();

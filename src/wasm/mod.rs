@@ -1,0 +1,134 @@
+//! The JavaScript bindings: the only module that names `wasm_bindgen`, `js_sys`,
+//! `serde_wasm_bindgen` or `getrandom`.
+//!
+//! A reduce's values cross the boundary as JSON text (parsed on the JavaScript
+//! side with `JSON.parse`; benches/RESULTS.md, log entry 37, has serde-wasm-bindgen
+//! measured against it), and the snapshot as one opaque string (or `Uint8Array`) that
+//! hosts store and load as it is: in through one `TextEncoder.encodeInto` into
+//! wasm memory, out as the caller's own string for the unchanged part plus
+//! what changed. A reduce crosses into JavaScript a few times only: once for
+//! the event, once for the snapshot, once for the outcome object (and once for
+//! a changed snapshot). What is not asked for per event (`inspect`, `due`,
+//! `retention`, `analyze`) leaves as plain objects through serde-wasm-bindgen.
+//! Errors are real `Error` objects carrying `code` (and `path` where one applies).
+//!
+//! Here are the errors and values crossing the boundary and the free functions
+//! (`version`, `newEventId`, `importXState`); the class `Machine` is in
+//! `machine`, the inline JavaScript of the per-event crossings in `crossing`,
+//! the outcome and the new snapshot string in `outcome`, the decoded snapshots
+//! kept between calls in `resident`.
+
+use crate::error::{Code, Error};
+use crate::json::object;
+use crate::reduce::Current;
+use crate::snapshot::Loaded;
+use std::cell::{Cell, RefCell};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+mod crossing;
+mod machine;
+mod outcome;
+mod resident;
+
+use crossing::*;
+use outcome::*;
+use resident::*;
+
+pub use machine::Machine;
+
+fn js_error(e: &Error) -> JsValue {
+    let err = js_sys::Error::new(&e.message);
+    let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
+    if let Some(p) = &e.path {
+        let _ = js_sys::Reflect::set(&err, &"path".into(), &p.as_str().into());
+    }
+    err.set_name("IdemError");
+    err.into()
+}
+
+/// `v` as a plain JavaScript value (objects, not `Map`s; `None` as `null`).
+/// An integer beyond 2^53, which serde-wasm-bindgen refuses, sends the value
+/// through `JSON.parse` instead, which rounds it to the nearest number as
+/// JavaScript does everywhere else.
+fn to_js<T: serde::Serialize + ?Sized>(v: &T) -> JsValue {
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).unwrap_or_else(|_| {
+        let text = serde_json::to_string(v).unwrap_or_default();
+        js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL)
+    })
+}
+
+/// JSON text of a value given as an object or as a JSON string.
+fn json_text(v: &JsValue, what: &str) -> Result<String, JsValue> {
+    if let Some(s) = v.as_string() {
+        return Ok(s);
+    }
+    js_sys::JSON::stringify(v)
+        .ok()
+        .and_then(|s| s.as_string())
+        .ok_or_else(|| js_error(&Error::new(Code::InvalidJson, format!("{what} cannot be converted to json"))))
+}
+
+/// `nowMs` as the engine's clock: missing (JavaScript's `undefined` arrives as
+/// NaN) is `missing_now`; negative, infinite or past 2^53 − 1 is `invalid_now`.
+fn now_ms(now: f64) -> Result<u64, JsValue> {
+    if (0.0..=9_007_199_254_740_991.0).contains(&now) {
+        Ok(now as u64)
+    } else if now.is_nan() {
+        Err(js_error(&Error::new(Code::MissingNow, "nowMs is missing or not a number: pass the host's clock (Date.now())")))
+    } else {
+        Err(js_error(&Error::new(Code::InvalidNow, "nowMs must be a number of milliseconds from 0 to 2^53 - 1")))
+    }
+}
+
+/// The process id a reduce scopes its effect keys with (`<process>/<event>:<n>`):
+/// required, so two processes that reuse an event id never share a key at the
+/// gateway.
+fn process_id(process: Option<String>) -> Result<String, JsValue> {
+    match process {
+        Some(p) if !p.is_empty() => Ok(p),
+        _ => {
+            let mut e = Error::new(Code::MissingProcessId, "processId is missing or empty: reduce scopes the effect keys it makes by it");
+            e.path = Some("processId".into());
+            Err(js_error(&e))
+        }
+    }
+}
+
+/// Import the JSON form of an XState v5 config (`JSON.stringify(machine.config)`)
+/// as an idem definition: `{ definition, diagnostics }`, where `diagnostics` are
+/// `unrepresentable` findings naming what could not be expressed as data.
+///
+/// ```js
+/// const { definition, diagnostics } = importXState(JSON.stringify(xstateMachine.config));
+/// const findings = [...diagnostics, ...new Machine(definition).analyze()];
+/// ```
+#[cfg(feature = "analysis")]
+#[wasm_bindgen(js_name = importXState)]
+pub fn import_xstate(config: JsValue) -> Result<JsValue, JsValue> {
+    let text = json_text(&config, "xstate config")?;
+    let out = crate::xstate::import_json(&text).map_err(|e| js_error(&e))?;
+    Ok(to_js(&out))
+}
+
+/// The engine version.
+#[wasm_bindgen(js_name = version)]
+pub fn js_version() -> String {
+    crate::version().to_string()
+}
+
+/// A new time-ordered event id (48-bit ms timestamp + 80 random bits, Crockford
+/// base32, 26 characters, like a ULID), for originators that need a stable id to
+/// reuse across their own retries. Call it inside a request, not at module load.
+#[wasm_bindgen(js_name = newEventId)]
+pub fn new_event_id() -> Result<String, JsValue> {
+    let mut rand = [0u8; 10];
+    // `crypto.getRandomValues`; an error where the runtime has no Web Crypto
+    // (Node before 19 has none on `globalThis`).
+    if getrandom::fill(&mut rand).is_err() {
+        return Err(js_error(&Error::new(Code::Io, "no random source: crypto.getRandomValues is missing or failed")));
+    }
+    let ms = js_sys::Date::now() as u64;
+    Ok(crate::json::ulid(ms, rand))
+}
