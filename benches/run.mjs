@@ -17,6 +17,12 @@
 //                                        never runs it
 //            --memory-runs 3             fresh processes per contender and size in section 5 (the
 //                                        memory a round trip needs; benches/memory.mjs)
+//            --dist DIR                  time the modules another build left in DIR (DIR/lean and
+//                                        DIR, as scripts/build-wasm.sh writes pkg/dist) with this
+//                                        harness, its peers and snapshots: an engine before a
+//                                        change against the one after it, each in its own run
+//                                        (implies --no-wasm-build; section 2c is left out when
+//                                        that engine refuses the parallel machine)
 //
 // The peers live in benches/peers.mjs, native idem in benches/idem.rs (a `cargo bench`
 // target run here as a plain binary). Results and how to read them: benches/RESULTS.md.
@@ -49,6 +55,7 @@ const { values: opt } = parseArgs({
     json: { type: "string" },
     "no-hosts": { type: "boolean", default: false },
     "memory-runs": { type: "string", default: "3" },
+    dist: { type: "string" },
   },
 });
 const SIZES = opt.sizes.split(",").map((s) => Number(s.replaceAll("_", "")));
@@ -68,7 +75,8 @@ function run(cmd, args, env = {}) {
   return r.stdout;
 }
 
-if (!opt["no-wasm-build"]) {
+const DIST = opt.dist ? path.resolve(opt.dist) : path.join(ROOT, "pkg/dist");
+if (!opt["no-wasm-build"] && !opt.dist) {
   log("building wasm (SIZE_BUDGET=warn scripts/build-wasm.sh)");
   run("scripts/build-wasm.sh", [], { SIZE_BUDGET: "warn" });
 }
@@ -87,8 +95,8 @@ const native = JSON.parse(
 // loads). Throughput is measured on the lean one when it exists: the serverless
 // round trip happens on edge hosts. Both are sized and cold-started.
 const MODULES = [
-  { key: "lean", label: "idem lean (edge hosts)", dir: path.join(ROOT, "pkg/dist/lean") },
-  { key: "full", label: "idem full (+ analysis)", dir: path.join(ROOT, "pkg/dist") },
+  { key: "lean", label: "idem lean (edge hosts)", dir: path.join(DIST, "lean") },
+  { key: "full", label: "idem full (+ analysis)", dir: DIST },
 ].filter((mod) => {
   try {
     return statSync(path.join(mod.dir, "idem_bg.wasm")).isFile();
@@ -96,7 +104,7 @@ const MODULES = [
     return false;
   }
 });
-if (MODULES.length === 0) throw new Error("no wasm module in pkg/dist: run scripts/build-wasm.sh");
+if (MODULES.length === 0) throw new Error(`no wasm module in ${DIST}: run scripts/build-wasm.sh`);
 const IDEM = MODULES[0];
 const idemGlue = await import(pathToFileURL(path.join(IDEM.dir, "idem.js")).href);
 idemGlue.initSync({ module: readFileSync(path.join(IDEM.dir, "idem_bg.wasm")) });
@@ -495,7 +503,13 @@ async function measureAll() {
   res.full = fullLedger();
 
   log("a parallel machine (two regions) against a flat one");
-  res.parallel = measureParallel(mOpts(0));
+  try {
+    res.parallel = measureParallel(mOpts(0));
+  } catch (err) {
+    // An engine from before parallel states (--dist) refuses the two-region machine.
+    if (!opt.dist) throw err;
+    log(`section 2c left out: ${err.message}`);
+  }
 
   log(`sizes and cold start (${COLD_RUNS} fresh processes each)`);
   Object.assign(res, await sizesAndColdStart());
