@@ -166,6 +166,7 @@ for (const name of ENTRIES) {
   rewrite('export * from "./hosting.js";', `export { ${hostingNames.join(", ")} } from "./bundle.js";`, "re-export of the host API");
   rewrite('"../dist/', '"../', "glue import");
   if (text.includes('from "./analysis.js"')) rewrite('from "./analysis.js"', 'from "./bundle.js"', "analysis import");
+  if (text.includes('from "./error.js"')) rewrite('from "./error.js"', 'from "./bundle.js"', "IdemError import");
   const left = /from "\.\/(?!bundle\.js")[^"]*"/.exec(text);
   if (left) throw new Error(`bundle-js: pkg/src/${name} imports ${left[0]}, which the bundle does not stand for`);
   writeFileSync(

@@ -46,11 +46,11 @@ fn run_prints_one_outcome_per_event_then_the_final_snapshot() {
 #[test]
 fn reduce_chains_through_the_snapshot_text() {
     let e1 = tmp("e1.json", r#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p1","amount":40}}"#);
-    let (code, out, _) = idem(&["reduce", "--machine", ORDER, "--event", &e1, "--now", "5"]);
+    let (code, out, _) = idem(&["reduce", "--machine", ORDER, "--event", &e1, "--now", "5", "--process", "o1"]);
     assert_eq!(code, 0);
     let first: Value = serde_json::from_str(&out).unwrap();
     let snap = tmp("s1.txt", first["snapshot"].as_str().unwrap());
-    let (code, out, _) = idem(&["reduce", "--machine", ORDER, "--snapshot", &snap, "--event", &e1, "--now", "6"]);
+    let (code, out, _) = idem(&["reduce", "--machine", ORDER, "--snapshot", &snap, "--event", &e1, "--now", "6", "--process", "o1"]);
     assert_eq!(code, 0);
     let second: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(second["status"], "duplicate");
@@ -64,7 +64,7 @@ fn reduce_chains_through_the_snapshot_text() {
 fn errors_are_json_on_stderr_with_a_non_zero_status() {
     let bad_machine = tmp("bad.json", r#"{"id":"m","initial":"a","states":{"a":{"on":{"GO":"nowhere"}}}}"#);
     let e = tmp("e.json", r#"{"id":"e1","type":"GO"}"#);
-    let (code, out, err) = idem(&["reduce", "--machine", &bad_machine, "--event", &e, "--now", "1"]);
+    let (code, out, err) = idem(&["reduce", "--machine", &bad_machine, "--event", &e, "--now", "1", "--process", "o1"]);
     assert_ne!(code, 0);
     assert!(out.is_empty());
     let err: Value = serde_json::from_str(err.trim()).unwrap();
@@ -72,22 +72,50 @@ fn errors_are_json_on_stderr_with_a_non_zero_status() {
     assert_eq!(err["path"], "states.a.on.GO");
 
     let not_json = tmp("notjson.json", "{\"id\": \"e1\", \"type\":");
-    let (code, out, _) = idem(&["reduce", "--machine", ORDER, "--event", &not_json, "--now", "1"]);
+    let (code, out, _) = idem(&["reduce", "--machine", ORDER, "--event", &not_json, "--now", "1", "--process", "o1"]);
     assert_eq!(code, 1, "a rejected event exits 1");
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["error"]["code"], "invalid_event");
 
     let invalid_utf8 = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli/bad-utf8.json");
     std::fs::write(&invalid_utf8, b"{\"id\":\"\xff\xfe\",\"type\":\"GO\"}").unwrap();
-    let (code, _, err) = idem(&["reduce", "--machine", ORDER, "--event", invalid_utf8.to_str().unwrap(), "--now", "1"]);
+    let (code, _, err) = idem(&["reduce", "--machine", ORDER, "--event", invalid_utf8.to_str().unwrap(), "--now", "1", "--process", "o1"]);
     assert_ne!(code, 0);
     assert_eq!(serde_json::from_str::<Value>(err.trim()).unwrap()["code"], "invalid_json");
 
     let (code, _, err) = idem(&["frobnicate"]);
     assert_eq!(code, 2);
     assert_eq!(serde_json::from_str::<Value>(err.trim()).unwrap()["code"], "usage");
-    let (code, _, err) = idem(&["reduce", "--machine", ORDER, "--event", &e]);
+    let (code, _, err) = idem(&["reduce", "--machine", ORDER, "--event", &e, "--process", "o1"]);
     assert_eq!(code, 2);
     assert!(err.contains("--now is required"));
+}
+
+#[test]
+fn reduce_and_run_require_a_process_id() {
+    let e = tmp("p.json", r#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p1","amount":40}}"#);
+    let events = tmp("p.jsonl", "{\"id\":\"e1\",\"type\":\"PAYMENT_PARTIAL\",\"payload\":{\"paymentId\":\"p1\",\"amount\":40}}\n");
+    let calls: [(&[&str], &str); 4] = [
+        (&["reduce", "--machine", ORDER, "--event", &e, "--now", "1"], "--process is required"),
+        (&["reduce", "--machine", ORDER, "--event", &e, "--now", "1", "--process", ""], "--process must not be empty"),
+        (&["run", "--machine", ORDER, "--events", &events], "--process is required"),
+        (&["run", "--machine", ORDER, "--events", &events, "--process", ""], "--process must not be empty"),
+    ];
+    for (args, message) in calls {
+        let (code, out, err) = idem(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        let err: Value = serde_json::from_str(err.trim()).unwrap();
+        assert_eq!(err["code"], "usage", "{args:?}");
+        assert_eq!(err["message"], format!("{message} (idem --help prints the usage)"), "{args:?}");
+    }
+    // With one, the effect keys carry it.
+    let (code, out, err) = idem(&["reduce", "--machine", ORDER, "--event", &e, "--now", "1", "--process", "o7"]);
+    assert_eq!(code, 0, "{err}");
+    let o: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(o["status"], "applied");
+    let (_, help, _) = idem(&["--help"]);
+    assert!(help.contains("--now MS --process ID\n"), "{help}");
+    assert!(help.contains("--events EVENTS.jsonl --process ID\n"), "{help}");
 }
 
 #[test]

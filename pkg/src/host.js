@@ -21,6 +21,8 @@
 // one's snapshot stored, each logged, all or nothing); then the calls waiting
 // in a lane are committed together (see applyGroup).
 
+import { IdemError } from "./error.js";
+
 /** Default number of compare-and-set retries after the first try. */
 export const DEFAULT_MAX_RETRIES = 16;
 
@@ -28,15 +30,13 @@ export const DEFAULT_MAX_RETRIES = 16;
  * Thrown by {@link apply} when every compare-and-set try lost to another
  * writer. Safe to retry with the same event id (HTTP maps it to 409).
  */
-export class ContentionError extends Error {
+export class ContentionError extends IdemError {
   /**
    * @param {string} processId
    * @param {number} attempts
    */
   constructor(processId, attempts) {
-    super(`process "${processId}" changed under ${attempts} consecutive attempts; retry with the same event id`);
-    this.name = "IdemError";
-    this.code = "contention";
+    super("contention", `process "${processId}" changed under ${attempts} consecutive attempts; retry with the same event id`);
     this.processId = processId;
     this.attempts = attempts;
   }

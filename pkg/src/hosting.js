@@ -1,6 +1,7 @@
 // The runtime-neutral host API, re-exported by every runtime entry (node, web,
 // deno, workerd) so that `import { Machine, apply, MemoryStore } from "idem"`
 // works everywhere. Nothing here touches a runtime global at module load.
+export { IdemError } from "./error.js";
 export { apply, inspect, ContentionError, EventText, readClock, jitteredBackoff } from "./host.js";
 export { dispatch, retryable, unknownOutcome, nextDueAt } from "./dispatch.js";
 export { createHttpApi, problem, refuseOversized, STATUS_BY_CODE, REPLAY_HEADER, OUTCOME_HEADER, ATTEMPTS_HEADER } from "./http.js";

@@ -65,8 +65,11 @@ export type ErrorCode =
 
 /** Codes added by the hosts (not the engine). */
 export type HostErrorCode =
-  // the web entry: analyze() or importXState() before loadAnalysis() (an AnalysisNotLoadedError)
+  // the web entry: analyze() or importXState() before loadAnalysis()
   | "analysis_not_loaded"
+  // the IndexedDB store: no IndexedDB in this runtime; a commit without a snapshot string
+  | "store_unavailable"
+  | "store_bad_input"
   | "contention"
   | "snapshot_corrupt"
   | "missing_idempotency_key"
@@ -84,12 +87,23 @@ export type HostErrorCode =
   | "not_found"
   | "method_not_allowed";
 
-/** What the engine throws (invalid definitions, a bad `nowMs`, unreadable snapshots in `due`/`inspect`): a real `Error`. */
-export interface IdemError extends Error {
-  name: "IdemError";
-  code: ErrorCode;
-  /** JSON path of the offending value, where one applies (`states.paid.on.SHIP`). */
-  path?: string;
+/**
+ * Every error idem throws: the engine's (invalid definitions, a bad `nowMs`, unreadable snapshots
+ * in `due`/`inspect`), from either wasm module, and the hosts' and stores' coded errors
+ * (`ContentionError`, `StoreLimitError`, ...). A real `Error`, with a stable `code`.
+ *
+ * ```js
+ * try { new Machine(text); } catch (err) {
+ *   if (err instanceof IdemError) console.error(err.code, err.path); else throw err;
+ * }
+ * ```
+ */
+export declare class IdemError extends Error {
+  constructor(code: ErrorCode | HostErrorCode, message: string, options?: { path?: string; cause?: unknown });
+  readonly name: "IdemError";
+  readonly code: ErrorCode | HostErrorCode;
+  /** JSON path of the offending value, where one applies (`states.paid.on.SHIP`); otherwise undefined. */
+  readonly path?: string;
 }
 
 export interface IdemErrorInfo {
@@ -403,7 +417,8 @@ export interface ApplyOptions {
   laneStallMs?: number;
 }
 
-export declare class ContentionError extends Error {
+export declare class ContentionError extends IdemError {
+  constructor(processId: string, attempts: number);
   readonly code: "contention";
   readonly processId: string;
   readonly attempts: number;

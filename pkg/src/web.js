@@ -4,6 +4,7 @@
 // `await loadAnalysis()`: a page that only reduces never downloads it.
 import initLean, * as lean from "../dist/lean/idem.js";
 import { withAnalysis } from "./analysis.js";
+import { IdemError } from "./error.js";
 
 await initLean({ module_or_path: new URL("../dist/lean/idem_bg.wasm", import.meta.url) });
 
@@ -30,11 +31,7 @@ export function loadAnalysis() {
 
 function analysis() {
   if (full === null) {
-    const err = new Error("the hazard analysis and the XState import are in a second module: await loadAnalysis() once before analyze() or importXState()");
-    err.name = "AnalysisNotLoadedError";
-    // @ts-ignore: a host error's code (HostErrorCode)
-    err.code = "analysis_not_loaded";
-    throw err;
+    throw new IdemError("analysis_not_loaded", "the hazard analysis and the XState import are in a second module: await loadAnalysis() once before analyze() or importXState()");
   }
   return full;
 }

@@ -1,8 +1,8 @@
 //! `idem`: drive the engine from a shell.
 //!
 //! ```text
-//! idem reduce --machine M.json [--snapshot S.json] --event E.json --now MS [--process ID]
-//! idem run    --machine M.json --events EVENTS.jsonl [--process ID]
+//! idem reduce --machine M.json [--snapshot S.json] --event E.json --now MS --process ID
+//! idem run    --machine M.json --events EVENTS.jsonl --process ID
 //! idem inspect --machine M.json --snapshot S.json
 //! idem lint MACHINE.json [--format text|json] [--xstate]
 //! ```
@@ -18,8 +18,8 @@ use std::process::ExitCode;
 const HELP: &str = "idem: statecharts that apply each event once in effect, however often it arrives
 
 usage:
-  idem reduce  --machine M.json [--snapshot S.txt] --event E.json --now MS [--process ID]
-  idem run     --machine M.json --events EVENTS.jsonl [--process ID]
+  idem reduce  --machine M.json [--snapshot S.txt] --event E.json --now MS --process ID
+  idem run     --machine M.json --events EVENTS.jsonl --process ID
   idem inspect --machine M.json --snapshot S.txt
   idem lint    MACHINE.json [--format text|json] [--xstate]
   idem --help | --version
@@ -32,6 +32,9 @@ commands:
   inspect  print a snapshot as readable JSON (state, context, ledger, outbox, timers)
   lint     report the machine's duplicate-delivery hazards (--xstate: the JSON of an XState
            config); exit 1 when one is an error, for CI
+
+The process id (--process) names the process the events belong to: its effects' idempotency
+keys start with it, so two processes that reuse an event id never share one.
 
 Errors go to stderr as JSON { \"code\", \"message\" }; a usage error exits 2.
 ";
@@ -53,6 +56,15 @@ fn usage(msg: &str) -> Error {
 
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+/// The `--process` id that `reduce` and `run` require (effect keys are prefixed with it).
+fn process(args: &[String]) -> Result<&str, Error> {
+    match flag(args, "--process") {
+        None => Err(usage("--process is required")),
+        Some("") => Err(usage("--process must not be empty")),
+        Some(id) => Ok(id),
+    }
 }
 
 fn read(path: &str) -> Result<String, Error> {
@@ -80,6 +92,7 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         "reduce" => {
+            let process = process(args)?;
             let m = machine(args)?;
             let snapshot = flag(args, "--snapshot").map(read).transpose()?;
             let event_path = flag(args, "--event").ok_or_else(|| usage("--event is required"))?;
@@ -87,7 +100,6 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
                 .ok_or_else(|| usage("--now is required"))?
                 .parse()
                 .map_err(|_| usage("--now must be whole milliseconds"))?;
-            let process = flag(args, "--process").unwrap_or("");
             let o = m.reduce_text(process, snapshot.as_deref().map(str::trim_end), &read(event_path)?, now);
             let mut v = o.to_json(false);
             if let Some(s) = &o.snapshot {
@@ -97,9 +109,9 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
             Ok(if o.error.is_some() && o.status.as_str() == "rejected" { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         "run" => {
+            let process = process(args)?;
             let m = machine(args)?;
             let events_path = flag(args, "--events").ok_or_else(|| usage("--events is required"))?;
-            let process = flag(args, "--process").unwrap_or("");
             let text = read(events_path)?;
             let mut snapshot: Option<String> = None;
             let mut now = 0u64;

@@ -38,13 +38,21 @@ use resident::*;
 
 pub use machine::Machine;
 
+/// `e` as a JavaScript `Error` named IdemError with its `code` (and `path`), branded with
+/// `Symbol.for("idem.error")`, the mark `instanceof IdemError` asks for (pkg/src/error.js): the
+/// lean module and the full one each have their own glue, so their errors share a brand rather
+/// than a prototype.
 fn js_error(e: &Error) -> JsValue {
     let err = js_sys::Error::new(&e.message);
+    err.set_name("IdemError");
     let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
     if let Some(p) = &e.path {
         let _ = js_sys::Reflect::set(&err, &"path".into(), &p.as_str().into());
     }
-    err.set_name("IdemError");
+    // Not enumerable, not writable: it shows in no log and no JSON.
+    let brand = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&brand, &"value".into(), &JsValue::TRUE);
+    js_sys::Object::define_property(&err, &js_sys::Symbol::for_("idem.error").into(), &brand);
     err.into()
 }
 

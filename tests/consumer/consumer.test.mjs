@@ -173,6 +173,34 @@ test("(a) the README's quick example runs under Node.js from the installed packa
   assert.ok(printed.length >= 5);
 });
 
+test("an installed user catches every error idem throws as an IdemError (both wasm modules, host, stores)", () => {
+  writeFileSync(
+    join(APP, "errors.mjs"),
+    `import { ContentionError, IdemError, Machine, importXState } from "idem";
+import { StoreLimitError } from "idem/stores/durable";
+const caught = (fn) => { try { fn(); } catch (err) { return err; } throw new Error("nothing thrown"); };
+const errors = [
+  caught(() => new Machine('{"id":')),
+  caught(() => new Machine({ id: "m", initial: "a", states: { a: {} } }).reduce(null, { id: "e1", type: "GO" }, 1)),
+  caught(() => importXState("{not json")),
+  new ContentionError("o1", 3),
+  new StoreLimitError("too big"),
+];
+for (const e of errors) console.log(JSON.stringify([e instanceof IdemError, e instanceof Error, e.code, e.path ?? null]));
+console.log(JSON.stringify(Object.assign(new Error("x"), { name: "IdemError", code: "usage" }) instanceof IdemError));
+`,
+  );
+  const lines = run(process.execPath, ["errors.mjs"]).trimEnd().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines, [
+    [true, true, "invalid_json", null],
+    [true, true, "missing_process_id", "processId"],
+    [true, true, "invalid_json", null],
+    [true, true, "contention", null],
+    [true, true, "snapshot_too_large", null],
+    false,
+  ]);
+});
+
 test("(b) tsc --strict with module nodenext checks a program importing every subpath, with no paths and no allowJs", () => {
   cpSync(join(ROOT, "tests/consumer/usage.ts"), join(APP, "usage.ts"));
   writeFileSync(

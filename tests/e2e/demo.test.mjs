@@ -469,19 +469,19 @@ for (const entry of ["/pkg/dist/js/web.js", "/pkg/src/web.js"]) {
     await page.route("**/pkg/dist/idem_bg.wasm", (route) => (failed++ === 0 ? route.abort() : route.continue()));
     await page.goto(`${env.url}machines/order-fragile.json`); // same origin, no demo running
     const before = await page.evaluate(async (entry) => {
-      const { Machine } = await import(entry);
+      const { Machine, IdemError } = await import(entry);
       const machine = new Machine(await (await fetch("/machines/order-fragile.json")).json());
       const out = machine.reduce(null, { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 1 } }, 1000, "o1");
       let refused = null;
       try {
         machine.analyze();
       } catch (err) {
-        refused = { name: err.name, code: err.code };
+        refused = { name: err.name, code: err.code, idem: err instanceof IdemError, error: err instanceof Error };
       }
       return { status: out.status, refused };
     }, entry);
     assert.equal(before.status, "applied");
-    assert.deepEqual(before.refused, { name: "AnalysisNotLoadedError", code: "analysis_not_loaded" });
+    assert.deepEqual(before.refused, { name: "IdemError", code: "analysis_not_loaded", idem: true, error: true });
     assert.deepEqual(wasm, ["/pkg/dist/lean/idem_bg.wasm"], "only the lean module is fetched to reduce");
     assert.deepEqual(glue, ["/pkg/dist/lean/idem.js"], "and only its bindings");
 

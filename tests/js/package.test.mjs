@@ -9,7 +9,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createMachine } from "xstate";
 import * as idem from "../../pkg/src/node.js";
-import { Machine, importXState, loadAnalysis, newEventId, version } from "../../pkg/src/node.js";
+import { ContentionError, IdemError, Machine, importXState, loadAnalysis, newEventId, version } from "../../pkg/src/node.js";
+import { StoreCorruptError, StoreLimitError } from "../../pkg/src/stores/limit.js";
 
 const root = new URL("../../", import.meta.url);
 const read = (path) => readFileSync(new URL(path, root), "utf8");
@@ -25,6 +26,7 @@ function throwsIdemError(fn, code, path) {
     thrown = err;
   }
   assert.ok(thrown instanceof Error, `expected an Error, got ${thrown}`);
+  assert.ok(thrown instanceof IdemError, `expected an IdemError, got ${thrown}`);
   assert.equal(thrown.name, "IdemError");
   assert.equal(thrown.code, code, thrown.message);
   if (path !== undefined) assert.equal(thrown.path, path);
@@ -199,6 +201,37 @@ test("newEventId: 26 Crockford characters, distinct, time-ordered", () => {
   }
   assert.equal(new Set(ids).size, ids.length);
   assert.deepEqual(ids.map(time), ids.map(time).sort((a, b) => a - b));
+});
+
+test("every error idem throws is an IdemError: from the lean module, the full one, the host and the stores", () => {
+  const order = new Machine(orderDefinition());
+  const errors = [
+    throwsIdemError(() => new Machine({ id: "m", initial: "a", states: { a: { on: { GO: "nowhere" } } } }), "unknown_target", "states.a.on.GO"),
+    throwsIdemError(() => order.reduce(null, pay("e1", "p1", 1), 1000), "missing_process_id"),
+    throwsIdemError(() => order.inspect("idem3 not a snapshot"), "invalid_snapshot"),
+    throwsIdemError(() => importXState("{not json"), "invalid_json"), // the full module
+    throwsIdemError(() => order.analyze.call(new Machine('{"id":')), "invalid_json"),
+  ];
+  for (const err of errors) {
+    // The brand is not data: it is in no key list and no JSON.
+    assert.deepEqual(Object.keys(JSON.parse(JSON.stringify(err))).sort(), err.path === undefined ? ["code", "name"] : ["code", "name", "path"]);
+    assert.deepEqual(Object.getOwnPropertySymbols(err).filter((k) => Object.getOwnPropertyDescriptor(err, k).enumerable), []);
+  }
+  const js = [new ContentionError("o1", 17), new StoreLimitError("too big"), new StoreCorruptError("cut short"), new IdemError("usage", "made here", { path: "a.b" })];
+  assert.deepEqual(js.map((e) => [e instanceof Error, e instanceof IdemError, e.name, e.code, e.path]), [
+    [true, true, "IdemError", "contention", undefined],
+    [true, true, "IdemError", "snapshot_too_large", undefined],
+    [true, true, "IdemError", "snapshot_corrupt", undefined],
+    [true, true, "IdemError", "usage", "a.b"],
+  ]);
+  // A subclass is checked by its prototype: the engine's errors are IdemErrors, not ContentionErrors.
+  assert.equal(errors[0] instanceof ContentionError, false);
+  assert.equal(js[1] instanceof ContentionError, false);
+  // Looking like one is not being one.
+  const lookalike = Object.assign(new Error("no"), { name: "IdemError", code: "contention" });
+  assert.equal(lookalike instanceof IdemError, false);
+  assert.equal({ name: "IdemError", code: "usage" } instanceof IdemError, false);
+  assert.equal(null instanceof IdemError, false);
 });
 
 test("importXState takes a real XState v5 machine's config; analyze() finds its hazard", () => {

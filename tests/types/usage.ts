@@ -1,7 +1,7 @@
 // A typed program using the package as a consumer does; `tsc -p tests/types`
 // checks it (it is never run). Each `@ts-expect-error` asserts that the types
 // refuse a mistake: if a type grows loose enough to accept it, tsc fails.
-import { Machine, importXState, loadAnalysis, newEventId, version } from "idem";
+import { ContentionError, IdemError, Machine, importXState, loadAnalysis, newEventId, version } from "idem";
 import type {
   DueItem,
   Effect,
@@ -10,7 +10,6 @@ import type {
   Finding,
   FindingCode,
   HostErrorCode,
-  IdemError,
   ImportedXState,
   Json,
   Outcome,
@@ -99,16 +98,19 @@ const codes: ErrorCode[] = ["invalid_definition", "unknown_target", "invalid_eve
 const notACode: ErrorCode = "contention";
 
 // What the engine throws.
-function codeOf(err: unknown): ErrorCode | null {
-  if (err instanceof Error && err.name === "IdemError") return (err as IdemError).code;
+function codeOf(err: unknown): IdemError["code"] | null {
+  if (err instanceof IdemError) return err.code;
   return null;
 }
-let thrown: ErrorCode | null = null;
+let thrown: IdemError["code"] | null = null;
 try {
   new Machine("{");
 } catch (err) {
   thrown = codeOf(err);
 }
+// The hosts' and stores' errors are IdemErrors too, their code narrowed.
+const contention: "contention" = new ContentionError("o1", 3).code;
+const base: IdemError = new ContentionError("o1", 3);
 
 // Hazard analysis and the XState import (in a browser, after the analysis's module is loaded).
 const loaded: Promise<void> = loadAnalysis();
@@ -131,4 +133,4 @@ const browserStore: Store = await openIndexedDBStore({ name: "idem-types" });
 const notAStore: Store = { load: async () => null };
 
 export const used = [same, bare, noId, badPayload, status, notAStatus, mustCheck, replay, code, path, due, describe, keys, badKey];
-export const used2 = [firstDue, codes, notACode, thrown, errors, steps, fromXState, notASeverity, version2, tries, browserStore, notAStore, loaded, notLoaded];
+export const used2 = [firstDue, codes, notACode, thrown, errors, steps, fromXState, notASeverity, version2, tries, browserStore, notAStore, loaded, notLoaded, contention, base];

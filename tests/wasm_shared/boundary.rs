@@ -10,6 +10,12 @@ use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
+// The package's IdemError, whose `instanceof` asks for the brand src/wasm.rs sets.
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/pkg/src/error.js")]
+extern "C" {
+    type IdemError;
+}
+
 fn order() -> Machine {
     Machine::new(js(machine_text("order.json"))).unwrap_or_else(|e| panic!("order.json threw {e:?}"))
 }
@@ -21,6 +27,7 @@ fn pay(id: &str, payment: &str, amount: u32) -> JsValue {
 /// What was thrown must be a JavaScript `Error` named IdemError with this code.
 fn assert_idem_error(thrown: &JsValue, code: &str) {
     assert!(thrown.is_instance_of::<js_sys::Error>(), "thrown value is not an Error: {thrown:?}");
+    assert!(thrown.is_instance_of::<IdemError>(), "thrown value is not an IdemError: {thrown:?}");
     assert_eq!(prop(thrown, "name").as_deref(), Some("IdemError"));
     assert_eq!(prop(thrown, "code").as_deref(), Some(code), "{thrown:?}");
     assert!(!prop(thrown, "message").unwrap_or_default().is_empty(), "empty message: {thrown:?}");
@@ -190,7 +197,13 @@ fn the_snapshot_is_an_opaque_ascii_string_and_inspect_reads_it() {
     // An unreadable snapshot is an error here (inspect is for people and tools).
     let Err(e) = m.inspect(JsValue::from("idem2 not a snapshot")) else { panic!("inspect accepted garbage") };
     assert!(e.is_instance_of::<js_sys::Error>());
+    assert!(e.is_instance_of::<IdemError>());
     assert_eq!(prop(&e, "code").as_deref(), Some("invalid_snapshot"));
+    // An Error that only looks like one is not an IdemError.
+    let lookalike = js_sys::Error::new("no");
+    lookalike.set_name("IdemError");
+    let _ = Reflect::set(&lookalike, &"code".into(), &"invalid_snapshot".into());
+    assert!(!lookalike.is_instance_of::<IdemError>());
 }
 
 #[wasm_bindgen_test]

@@ -26,6 +26,7 @@
 //   if (out.changed) await store.commit("order-42", row?.version ?? null, out, { event });
 
 import { KeptSnapshots } from "./kept.js";
+import { IdemError } from "../error.js";
 
 const PROCESSES = "processes";
 const LOG = "log";
@@ -45,7 +46,7 @@ function stamp() {
 
 /** Open (or create) the database and return a store bound to it. */
 export async function openIndexedDBStore({ name = "idem", indexedDB: idb = globalThis.indexedDB } = {}) {
-  if (!idb) throw Object.assign(new Error("IndexedDB is not available in this runtime"), { code: "store_unavailable" });
+  if (!idb) throw new IdemError("store_unavailable", "IndexedDB is not available in this runtime");
   const db = await request(
     (() => {
       const req = idb.open(name, DB_VERSION);
@@ -106,7 +107,7 @@ export class IndexedDBStore {
   commit(processId, expectedVersion, outcome, extras = {}) {
     const snapshot = typeof outcome === "string" ? outcome : outcome?.snapshot;
     if (typeof snapshot !== "string") {
-      return Promise.reject(Object.assign(new Error("commit needs an outcome with a snapshot string"), { code: "store_bad_input" }));
+      return Promise.reject(new IdemError("store_bad_input", "commit needs an outcome with a snapshot string"));
     }
     return new Promise((resolve, reject) => {
       const tx = this.db.transaction([PROCESSES, LOG], "readwrite");

@@ -1,9 +1,10 @@
 // Types for stores/limit.js: the errors the stores throw beyond their database's own. Not a
 // subpath of its own: stores/d1, stores/durable and stores/denokv export them.
 
+import { IdemError } from "../index.js";
+
 /** Thrown by `commit` when an outcome cannot fit in the store's one atomic write. Nothing was written. HTTP 507. */
-export declare class StoreLimitError extends Error {
-  readonly name: "IdemError";
+export declare class StoreLimitError extends IdemError {
   readonly code: "snapshot_too_large";
   readonly processId?: string;
   /** The snapshot's (or a record's) size in bytes (Deno KV). */
@@ -19,8 +20,7 @@ export declare class StoreLimitError extends Error {
 }
 
 /** Thrown by `load` when the stored chunks of a snapshot do not make one (a chunk missing or cut short). HTTP 500. */
-export declare class StoreCorruptError extends Error {
-  readonly name: "IdemError";
+export declare class StoreCorruptError extends IdemError {
   readonly code: "snapshot_corrupt";
   readonly processId?: string;
   /** The stored version (a revision, a versionstamp). */

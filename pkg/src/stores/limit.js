@@ -4,17 +4,17 @@
 // `StoreCorruptError` when the stored chunks of a snapshot do not make one
 // (a chunk missing or cut short; its code maps to HTTP 500).
 
+import { IdemError } from "../error.js";
+
 /** A store's error: its stable `code`, and the details as its own properties. */
-class StoreError extends Error {
+class StoreError extends IdemError {
   /**
    * @param {string} code
    * @param {string} message
    * @param {Record<string, unknown>} details
    */
   constructor(code, message, details) {
-    super(message);
-    this.name = "IdemError";
-    this.code = code;
+    super(code, message);
     Object.assign(this, details);
   }
 }
