@@ -471,7 +471,6 @@ impl Machine {
     /// fingerprint, whose canonical JSON of the payload gives that size.
     fn check_payload(&self, event_type: &str, payload: &Value) -> Result<Fingerprint> {
         json::check_depth(payload, "event payload")?;
-        self.schemas.check(event_type, payload)?;
         let (fp, size) = json::fingerprint_digits(event_type, payload);
         if size > self.limits.max_payload_bytes {
             return Err(Error::at(
@@ -480,6 +479,8 @@ impl Machine {
                 format!("event payload is {size} bytes, more than the {} allowed", self.limits.max_payload_bytes),
             ));
         }
+        // The bounds first, then the machine's own schema.
+        self.schemas.check(event_type, payload)?;
         Ok(fp)
     }
 

@@ -6,7 +6,7 @@
 import { assert, assertEquals } from "./assert.js";
 import { eventually, tempKvPath } from "./helpers.js";
 import { startServer } from "./server.js";
-import { checkCases, checkNumberPairs, checkStalledBody, rawRequest } from "../http/hostile.mjs";
+import { checkCases, checkInvalidPayload, checkNumberPairs, checkStalledBody, rawRequest } from "../http/hostile.mjs";
 
 // One server for the file (a child process): the tests below share it.
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -303,6 +303,11 @@ Deno.test({ name: "hostile requests as raw bytes (bad UTF-8, 1e309, long URL and
 Deno.test({ name: "numbers under one Idempotency-Key: 1.0 = 1e0 and -0 = -0.0 replay; 1 vs 1.0 and 0 vs -0 -> 422 id_conflict", ...opts, fn: async () => {
   const w = await server();
   await checkNumberPairs({ host: "127.0.0.1", port: Number(new URL(w.base).port) }, "numbers");
+}});
+
+Deno.test({ name: "a payload its schema refuses -> 422 invalid_payload naming the field; nothing recorded (the key then takes a valid payload)", ...opts, fn: async () => {
+  const w = await server();
+  await checkInvalidPayload({ host: "127.0.0.1", port: Number(new URL(w.base).port) }, "schema");
 }});
 
 Deno.test({ name: "a body that stalls -> 408 request_timeout after BODY_TIMEOUT_MS, the server not held", ...opts, fn: async () => {

@@ -204,7 +204,26 @@ export const CASES = [
   { name: "PUT on a process", request: (pid) => ({ method: "PUT", path: `/processes/${pid}`, body: "{}" }), status: 405, code: "method_not_allowed", allow: "GET" },
   { name: "DELETE on a process's events", request: (pid) => ({ method: "DELETE", path: `/processes/${pid}/events` }), status: 405, code: "method_not_allowed", allow: "GET, POST" },
   { name: "POST to no route", request: () => ({ method: "POST", path: "/nowhere.html", body: "" }), status: 404, code: "not_found" },
+  { name: "a payment of \"abc\" (the machine's payload schema)", request: (pid) => event(pid, "k1", payText("p1", '"abc"')), status: 422, code: "invalid_payload" },
+  { name: "a payment of -5 (minimum 0)", request: (pid) => event(pid, "k1", payText("p1", "-5")), status: 422, code: "invalid_payload" },
 ];
+
+/**
+ * A payload its schema refuses is 422 `invalid_payload` with the path of the violation, and
+ * nothing is recorded: the same key with a valid payload afterwards is applied (201), not a
+ * replay of the refusal nor an `id_conflict`.
+ */
+export async function checkInvalidPayload(target, pid) {
+  const bad = await rawRequest(target, event(pid, "pay-1", payText("p1", '"abc"')));
+  equal(bad.status, 422, bad.text);
+  equal(bad.headers["content-type"], "application/problem+json", "invalid payload");
+  const problem = JSON.parse(bad.text);
+  equal(problem.code, "invalid_payload", "invalid payload");
+  check(JSON.stringify(problem).includes("payload.amount"), `the problem names payload.amount: ${bad.text}`);
+  const good = await rawRequest(target, event(pid, "pay-1", payText("p1", "40")));
+  equal(good.status, 201, `the same key, valid: ${good.text}`);
+  check(good.headers["idempotency-replayed"] !== "true", "not a replay");
+}
 
 /** Send every case; check its status, its problem+json body and code, its Allow header. */
 export async function checkCases(target, prefix) {

@@ -7,7 +7,7 @@ import { Machine } from "../../pkg/src/node.js";
 import { apply } from "../../pkg/src/host.js";
 import { D1Store } from "../../pkg/src/stores/d1.js";
 import { ROOT, startWorker } from "./harness.mjs";
-import { checkCases, checkNumberPairs, checkStalledBody } from "../http/hostile.mjs";
+import { checkCases, checkInvalidPayload, checkNumberPairs, checkStalledBody } from "../http/hostile.mjs";
 
 const pay = (paymentId, amount = 10) => ({ type: "PAYMENT_PARTIAL", payload: { paymentId, amount } });
 const isProblem = (res) => assert.equal(res.headers.get("content-type"), "application/problem+json");
@@ -184,6 +184,10 @@ test("hostile requests as raw bytes (bad UTF-8, 1e309, long URL and headers, wro
 
 test("numbers under one Idempotency-Key: 1.0 = 1e0 and -0 = -0.0 replay; 1 vs 1.0 and 0 vs -0 -> 422 id_conflict", async () => {
   await checkNumberPairs(await socketOf(w), "numbers");
+});
+
+test("a payload its schema refuses -> 422 invalid_payload naming the field; nothing recorded (the key then takes a valid payload)", async () => {
+  await checkInvalidPayload(await socketOf(w), "schema");
 });
 
 test("a body that stalls -> 408 request_timeout after BODY_TIMEOUT_MS", async () => {
