@@ -299,13 +299,13 @@ fn invalid_utf8_event_file_is_invalid_json_in_the_cli() {
     bytes.extend_from_slice(&[0xff, 0xfe, 0xc3]);
     bytes.extend_from_slice(br#"","amount":1}}"#);
     std::fs::write(&e, bytes).unwrap();
-    let (status, err, stdout) = cli(&["reduce", "--machine", m.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    let (status, err, stdout) = cli(&["reduce", "--process", "p-1", "--machine", m.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
     assert_eq!(status, 2);
     assert_eq!(err["code"], "invalid_json", "{err}");
     assert!(stdout.is_empty(), "nothing is reduced: {stdout}");
     // The same event as valid UTF-8 is applied.
     std::fs::write(&e, pay("e1", "p1", 1).to_string()).unwrap();
-    let (status, _, stdout) = cli(&["reduce", "--machine", m.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    let (status, _, stdout) = cli(&["reduce", "--process", "p-1", "--machine", m.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
     assert_eq!(status, 0);
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["status"], "applied");
     std::fs::remove_dir_all(&d).ok();
@@ -322,11 +322,11 @@ fn invalid_utf8_machine_and_snapshot_files_are_invalid_json_in_the_cli() {
     std::fs::write(&bad, &snap).unwrap();
     let (status, err, _) = cli(&["inspect", "--machine", m.to_str().unwrap(), "--snapshot", bad.to_str().unwrap()]);
     assert_eq!((status, err["code"].as_str()), (2, Some("invalid_json")), "{err}");
-    let (status, err, _) = cli(&["reduce", "--machine", bad.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    let (status, err, _) = cli(&["reduce", "--process", "p-1", "--machine", bad.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
     assert_eq!((status, err["code"].as_str()), (2, Some("invalid_json")), "{err}");
     // A file that is not there is an io error.
     let missing = d.join("missing.json");
-    let (status, err, _) = cli(&["reduce", "--machine", missing.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
+    let (status, err, _) = cli(&["reduce", "--process", "p-1", "--machine", missing.to_str().unwrap(), "--event", e.to_str().unwrap(), "--now", "1"]);
     assert_eq!((status, err["code"].as_str()), (2, Some("io")), "{err}");
     std::fs::remove_dir_all(&d).ok();
 }
