@@ -5,6 +5,7 @@ import { IdemError } from "../index.js";
 
 /** Thrown by `commit` when an outcome cannot fit in the store's one atomic write. Nothing was written. HTTP 507. */
 export declare class StoreLimitError extends IdemError {
+  constructor(message?: string, details?: Record<string, unknown>);
   readonly code: "snapshot_too_large";
   readonly processId?: string;
   /** The snapshot's (or a record's) size in bytes (Deno KV). */
@@ -21,6 +22,7 @@ export declare class StoreLimitError extends IdemError {
 
 /** Thrown by `load` when the stored chunks of a snapshot do not make one (a chunk missing or cut short). HTTP 500. */
 export declare class StoreCorruptError extends IdemError {
+  constructor(message?: string, details?: Record<string, unknown>);
   readonly code: "snapshot_corrupt";
   readonly processId?: string;
   /** The stored version (a revision, a versionstamp). */
