@@ -724,29 +724,7 @@ fn select<'m>(m: &'m Machine, cfg: &Config, event: &Value) -> Vec<&'m Transition
     let mut found = Vec::new();
     select_in(m, cfg, m.root(), ty, &scope, &mut found);
     // Of two that exit a common state, the descendant's wins, else the first.
-    let mut kept: Vec<(&Transition, Vec<StateIdx>)> = Vec::new();
-    for t in found {
-        let exit = exit_set(m, t, &cfg.states);
-        let mut preempted = false;
-        let mut beaten = Vec::new();
-        for (i, (k, kexit)) in kept.iter().enumerate() {
-            if exit.iter().any(|s| kexit.contains(s)) {
-                if m.is_descendant(t.source, k.source) {
-                    beaten.push(i);
-                } else {
-                    preempted = true;
-                    break;
-                }
-            }
-        }
-        if !preempted {
-            for i in beaten.into_iter().rev() {
-                kept.remove(i);
-            }
-            kept.push((t, exit));
-        }
-    }
-    kept.into_iter().map(|(t, _)| t).collect()
+    crate::interpreter::remove_conflicting_transitions(m, &found, |t| exit_set(m, t, &cfg.states))
 }
 
 /// A target as far as the transition domain is concerned: a history state

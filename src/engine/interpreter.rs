@@ -293,29 +293,7 @@ impl<'a> Run<'a> {
     /// Of two transitions that would exit a common state, the one whose source
     /// is a descendant of the other's wins; otherwise the first (SCXML 3.13).
     fn remove_conflicting_transitions(&self, ts: &[&'a Transition]) -> Vec<&'a Transition> {
-        let mut kept: Vec<(&'a Transition, Vec<StateIdx>)> = Vec::new();
-        for &t1 in ts {
-            let exit1 = self.compute_exit_set(&[t1]);
-            let mut preempted = false;
-            let mut beaten = Vec::new();
-            for (i, (t2, exit2)) in kept.iter().enumerate() {
-                if exit1.iter().any(|s| exit2.contains(s)) {
-                    if self.m.is_descendant(t1.source, t2.source) {
-                        beaten.push(i);
-                    } else {
-                        preempted = true;
-                        break;
-                    }
-                }
-            }
-            if !preempted {
-                for i in beaten.into_iter().rev() {
-                    kept.remove(i);
-                }
-                kept.push((t1, exit1));
-            }
-        }
-        kept.into_iter().map(|(t, _)| t).collect()
+        remove_conflicting_transitions(self.m, ts, |t| self.compute_exit_set(&[t]))
     }
 
     /// Take a set of transitions: exit, transition actions, entry. Whether the
@@ -673,6 +651,39 @@ impl<'a> Run<'a> {
         }
         Ok(())
     }
+}
+
+/// Of two transitions that would exit a common state (by `exit_set`), the one
+/// whose source is a descendant of the other's wins; otherwise the first
+/// (SCXML 3.13). Shared with the hazard analysis, which gives its own exit sets.
+pub(crate) fn remove_conflicting_transitions<'t>(
+    m: &Machine,
+    ts: &[&'t Transition],
+    exit_set: impl Fn(&Transition) -> Vec<StateIdx>,
+) -> Vec<&'t Transition> {
+    let mut kept: Vec<(&'t Transition, Vec<StateIdx>)> = Vec::new();
+    for &t1 in ts {
+        let exit1 = exit_set(t1);
+        let mut preempted = false;
+        let mut beaten = Vec::new();
+        for (i, (t2, exit2)) in kept.iter().enumerate() {
+            if exit1.iter().any(|s| exit2.contains(s)) {
+                if m.is_descendant(t1.source, t2.source) {
+                    beaten.push(i);
+                } else {
+                    preempted = true;
+                    break;
+                }
+            }
+        }
+        if !preempted {
+            for i in beaten.into_iter().rev() {
+                kept.remove(i);
+            }
+            kept.push((t1, exit1));
+        }
+    }
+    kept.into_iter().map(|(t, _)| t).collect()
 }
 
 /// `s`'s ancestors from its parent up to, not including, `to` (`None`: up to

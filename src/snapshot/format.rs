@@ -499,16 +499,7 @@ mod writer_tests {
                 timers,
                 history: Map::new(),
             };
-            let head = HeadRef {
-                machine: &snap.machine,
-                value: &snap.value,
-                context: &snap.context,
-                revision: snap.revision,
-                done: snap.done,
-                outbox: &snap.outbox,
-                timers: &snap.timers,
-                history: &snap.history,
-            };
+            let head = HeadRef::of(&snap);
             let mut got = Vec::new();
             snap.write_head(&mut got);
             assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string(&head).unwrap());

@@ -27,6 +27,23 @@ pub(super) struct HeadRef<'a> {
     pub(super) history: &'a Map<String, Value>,
 }
 
+#[cfg(test)]
+impl<'a> HeadRef<'a> {
+    /// The head of `snap`, as the derives write it.
+    pub(super) fn of(snap: &'a Snapshot) -> HeadRef<'a> {
+        HeadRef {
+            machine: &snap.machine,
+            value: &snap.value,
+            context: &snap.context,
+            revision: snap.revision,
+            done: snap.done,
+            outbox: &snap.outbox,
+            timers: &snap.timers,
+            history: &snap.history,
+        }
+    }
+}
+
 /// Everything but the ledger, as format 2 and 3 keep it in their JSON head.
 /// Read by [`Head::from_value`]; the serde derive (tests only) is what that
 /// reading is checked against.
@@ -396,16 +413,7 @@ mod outbox_writer_tests {
                 timers,
                 history: Map::new(),
             };
-            let head = HeadRef {
-                machine: &snap.machine,
-                value: &snap.value,
-                context: &snap.context,
-                revision: snap.revision,
-                done: snap.done,
-                outbox: &snap.outbox,
-                timers: &snap.timers,
-                history: &snap.history,
-            };
+            let head = HeadRef::of(&snap);
             prop_assert_eq!(written(&snap, Snapshot::write_head), serde_json::to_string(&head).unwrap());
             let v = snap.to_value();
             prop_assert_eq!(&v["machine"], &serde_json::to_value(&*snap.machine).unwrap());
