@@ -25,6 +25,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { fmtNs, measureGroup } from "./measure.mjs";
+import { buildNativeBench } from "./native.mjs";
 import { NOW } from "./peers.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -40,18 +41,7 @@ if (positionals.length !== 2) throw new Error("usage: node benches/ab.mjs DIR_A 
 const sizes = opt.sizes.split(",").map(Number);
 
 // The bench's snapshots, as benches/run.mjs makes them.
-const cargo = spawnSync("cargo", ["bench", "--bench", "idem", "--no-run", "--message-format=json"], {
-  cwd: ROOT,
-  encoding: "utf8",
-  maxBuffer: 1 << 26,
-  env: { ...process.env, PATH: `${os.homedir()}/.cargo/bin:${process.env.PATH}`, CARGO_TARGET_DIR: path.join(ROOT, "target/bench"), CARGO_PROFILE_RELEASE_PANIC: "unwind" },
-});
-const exe = cargo.stdout
-  .split("\n")
-  .filter((l) => l.startsWith("{"))
-  .map((l) => JSON.parse(l))
-  .find((m) => m.reason === "compiler-artifact" && m.target?.name === "idem" && m.target.kind.includes("bench"))?.executable;
-if (!exe) throw new Error(`cargo did not report the bench executable\n${cargo.stderr}`);
+const exe = buildNativeBench(ROOT);
 const emit = mkdtempSync(path.join(os.tmpdir(), "idem-ab-"));
 process.on("exit", () => rmSync(emit, { recursive: true, force: true }));
 const made = spawnSync(exe, ["--smoke", "--emit", emit, "--sizes", sizes.join(",")], { encoding: "utf8" });

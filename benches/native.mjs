@@ -12,7 +12,8 @@ import path from "node:path";
  * "output filename collision", rust-lang/cargo#6313). `env` adds to cargo's environment.
  */
 export function buildNativeBench(root, { targetDir = "target/bench", env = {} } = {}) {
-  const r = spawnSync("cargo", ["bench", "--bench", "idem", "--no-run", "--message-format=json"], {
+  // Without the `analysis` feature: the engine as the lean module builds it.
+  const r = spawnSync("cargo", ["bench", "--bench", "idem", "--no-run", "--no-default-features", "--message-format=json"], {
     cwd: root,
     env: {
       ...process.env,
@@ -26,7 +27,7 @@ export function buildNativeBench(root, { targetDir = "target/bench", env = {} } 
   });
   if (r.status !== 0) {
     process.stderr.write(r.stderr ?? "");
-    throw new Error(`cargo bench --bench idem --no-run exited with ${r.status}`);
+    throw new Error(`cargo bench --bench idem --no-run --no-default-features exited with ${r.status}`);
   }
   const exe = r.stdout
     .split("\n")

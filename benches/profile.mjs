@@ -55,31 +55,37 @@ const exe = buildNativeBench(ROOT, {
 // prints "n/a" for it rather than a share that only looks precise.
 // The total is `profile_loop` (only it is collected: --toggle-collect), that is
 // reduce plus dropping its outcome, as the callgrind file's totals say.
+// `named("Snapshot::decode")` matches the function wherever its module puts
+// it: `idem::snapshot::Snapshot::decode`, `idem::snapshot::format::<impl
+// idem::snapshot::Snapshot>::decode`; `named("parse_head")` a free function in any module.
+const named = (path) => {
+  const parts = path.split("::");
+  const fn = parts.pop();
+  const mods = String.raw`(?:[\w]+::)*`;
+  const owner = parts.length ? String.raw`(?:${parts.join("::")}|<impl ${mods}${parts.join("::")}>)::` : "";
+  return new RegExp(`^${mods}${owner}${fn}$`);
+};
 const CATEGORIES = {
   total: [/^idem::profile_loop$/],
   // Snapshot::decode: checksum, the head's JSON -> Value -> Head, the ledger's records.
-  decode: [/^idem::snapshot::Snapshot::decode$/],
+  decode: [named("Snapshot::decode")],
   // Reading the head (inside decode): field by field, or through serde_json when it is laid out otherwise.
-  jsonParse: [/^idem::snapshot::parse_head$/, /^idem::snapshot::read_head$/],
+  jsonParse: [named("parse_head"), named("read_head")],
   // Snapshot::encode: the head as JSON, the ledger copied, checksum.
-  encode: [/^idem::snapshot::Snapshot::encode$/, /^idem::snapshot::Snapshot::encode_split$/, /^idem::reduce::<impl idem::machine::Machine>::encode_within_limit$/],
+  encode: [named("Snapshot::encode"), named("Snapshot::encode_split"), named("Machine::encode_within_limit")],
   // The checksum stream (xxh3), on the way in and out.
-  checksum: [/^idem::json::hash64$/, /^idem::xxh3::Xxh3::update$/, /^idem::xxh3::Xxh3::digest$/],
+  checksum: [named("hash64"), /^xxhash_rust::xxh3::xxh3_stateful_consume_stripes$/, /^xxhash_rust::xxh3::Xxh3::digest$/],
   // The decoded snapshot and the outcome, freed after the reduce.
-  drop: [/^core::ptr::drop_in_place<idem::snapshot::(Loaded|Snapshot)>$/, /^core::ptr::drop_in_place<idem::reduce::Outcome>$/],
-  statechart: [/^idem::reduce::Run::macrostep$/],
+  drop: [/^core::ptr::drop_in_place<idem::snapshot::(\w+::)*(Loaded|Snapshot)>$/, /^core::ptr::drop_in_place<idem::(\w+::)*Outcome>$/],
+  statechart: [named("Run::macrostep")],
   // The fingerprint, computed with the payload size check (inside the event checks).
-  fingerprint: [/^idem::json::fingerprint(_sized|_digits)?$/],
+  fingerprint: [named("fingerprint"), named("fingerprint_sized"), named("fingerprint_digits")],
   // Recording the event in the ledger: `remember` (append the record, prune,
   // compact), or its parts when it was inlined (the larger of the two is kept).
-  ledger: [/^idem::reduce::<impl idem::machine::Machine>::remember$/],
-  ledgerParts: [
-    /^idem::snapshot::Ledger::push$/,
-    /^idem::snapshot::Ledger::prune$/,
-    /^idem::snapshot::Ledger::compact_if_sparse$/,
-  ],
+  ledger: [named("Machine::remember")],
+  ledgerParts: [named("Ledger::push"), named("Ledger::prune"), named("Ledger::compact_if_sparse")],
   // Event checks (types, limits, payload size and depth).
-  event: [/^idem::reduce::<impl idem::machine::Machine>::(parse_event|take_event|check_event|check_payload)$/],
+  event: ["parse_event", "take_event", "take_fields", "check_event", "check_payload"].map((f) => named(`Machine::${f}`)),
 };
 const ROW = /^\s*([\d,]+) \([\s\d.]+%\)\s+(.*?)(?: \[[^\]]*\])?\s*$/;
 const fnName = (row) => row.replace(/^.*?\.(rs|c|S|h):/, "").replace(/^\?\?\?:/, "");

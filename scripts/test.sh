@@ -58,6 +58,9 @@ WASM=(cargo test --target wasm32-unknown-unknown)
 # --- Rust, native ---------------------------------------------------------
 suite "clippy (native)"       cargo clippy --all-targets -- -D warnings
 suite "cargo test (native)"   cargo test
+# The engine as the lean module builds it: without `analysis`, a Value's maps
+# keep their members sorted, and every machine must run the same.
+suite "cargo test (native, lean)" cargo test --no-default-features
 # --- WebAssembly: the package, then the boundary tests in each runtime ----
 suite "clippy (wasm32)"       cargo clippy --target wasm32-unknown-unknown --lib \
                                 --test wasm_node --test wasm_browser -- -D warnings

@@ -86,6 +86,7 @@ fn the_demo_machines_refuse_a_payment_of_abc() {
     }
 }
 
+#[cfg(feature = "analysis")]
 #[test]
 fn arithmetic_on_an_undeclared_payload_field_is_unvalidated_payload() {
     let without = machine(json!({})).unwrap();

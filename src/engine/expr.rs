@@ -219,17 +219,11 @@ impl<'a> Data<'a> {
 
 fn step<'v>(v: &'v Value, part: &str) -> Option<&'v Value> {
     match v {
-        // Among a few keys, comparing the names finds a member sooner than hashing
-        // the one looked for does (results log entry 39).
-        Value::Object(m) if m.len() <= SCAN_KEYS => m.iter().find(|(k, _)| k.as_str() == part).map(|(_, v)| v),
         Value::Object(m) => m.get(part),
         Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
         _ => None,
     }
 }
-
-/// Objects with at most this many members are searched in order rather than by hash.
-const SCAN_KEYS: usize = 8;
 
 /// The compiled expressions of one machine, with the JSON path each came from.
 #[derive(Debug, Default)]

@@ -3,7 +3,7 @@
 
 use crate::error::{Code, Error, Result};
 use crate::expr::{ExprId, Exprs};
-use crate::json;
+use crate::json::{self, Order};
 use crate::snapshot::MachineRef;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -321,7 +321,8 @@ const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEY
 const _: () = assert!(RETENTION_KEYS.len() < MAX_KEYS && LIMITS_KEYS.len() < MAX_KEYS);
 
 impl Machine {
-    /// Parse and validate a definition from JSON text.
+    /// Parse and validate a definition from JSON text, its states, regions,
+    /// transitions and delays in the order they are written.
     pub fn from_json(text: &str) -> Result<Machine> {
         if text.len() > MAX_DEFINITION_BYTES {
             return Err(unreadable(text));
@@ -334,16 +335,21 @@ impl Machine {
             Ok((v, end, _)) if only_whitespace(text.as_bytes().get(end..)) => v,
             _ => return Err(unreadable(text)),
         };
-        Machine::from_value(value)
+        json::check_depth(&value, "definition")?;
+        Machine::build(value, &Order::of_text(text))
     }
 
-    /// Validate a definition already parsed.
+    /// Validate a definition already parsed, its states, regions, transitions
+    /// and delays in the order its maps keep them (sorted by name unless
+    /// serde_json's `preserve_order` is on, as it is with the `analysis`
+    /// feature): [`Machine::from_json`] keeps the order of the text.
     pub fn from_value(def: Value) -> Result<Machine> {
-        Machine::build(def)
+        json::check_depth(&def, "definition")?;
+        let order = Order::of_value(&def);
+        Machine::build(def, &order)
     }
 
-    fn build(def: Value) -> Result<Machine> {
-        json::check_depth(&def, "definition")?;
+    fn build(def: Value, order: &Order) -> Result<Machine> {
         let Some(obj) = def.as_object() else {
             return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
         };
@@ -397,7 +403,7 @@ impl Machine {
         m.hash = machine_hash(&def);
 
         let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, raw: Vec::new() };
-        b.add_state(&m.id, None, &f, "")?;
+        b.add_state(&m.id, None, &f, order, "")?;
         let raw = b.raw;
         m.parallel = m.states.iter().any(|s| s.kind == Kind::Parallel);
         for (i, s) in m.states.iter().enumerate() {
@@ -542,6 +548,41 @@ impl Machine {
             return config.last().map_or(Value::Null, |&leaf| self.state_value(leaf));
         }
         self.value_below(self.root(), config)
+    }
+
+    /// A state value of this machine as JSON text, a parallel state's
+    /// regions in document order as XState writes them, whatever order the
+    /// value's maps keep. Members that name no state of this machine (a value
+    /// it did not make) follow, in the map's order.
+    pub fn write_state_value(&self, value: &Value, out: &mut Vec<u8>) {
+        self.write_value_below(Some(self.root()), value, out);
+    }
+
+    fn write_value_below(&self, s: Option<StateIdx>, value: &Value, out: &mut Vec<u8>) {
+        let Value::Object(m) = value else { return json::write_json(value, out) };
+        let children = s.map_or(&[][..], |s| &self.states[s].children[..]);
+        let mut first = true;
+        let mut member = |key: &String, v: &Value, below: Option<StateIdx>, out: &mut Vec<u8>| {
+            out.push(if first { b'{' } else { b',' });
+            first = false;
+            json::write_str(key, out);
+            out.push(b':');
+            self.write_value_below(below, v, out);
+        };
+        for &c in children {
+            if let Some((k, v)) = m.get_key_value(&self.states[c].key) {
+                member(k, v, Some(c), out);
+            }
+        }
+        for (k, v) in m {
+            if !children.iter().any(|&c| self.states[c].key == *k) {
+                member(k, v, None, out);
+            }
+        }
+        if first {
+            out.push(b'{');
+        }
+        out.push(b'}');
     }
 
     fn value_below(&self, s: StateIdx, config: &[StateIdx]) -> Value {
@@ -1035,11 +1076,12 @@ fn indexed(path: &str, i: usize) -> String {
 }
 
 /// The members of `o` by their index in `allowed`, put in `f` (empty), in one
-/// pass over it; the first key (in the map's order) that is not allowed is an
-/// error at `path.key`. Filled in place rather than returned: a returned array
-/// is copied at every call, in code a cold start compiles.
+/// pass over it; a key that is not allowed is an error at `path.key`, the
+/// first such key by name when there are several. Filled in place rather than
+/// returned: a returned array is copied at every call, in code a cold start compiles.
 #[inline(never)]
 fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str, f: &mut Fields<'a>) -> Result<()> {
+    let mut unknown: Option<&String> = None;
     for (k, v) in members(o) {
         match allowed.iter().position(|a| *a == k) {
             Some(i) => {
@@ -1047,10 +1089,13 @@ fn fields<'a>(o: &'a Map<String, Value>, allowed: &[&str], path: &str, f: &mut F
                     *slot = Some(v);
                 }
             }
-            None => return Err(fail_in(Code::InvalidDefinition, path, k, &["unknown key \"", k, "\""])),
+            None => unknown = Some(unknown.map_or(k, |u| u.min(k))),
         }
     }
-    Ok(())
+    match unknown {
+        Some(k) => Err(fail_in(Code::InvalidDefinition, path, k, &["unknown key \"", k, "\""])),
+        None => Ok(()),
+    }
 }
 
 /// Transitions as written (the candidates of one event, delay or `always` of
@@ -1093,7 +1138,9 @@ impl<'a> Builder<'a, '_> {
 
     /// Add a state whose members are `f` (checked against [`STATE_KEYS`], or
     /// for the root against [`MACHINE_KEYS`]), then its child states.
-    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Result<StateIdx> {
+    /// `order` is the shape of the state's object, for the order of its
+    /// child states, transitions and delays.
+    fn add_state(&mut self, key: &str, parent: Option<StateIdx>, f: &Fields<'a>, order: &Order, json_path: &str) -> Result<StateIdx> {
         let (path, depth) = match parent {
             None => (String::new(), 0),
             Some(p) => (join(&self.states[p].path, key), self.states[p].depth + 1),
@@ -1151,14 +1198,14 @@ impl<'a> Builder<'a, '_> {
                     return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["a final state cannot have child states"]));
                 }
                 let base = join(json_path, "states");
-                for (k, child) in members(children) {
+                for (k, child, child_order) in order.member("states").members(children) {
                     let cp = join(&base, k);
                     let Some(o) = child.as_object() else {
                         return Err(fail(Code::InvalidDefinition, &cp, &["a state must be an object"]));
                     };
                     let mut cf = NO_FIELDS;
                     fields(o, STATE_KEYS, &cp, &mut cf)?;
-                    self.add_state(k, Some(idx), &cf, &cp)?;
+                    self.add_state(k, Some(idx), &cf, child_order, &cp)?;
                 }
             }
             Some(_) => return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["states must be an object"])),
@@ -1216,7 +1263,7 @@ impl<'a> Builder<'a, '_> {
             None => {}
             Some(Value::Object(on)) => {
                 let base = join(json_path, "on");
-                for (event, cands) in members(on) {
+                for (event, cands, _) in order.member("on").members(on) {
                     if event.is_empty() {
                         return Err(fail(Code::InvalidDefinition, &base, &["event names must not be empty"]));
                     }
@@ -1229,7 +1276,7 @@ impl<'a> Builder<'a, '_> {
             self.raw.push(Raw { source: idx, slot: Slot::Always, candidates: a, path: join(json_path, "always") });
         }
         if let Some(after) = f[K_AFTER] {
-            self.add_delays(idx, after, json_path)?;
+            self.add_delays(idx, after, order.member("after"), json_path)?;
         }
         if let Some(done) = f[K_ON_DONE] {
             if !matches!(self.states[idx].kind, Kind::Compound | Kind::Parallel) || parent.is_none() {
@@ -1271,12 +1318,12 @@ impl<'a> Builder<'a, '_> {
 
     /// The delayed transitions of state `idx` (`after`), kept for the second pass.
     #[inline(never)]
-    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, json_path: &str) -> Result<()> {
+    fn add_delays(&mut self, idx: StateIdx, after: &'a Value, order: &Order, json_path: &str) -> Result<()> {
         let Value::Object(after) = after else {
             return Err(fail_in(Code::InvalidDefinition, json_path, "after", &["after must be an object"]));
         };
         let base = join(json_path, "after");
-        for (delay, cands) in members(after) {
+        for (delay, cands, _) in order.members(after) {
             let p = join(&base, delay);
             let Ok(ms) = delay.parse::<u64>() else {
                 return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));

@@ -9,6 +9,9 @@
 //!   members sorted by key (the canonical form: everything idem writes) or in
 //!   the map's order (a state value's regions, in document order)
 //!   (`tests/json_writer.rs`).
+//! - [`order`]: the order a document's object members were written in, for
+//!   where it means something (a definition's states, regions, transitions),
+//!   since a `Value`'s map keeps them sorted.
 //! - `value`: `Value`s built from Rust values ([`ToValue`], `object!`).
 //! - `fingerprint`: the fingerprint that tells a repeated event from a
 //!   conflicting one (a hash of its canonical type and payload), and the
@@ -24,6 +27,7 @@
 
 mod fingerprint;
 pub mod float;
+pub mod order;
 mod parse;
 mod ulid;
 mod value;
@@ -31,6 +35,7 @@ mod write;
 
 pub use fingerprint::{fingerprint, fingerprint_digits, fingerprint_sized, hash64, hex128, Fingerprint};
 pub(crate) use fingerprint::hex_digits;
+pub use order::Order;
 pub use parse::{check_depth, parse, parse_prefix, parse_value, parse_with_depth, within_depth, SyntaxError, MAX_DEPTH};
 pub use ulid::ulid;
 pub(crate) use value::{members, object};

@@ -3,6 +3,7 @@
 //! and the nesting bound every input is held to.
 
 use super::float;
+use super::order::Order;
 use super::write::escaped;
 use crate::error::{Code, Error, Result};
 use serde_json::{Map, Number, Value};
@@ -109,6 +110,14 @@ pub fn parse_prefix(text: &str) -> std::result::Result<(Value, usize, usize), Sy
     Ok((value, p.i, p.depth))
 }
 
+/// The [`Order`] of JSON text that [`parse_prefix`] reads as a value; `Leaf`
+/// for text it refuses. Read by the same parser, so its names are the keys
+/// of that value.
+pub fn order_of(text: &str) -> Order {
+    let mut p = Parser { text, b: text.as_bytes(), i: 0, depth: 0 };
+    p.order(1).unwrap_or_default()
+}
+
 /// The reading position in JSON text. Errors take their position from it the
 /// way serde_json's do: [`Parser::error`] for a byte already consumed (at `i`),
 /// [`Parser::peek_error`] for one only looked at (at `i + 1`).
@@ -146,6 +155,44 @@ impl Parser<'_> {
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(_) => Err(self.peek_error(EXPECTED_VALUE)),
         }
+    }
+
+    /// The shape of the value that starts at the next byte that is not
+    /// whitespace: its arrays and objects walked here, its scalars read by
+    /// [`Parser::value`].
+    fn order(&mut self, level: usize) -> std::result::Result<Order, SyntaxError> {
+        let close = match self.whitespace() {
+            Some(b'[') if level <= RECURSION_LIMIT => b']',
+            Some(b'{') if level <= RECURSION_LIMIT => b'}',
+            _ => return self.value(level).map(|_| Order::Leaf),
+        };
+        self.i += 1;
+        let mut items = Vec::new();
+        let mut members: Vec<(String, Order)> = Vec::new();
+        if self.whitespace() != Some(close) {
+            loop {
+                if close == b']' {
+                    items.push(self.order(level + 1)?);
+                } else {
+                    if self.whitespace() != Some(b'"') {
+                        return Err(self.peek_error(KEY_MUST_BE_A_STRING));
+                    }
+                    let key = self.key()?;
+                    let shape = self.order(level + 1)?;
+                    match members.iter_mut().find(|(k, _)| *k == key) {
+                        Some(slot) => slot.1 = shape,
+                        None => members.push((key, shape)),
+                    }
+                }
+                match self.whitespace() {
+                    Some(b',') => self.i += 1,
+                    Some(b) if b == close => break,
+                    _ => return Err(self.peek_error(EXPECTED_VALUE)),
+                }
+            }
+        }
+        self.i += 1;
+        Ok(if close == b']' { Order::Array(items) } else { Order::Object(members) })
     }
 
     /// The rest of an array whose `[` was consumed, `level` deep.

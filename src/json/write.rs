@@ -11,10 +11,9 @@ pub fn canonical(value: &Value, out: &mut String) {
     *out = utf8(bytes);
 }
 
-/// JSON text of `value`, appended to `out`: object members sorted by key (maps
-/// keep the order they were written in, so that a definition's states keep
-/// their document order; everything idem writes has its keys sorted, as it
-/// always had), strings escaped by [`write_str`], integers in decimal, floats
+/// JSON text of `value`, appended to `out`: object members sorted by key
+/// (everything idem writes has its keys sorted, whatever order a map keeps:
+/// see `json::order`), strings escaped by [`write_str`], integers in decimal, floats
 /// by zmij as serde_json formats them. The same text as [`write_canonical`].
 pub fn write_json(value: &Value, out: &mut Vec<u8>) {
     write_value(value, out, true);
@@ -202,7 +201,7 @@ pub fn push_u64(mut v: u64, out: &mut Vec<u8>) {
 }
 
 /// As [`write_json`], but each object's members in the order the map keeps
-/// them: for a state value, whose parallel regions are in document order.
+/// them: the order in which a value crosses to JavaScript as an object.
 pub fn write_in_order(value: &Value, out: &mut Vec<u8>) {
     write_value(value, out, false);
 }

@@ -8,11 +8,11 @@ use super::*;
 /// an error, a structured response. Out of line, so an event with the small
 /// outcome does not compile these writers.
 #[inline(never)]
-pub(super) fn outcome_js(m: &JsValue, o: &crate::reduce::Outcome, next: f64, returned: &JsValue) -> JsValue {
-    if let Some((flags, text)) = outcome_parts(o) {
+pub(super) fn outcome_js(m: &JsValue, machine: &crate::Machine, o: &crate::reduce::Outcome, next: f64, returned: &JsValue) -> JsValue {
+    if let Some((flags, text)) = outcome_parts(machine, o) {
         outcome_out(m, flags, o.revision as f64, next, text.as_ptr() as u32, text.len() as u32, returned)
     } else {
-        let text = o.to_json_text();
+        let text = o.to_json_text(machine);
         outcome_text(m, text.as_ptr() as u32, text.len() as u32, returned)
     }
 }
@@ -64,7 +64,7 @@ pub(super) fn is_default_response(r: &serde_json::Map<String, Value>, revision: 
 /// are JSON, `[effects, response, state, status, original?]`, each as
 /// `Outcome::to_json_text` writes it. Numbers go as numbers (`u64 as f64`
 /// rounds as `JSON.parse` does).
-pub(super) fn outcome_parts(o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
+pub(super) fn outcome_parts(machine: &crate::Machine, o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
     if o.error.is_some() || o.upgraded_from.is_some() {
         return None;
     }
@@ -75,7 +75,7 @@ pub(super) fn outcome_parts(o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)
     w.push(b',');
     crate::json::write_json(&o.response, &mut w);
     w.push(b',');
-    crate::json::write_in_order(&o.state, &mut w);
+    machine.write_state_value(&o.state, &mut w);
     w.push(b',');
     crate::json::write_str(o.status.as_str(), &mut w);
     if let Some(first) = &o.original {

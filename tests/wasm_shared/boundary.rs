@@ -319,7 +319,8 @@ fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
         let mut held = JsValue::NULL;
         for (i, (text, event)) in steps.iter().enumerate() {
             let now = 1000 + i as u64;
-            let want = idem::Machine::from_json(text).unwrap_or_else(|e| panic!("{e:?}")).reduce_in("o", stored.as_deref(), event, now);
+            let native = idem::Machine::from_json(text).unwrap_or_else(|e| panic!("{e:?}"));
+            let want = native.reduce_in("o", stored.as_deref(), event, now);
             let m = &machines[usize::from(*text != v1)];
             let ev = js(&event.to_string());
             let out = if bytes { m.reduce_bytes(held.clone(), ev, now as f64, Some("o".into())) } else { m.reduce(held.clone(), ev, now as f64, Some("o".into())) };
@@ -330,7 +331,7 @@ fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
             let rest = Object::assign(&Object::new(), obj);
             Reflect::delete_property(&rest, &"snapshot".into()).unwrap();
             let got = js_sys::JSON::stringify(&rest).ok().and_then(|s| s.as_string());
-            assert_eq!(got.as_deref(), Some(want.to_json_text().as_str()), "step {i} (bytes: {bytes})");
+            assert_eq!(got.as_deref(), Some(want.to_json_text(&native).as_str()), "step {i} (bytes: {bytes})");
             held = Reflect::get(&out, &"snapshot".into()).unwrap();
             let text = if bytes { held.dyn_ref::<js_sys::Uint8Array>().map(|b| String::from_utf8(b.to_vec()).unwrap()) } else { held.as_string() };
             stored = want.snapshot.or(stored);
@@ -386,7 +387,7 @@ fn kept_snapshots_never_change_an_outcome() {
                 let out = out.unwrap_or_else(|e| panic!("{process} event {round}{step} threw {e:?}"));
                 let mut got = value(&out);
                 let snapshot = got.as_object_mut().and_then(|o| o.remove("snapshot"));
-                let want_json: Value = serde_json::from_str(&want.to_json_text()).unwrap();
+                let want_json: Value = serde_json::from_str(&want.to_json_text(&native)).unwrap();
                 assert_eq!(got, want_json, "{process} event {round}{step}");
                 assert_eq!(snapshot.as_ref().and_then(Value::as_str), want.snapshot.as_deref(), "{process} event {round}{step}");
                 largest = largest.max(want.snapshot.as_ref().map_or(0, String::len));
