@@ -264,6 +264,8 @@ pub struct Machine {
     pub schemas: crate::schema::Schemas,
     pub exprs: Exprs,
     pub definition: Value,
+    /// The order `definition`'s members were written in ([`Machine::definition_json`]).
+    pub definition_order: Order,
     /// Declared state ids and their state's index (a [`NameMap`]: no hash map
     /// in the module, and no B-tree of its own).
     by_id: NameMap,
@@ -372,6 +374,7 @@ impl Machine {
             schemas: crate::schema::Schemas::default(),
             exprs: Exprs::default(),
             definition: Value::Null,
+            definition_order: Order::Leaf,
             by_id: NameMap::default(),
             state_values: Vec::new(),
             parallel: false,
@@ -450,6 +453,7 @@ impl Machine {
         }
         crate::schema::declare(&m.schemas, &mut m.event_types, &m.outcome_types)?;
         m.definition = def;
+        m.definition_order = order.clone();
         m.state_values = (0..m.states.len()).map(|i| m.build_state_value(i)).collect();
         m.reference = Arc::new(MachineRef { id: m.id.clone(), version: m.version.clone(), hash: m.hash.clone() });
         Ok(m)
@@ -548,6 +552,13 @@ impl Machine {
             return config.last().map_or(Value::Null, |&leaf| self.state_value(leaf));
         }
         self.value_below(self.root(), config)
+    }
+
+    /// The definition as JSON text, its members in the order they were written.
+    pub fn definition_json(&self) -> String {
+        let mut out = Vec::new();
+        self.definition_order.write(&self.definition, &mut out);
+        json::utf8(out)
     }
 
     /// A state value of this machine as JSON text, a parallel state's

@@ -62,6 +62,46 @@ impl Order {
             _ => Members::Map(map.iter()),
         }
     }
+
+    /// `value`, whose shape this is, as JSON text with its members in this
+    /// order (where it is not `value`'s shape, in the map's order).
+    pub fn write(&self, value: &Value, out: &mut Vec<u8>) {
+        match (value, self) {
+            (Value::Object(m), _) => {
+                out.push(b'{');
+                for (i, (k, v, o)) in self.members(m).enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    super::write_str(k, out);
+                    out.push(b':');
+                    o.write(v, out);
+                }
+                out.push(b'}');
+            }
+            (Value::Array(items), Order::Array(shapes)) if shapes.len() == items.len() => {
+                out.push(b'[');
+                for (i, (v, o)) in items.iter().zip(shapes).enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    o.write(v, out);
+                }
+                out.push(b']');
+            }
+            (Value::Array(items), _) => {
+                out.push(b'[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    LEAF.write(v, out);
+                }
+                out.push(b']');
+            }
+            _ => super::write_json(value, out),
+        }
+    }
 }
 
 /// The iterator of [`Order::members`].
@@ -126,6 +166,20 @@ mod tests {
         assert_eq!(names, in_map);
         assert_eq!(Order::Leaf.members(map).count(), 2);
         assert_eq!(Order::of_text("not json"), Order::Leaf);
+    }
+
+    #[test]
+    fn written_in_document_order() {
+        let text = r#"{"z": [{"b": 1, "a": {"d": null, "c": "x"}}], "y": {}, "e": [1, "two", {"g": 0, "f": 0}]}"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        let mut out = Vec::new();
+        Order::of_text(text).write(&value, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), text.replace(' ', ""));
+        let mut unshaped = Vec::new();
+        Order::Leaf.write(&value, &mut unshaped);
+        let mut in_map = Vec::new();
+        super::super::write_in_order(&value, &mut in_map);
+        assert_eq!(unshaped, in_map, "no shape: the map's order");
     }
 
     #[test]

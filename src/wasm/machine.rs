@@ -121,7 +121,8 @@ impl Machine {
 
     /// The definition as loaded (for diagrams and tools).
     pub fn definition(&self) -> JsValue {
-        to_js(&self.inner.definition)
+        // As text, so that its states and transitions keep the order they were written in.
+        js_sys::JSON::parse(&self.inner.definition_json()).unwrap_or(JsValue::NULL)
     }
 
     /// Event types some state accepts.

@@ -189,6 +189,35 @@ test("outcomes, due work and inspections are plain objects", () => {
   assert.equal(typeof m.retention().defaultMs, "number");
 });
 
+test("a definition keeps the order it was written in: states, regions, transitions, and the state value", () => {
+  const definition = {
+    id: "order",
+    initial: "work",
+    states: {
+      work: {
+        type: "parallel",
+        states: {
+          zeta: { initial: "idle", states: { idle: { on: { GO: "busy" } }, busy: {} } },
+          alpha: { initial: "idle", states: { idle: { on: { GO: "busy" } }, busy: {} } },
+        },
+        on: { STOP: "stopped", GO: {} },
+      },
+      stopped: { type: "final" },
+    },
+  };
+  const m = new Machine(definition);
+  const back = m.definition();
+  assert.deepEqual(Object.keys(back.states), ["work", "stopped"]);
+  assert.deepEqual(Object.keys(back.states.work.states), ["zeta", "alpha"]);
+  assert.deepEqual(Object.keys(back.states.work.on), ["STOP", "GO"]);
+  const first = m.reduce(null, { id: "e1", type: "GO" }, 1000, "p-1");
+  assert.equal(JSON.stringify(first.state), '{"work":{"zeta":"busy","alpha":"busy"}}');
+  // A duplicate answers from the stored snapshot (its members sorted): the same order.
+  const again = m.reduce(first.snapshot, { id: "e1", type: "GO" }, 1001, "p-1");
+  assert.equal(again.status, "duplicate");
+  assert.equal(JSON.stringify(again.state), '{"work":{"zeta":"busy","alpha":"busy"}}');
+});
+
 test("newEventId: 26 Crockford characters, distinct, time-ordered", () => {
   const before = Date.now();
   const ids = Array.from({ length: 200 }, () => newEventId());
