@@ -106,7 +106,9 @@ fn an_invoked_service_is_an_effect_whose_completion_moves_the_machine() {
     );
     assert_eq!(def["states"]["paying"]["on"]["chargeCard.succeeded"]["target"], "confirming");
     assert_eq!(def["states"]["paying"]["on"]["chargeCard.failed"].as_array().unwrap().len(), 2);
-    assert_eq!(def["states"]["done"]["entry"], json!([{ "assign": { "$output:checkoutFlow": { "status": "ordered" } } }]));
+    // A final state of the machine ends the process: no done event carries its output.
+    assert_eq!(def["states"]["done"], json!({ "type": "final" }));
+    assert!(message(&out, "states.done.output").contains("carried by no done event"));
     assert!(def["states"]["receipt"].get("entry").is_none(), "inline actor logic is not an effect");
 
     let mut p = Process::new(&out, "order-1");
@@ -126,12 +128,11 @@ fn an_invoked_service_is_an_effect_whose_completion_moves_the_machine() {
     p.started(&create);
     let o = p.succeeded(&create, json!({}));
     assert_eq!(o.state, json!("receipt"));
-    // The delayed transition still leads on; the final state records its output for the parent.
+    // The delayed transition still leads on, to the end of the process.
     let entered = p.now;
     assert_eq!(p.fire_timer().state, json!("done"));
     assert_eq!(p.now, entered + 2_000, "fired when due");
-    let view = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap();
-    assert_eq!(view["context"]["$output:checkoutFlow"], json!({ "status": "ordered" }));
+    assert_eq!(idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["done"], true);
 }
 
 #[test]
@@ -308,4 +309,187 @@ fn the_import_counts_the_transitions_it_kept() {
         total = (total.0 + transitions, total.1 + kept);
     }
     println!("all: {} of {} transitions kept", total.1, total.0);
+}
+
+/// The flag a named or inline guard became, as the event carries it.
+fn flag(name: &str) -> Value {
+    json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] })
+}
+
+#[test]
+fn guard_combinators_become_jsonlogic_over_one_flag_per_guard() {
+    // `and(["isPaid", or([not("isBlocked"), inline]), stateIn("#g.b")])`, written out as
+    // tests/xstate/make.mjs writes XState 5's functions; then XState 5 beta's plain objects.
+    let config = json!({
+        "id": "g", "initial": "a",
+        "states": {
+            "a": { "on": {
+                "GO": { "target": "b", "guard": { "type": "xstate.and", "guards": [
+                    "isPaid",
+                    { "type": "xstate.or", "guards": [{ "type": "xstate.not", "guards": ["isBlocked"] }, null] },
+                    { "type": "xstate.stateIn", "stateValue": "#g.a" }
+                ] } },
+                "BETA": { "target": "b", "guard": { "type": "xstate.boolean", "params": { "op": "or" }, "children": [
+                    { "type": "isPaid" },
+                    { "type": "xstate.guard:in", "params": { "stateValue": "b" } }
+                ] } },
+                "LOST": { "target": "b", "guard": { "type": "xstate.and" } },
+                "BAD": { "target": "b", "guard": { "type": "xstate.and", "guards": ["x", 7] } },
+                "TWO": { "target": "b", "guard": { "type": "xstate.not", "guards": ["x", "y"] } }
+            } },
+            "b": {}
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let on = &out.definition["states"]["a"]["on"];
+    assert_eq!(
+        on["GO"]["guard"],
+        json!({ "and": [
+            flag("isPaid"),
+            { "or": [{ "!": [flag("isBlocked")] }, flag("inline:states/a/on/GO/guard/guards[1]/guards[1]")] },
+            { "in_state": "#g.a" }
+        ] })
+    );
+    assert_eq!(on["BETA"]["guard"], json!({ "or": [flag("isPaid"), { "in_state": "#g.b" }] }));
+    // Each leaf is diagnosed where it stands, as a flag of its own.
+    assert!(message(&out, "states.a.on.GO.guard.guards[0]").contains("guard `isPaid`"));
+    assert!(message(&out, "states.a.on.GO.guard.guards[1].guards[0].guards[0]").contains("guard `isBlocked`"));
+    // A combinator whose guards are lost, or one that cannot be read whole, is left out by name.
+    assert!(message(&out, "states.a.on.LOST.guard.guards").contains("`xstate.and` needs `guards`"));
+    assert!(on["LOST"].get("guard").is_none());
+    assert!(message(&out, "states.a.on.BAD.guard").contains("guards[1] cannot be read"));
+    assert!(message(&out, "states.a.on.TWO.guard.guards").contains("`xstate.not` needs `guards`, one guard"));
+
+    // The engine runs it: and/or/not over the flags the event carries.
+    let m = Machine::from_value(out.definition).unwrap();
+    let go = |flags: Value| m.reduce(None, &json!({ "id": "e1", "type": "GO", "payload": { "$guard": flags } }), 0).state;
+    assert_eq!(go(json!({ "isPaid": true })), json!("b"), "paid, not blocked");
+    assert_eq!(go(json!({ "isPaid": true, "isBlocked": true })), json!("a"), "blocked, and the inline guard false");
+    assert_eq!(go(json!({ "isPaid": true, "isBlocked": true, "inline:states/a/on/GO/guard/guards[1]/guards[1]": true })), json!("b"));
+    assert_eq!(go(json!({})), json!("a"), "not paid");
+}
+
+#[test]
+fn xstate_v4_in_and_guard_parameters_are_read() {
+    let config = json!({
+        "id": "v4", "type": "parallel",
+        "states": {
+            "payment": { "initial": "unpaid", "states": { "unpaid": { "on": { "PAY": "paid" } }, "paid": {} } },
+            "shipping": { "initial": "packed", "states": {
+                "packed": { "on": { "SHIP": { "target": "shipped", "in": "#v4.payment.paid", "cond": { "type": "withinHours", "max": 24 } } } },
+                "shipped": {} } }
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let ship = &out.definition["states"]["shipping"]["states"]["packed"]["on"]["SHIP"];
+    assert_eq!(ship["guard"], json!({ "and": [{ "in_state": "#v4.payment.paid" }, flag("withinHours")] }));
+    assert!(message(&out, "states.shipping.states.packed.on.SHIP.in").contains("state guard"));
+    assert!(message(&out, "states.shipping.states.packed.on.SHIP.cond.max").contains("parameters (XState 4)"));
+    let m = Machine::from_value(out.definition).unwrap();
+    let ship = json!({ "id": "e2", "type": "SHIP", "payload": { "$guard": { "withinHours": true } } });
+    assert_eq!(m.reduce(None, &ship, 0).status, Status::Ignored, "not paid yet");
+    let paid = m.reduce(None, &json!({ "id": "e1", "type": "PAY" }), 0);
+    let shipped = m.reduce(paid.snapshot.as_deref(), &ship, 1);
+    assert_eq!(shipped.state, json!({ "payment": "paid", "shipping": "shipped" }));
+}
+
+#[test]
+fn xstate_action_objects_with_a_json_form_are_read_as_data() {
+    // As XState 4.38's creators write them (tests/xstate/checkout-v4.mjs), and XState 5's written out.
+    let actions = json!([
+        { "type": "xstate.send", "event": { "type": "VALIDATE", "strict": true }, "id": "VALIDATE" },
+        { "type": "xstate.send", "event": { "type": "TICK" }, "delay": 1000, "id": "TICK" },
+        { "to": "#_internal", "type": "xstate.send", "event": { "type": "NEXT" }, "id": "NEXT" },
+        { "to": "#_parent", "type": "xstate.send", "event": { "type": "DONE", "n": 1 }, "id": "DONE" },
+        { "to": "mailer", "type": "xstate.send", "id": "" },
+        { "type": "xstate.assign", "assignment": { "step": 2, "address": { "city": "Lyon" }, "limits": { "max": 3 } } },
+        { "type": "xstate.assign" },
+        { "type": "xstate.choose", "conds": [{ "cond": "ok", "actions": "go" }] },
+        { "type": "xstate.sendTo", "to": "kid", "event": { "type": "PING" } },
+        { "type": "xstate.sendTo", "event": { "type": "PING" } },
+        { "type": "xstate.emit", "event": { "type": "receiptReady", "format": "pdf" } },
+        { "type": "xstate.raise", "event": { "type": "CHECK", "level": { "var": "x" } } }
+    ]);
+    let config = json!({ "id": "acts", "initial": "a", "states": { "a": { "on": { "GO": { "target": "b", "actions": actions } } }, "b": {} } });
+    let out = xstate::import(&config).unwrap();
+    let got = &out.definition["states"]["a"]["on"]["GO"]["actions"];
+    let at = |i: usize| format!("states.a.on.GO.actions[{i}]");
+    assert_eq!(
+        got,
+        &json!([
+            { "raise": { "type": "VALIDATE", "payload": { "strict": true } } },
+            { "effect": { "type": "xstate.send" } },
+            { "raise": { "type": "NEXT" } },
+            { "effect": { "type": "xstate.send", "payload": { "to": "#_parent", "event": { "type": "DONE", "n": 1 } } } },
+            { "effect": { "type": "xstate.send" } },
+            { "assign": { "step": 2, "address": { "city": "Lyon" } } },
+            { "effect": { "type": "xstate.assign" } },
+            { "effect": { "type": "xstate.choose" } },
+            { "effect": { "type": "xstate.sendTo", "payload": { "to": "kid", "event": { "type": "PING" } } } },
+            { "effect": { "type": "xstate.sendTo" } },
+            { "effect": { "type": "receiptReady", "payload": { "format": "pdf" } } },
+            { "effect": { "type": "xstate.raise" } }
+        ])
+    );
+    let severity = |site: &str| out.diagnostics.iter().find(|d| d.site.as_deref() == Some(site)).map(|d| d.severity);
+    assert_eq!(severity(&at(0)), Some(Severity::Info));
+    assert!(message(&out, &at(0)).contains("`xstate.send` of \"VALIDATE\" to the machine itself is read as a raise"));
+    assert!(message(&out, &at(0)).contains("respond"), "the lost `to` of respond reads the same");
+    assert!(message(&out, &at(1)).contains("delayed send"));
+    assert!(message(&out, &at(3)).contains("the machine's parent (sendParent)"));
+    assert!(message(&out, &at(4)).contains("forwardTo"));
+    assert!(message(&out, &at(5)).contains("assign of step, address"));
+    assert!(message(&out, &format!("{}.assignment.limits", at(5))).contains("would read as a JSONLogic expression"));
+    assert!(message(&out, &at(6)).contains("computes the context with a function"));
+    assert!(message(&out, &at(7)).contains("picks its actions"));
+    assert!(message(&out, &at(9)).contains("computed by a function"));
+    assert_eq!(severity(&at(10)), Some(Severity::Info));
+    assert!(message(&out, &at(11)).contains("would read as a JSONLogic expression"));
+
+    // Run: the send to itself is handled within the same event, the assign sets the context.
+    let config = json!({ "id": "acts", "initial": "a", "context": { "step": 1 }, "states": {
+        "a": { "on": { "GO": { "target": "b", "actions": [
+            { "type": "xstate.send", "event": { "type": "VALIDATE" }, "id": "VALIDATE" },
+            { "type": "xstate.assign", "assignment": { "step": 2 } }
+        ] } } },
+        "b": { "on": { "VALIDATE": "c" } }, "c": {} } });
+    let m = Machine::from_value(xstate::import(&config).unwrap().definition).unwrap();
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "GO" }), 0);
+    assert_eq!(o.state, json!("c"));
+    assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["step"], 2);
+}
+
+#[test]
+fn done_data_of_a_final_state_is_carried_by_its_parents_done_event() {
+    let config = json!({
+        "id": "pay", "initial": "charging",
+        "states": {
+            "charging": {
+                "initial": "card",
+                "states": {
+                    "card": { "on": { "OK": "charged", "NO": "declined" } },
+                    "charged": { "type": "final", "output": { "status": "charged", "via": "card" } },
+                    "declined": { "type": "final", "data": { "status": "declined" } },
+                    "other": { "type": "final", "output": { "var": "x" } }
+                },
+                "onDone": { "target": "closed", "actions": [{ "assign": { "result": { "var": "event.payload.output" } } }] }
+            },
+            "closed": { "type": "final", "output": { "ok": true } }
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let states = &out.definition["states"]["charging"]["states"];
+    assert_eq!(states["charged"]["output"], json!({ "status": "charged", "via": "card" }));
+    assert_eq!(states["declined"]["output"], json!({ "status": "declined" }), "XState 4's data");
+    assert!(message(&out, "states.charging.states.declined.data").contains("event.payload.output"));
+    assert!(states["other"].get("output").is_none());
+    assert!(message(&out, "states.charging.states.other.output").contains("would read as a JSONLogic expression"));
+    assert!(out.definition["states"]["closed"].get("output").is_none());
+
+    let m = Machine::from_value(out.definition).unwrap();
+    for (ev, result) in [("OK", json!({ "status": "charged", "via": "card" })), ("NO", json!({ "status": "declined" }))] {
+        let o = m.reduce(None, &json!({ "id": "e1", "type": ev }), 0);
+        assert_eq!(o.state, json!("closed"));
+        assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["result"], result, "{ev}");
+    }
 }
