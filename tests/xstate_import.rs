@@ -493,3 +493,180 @@ fn done_data_of_a_final_state_is_carried_by_its_parents_done_event() {
         assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["result"], result, "{ev}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// The corpus: machines written as XState users write them (tests/xstate/*.mjs,
+// their JSON forms written by tests/xstate/make.mjs), each with its expected
+// import report. `IDEM_BLESS=1 cargo test --test xstate_import` writes the
+// reports again after a deliberate change.
+
+const CORPUS: &[&str] = &["auth-flow", "checkout-v4", "fetch-retry", "media-player"];
+
+fn corpus_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xstate")
+}
+
+fn corpus(name: &str) -> Imported {
+    let text = std::fs::read_to_string(corpus_dir().join(format!("{name}.json"))).unwrap();
+    xstate::import_json(&text).unwrap_or_else(|e| panic!("{name}: {e:?}"))
+}
+
+/// What a user reads of an import: the counts, and each diagnostic by severity and site.
+fn report(out: &Imported) -> Value {
+    let diagnostics: Vec<String> = out
+        .diagnostics
+        .iter()
+        .map(|d| format!("{} at {}: {}", json!(d.severity).as_str().unwrap_or("?"), d.site.as_deref().unwrap_or(""), d.message))
+        .collect();
+    json!({
+        "states": out.kept.states,
+        "transitions": out.kept.transitions,
+        "transitionsKept": out.kept.transitions_kept,
+        "diagnostics": diagnostics,
+    })
+}
+
+#[test]
+fn the_corpus_is_imported_whole_or_nearly_as_its_expected_reports_say() {
+    let bless = std::env::var_os("IDEM_BLESS").is_some_and(|v| v == "1");
+    let mut on_disk: Vec<String> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .filter_map(|f| f.unwrap().file_name().into_string().ok())
+        .filter_map(|f| f.strip_suffix(".mjs").map(str::to_string))
+        .filter(|f| f != "make")
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, CORPUS, "every machine of tests/xstate/ is checked here");
+    let mut total = (0, 0);
+    for name in CORPUS {
+        let out = corpus(name);
+        let got = report(&out);
+        let path = corpus_dir().join(format!("{name}.expected.json"));
+        if bless {
+            std::fs::write(&path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
+        } else {
+            let want: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            assert_eq!(got, want, "{name}: the import differs from tests/xstate/{name}.expected.json");
+        }
+        let k = out.kept;
+        println!("{name}: {} states, {} of {} transitions kept", k.states, k.transitions_kept, k.transitions);
+        assert!(k.transitions_kept * 10 >= k.transitions * 9, "{name}: under 90 % of its transitions kept: {k:?}");
+        total = (total.0 + k.transitions, total.1 + k.transitions_kept);
+        // What was imported is a machine the engine loads and the analysis explores.
+        let m = Machine::from_value(out.definition).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let findings = idem::analyze::analyze(&m);
+        assert!(!findings.is_empty(), "{name}: the analysis reports on every machine");
+    }
+    println!("corpus: {} of {} transitions kept", total.1, total.0);
+}
+
+impl Process {
+    /// The dispatcher's part for the one due attempt of an effect of type `ty`:
+    /// claim it (its `started` report), perform it, report the result under the
+    /// id `due` gives. Returns the result report, to deliver again, and its outcome.
+    fn perform(&mut self, ty: &str, result: Value) -> (Value, Outcome) {
+        let due = idem::outbox::due(&self.m, self.snapshot.as_deref().unwrap(), self.now).unwrap();
+        let attempts: Vec<&Value> = due.iter().filter(|d| d["kind"] == "attempt" && d["type"] == ty).collect();
+        assert_eq!(attempts.len(), 1, "one attempt of {ty} due: {due:?}");
+        let item = attempts[0].clone();
+        assert_eq!(self.send(item["started"].clone()).status, Status::Applied, "the attempt is claimed");
+        let report = json!({
+            "id": item["resultId"], "type": "idem.effect.succeeded",
+            "payload": { "key": item["key"], "attempt": item["attempt"], "result": result }
+        });
+        let o = self.send(report.clone());
+        (report, o)
+    }
+}
+
+#[test]
+fn the_fetch_machine_runs_its_invoked_fetch_as_an_effect() {
+    let out = corpus("fetch-retry");
+    let mut p = Process::new(&out, "user-7");
+    let o = p.send(json!({ "id": "e1", "type": "FETCH", "payload": { "userId": 7 } }));
+    assert_eq!(o.state, json!("loading"));
+    assert_eq!(effects(&o), vec![("fetchUser".into(), "user-7/e1:0".into(), json!({}))], "the input was a function, lost in JSON");
+    let timers = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["timers"].clone();
+    assert_eq!(timers[0]["dueAt"], p.now + 15_000, "loading times out: {timers}");
+    // The dispatcher performs the fetch; its completion takes onDone.
+    let (report, done) = p.perform("fetchUser", json!({ "id": 7, "name": "Ada" }));
+    assert_eq!((done.status, &done.state), (Status::Applied, &json!("success")));
+    let view = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!((&view["context"]["retries"], &view["context"]["error"]), (&json!(0), &Value::Null), "the literal assigns ran");
+    // The completion delivered again is a duplicate: the machine does not move, nothing runs twice.
+    let again = p.send(report);
+    assert_eq!((again.status, again.effects.len(), &again.state), (Status::Duplicate, 0, &json!("success")));
+    // A refresh invokes again, under the id of the event that entered loading.
+    let o = p.event("e2", "REFRESH");
+    assert_eq!(effects(&o)[0].1, "user-7/e2:0");
+    // The fetch fails for good: neither named guard holds for the outbox's failure event, so onError's last.
+    let key = o.effects[0].key.clone();
+    p.started(&key);
+    let failed = p.failed(&key);
+    assert_eq!((failed.status, &failed.state), (Status::Applied, &json!("failure")));
+    let types: Vec<String> = effects(&failed).into_iter().map(|e| e.0).collect();
+    assert_eq!(types, vec!["reportError", "xstate.assign"], "the named action and the assign lost in JSON, as opaque effects");
+    // Retried, and cancelled before the fetch answers: its late completion is ignored.
+    assert_eq!(p.event("e3", "RETRY").state, json!("loading"));
+    assert_eq!(p.event("e4", "CANCEL").state, json!("idle"));
+    let late = p.succeeded("user-7/e3:0", json!({}));
+    assert_eq!((&late.state, late.effects.len()), (&json!("idle"), 0));
+    // Left waiting, loading times out by its delayed transition.
+    p.send(json!({ "id": "e5", "type": "FETCH", "payload": { "userId": 7 } }));
+    let timeout = p.fire_timer();
+    assert_eq!(timeout.state, json!("failure"));
+    assert_eq!(idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["context"]["error"], "timeout");
+}
+
+#[test]
+fn the_parallel_media_player_loads_a_track_as_an_effect_while_its_other_regions_move() {
+    let out = corpus("media-player");
+    let state = |playback: Value, volume: &str, fullscreen: &str| json!({ "playback": playback, "volume": volume, "fullscreen": fullscreen });
+    let mut p = Process::new(&out, "tv-1");
+    let o = p.send(json!({ "id": "e1", "type": "LOAD", "payload": { "trackId": "t-1" } }));
+    assert_eq!(o.state, state(json!("loading"), "unmuted", "off"));
+    assert_eq!(effects(&o)[0].0, "loadTrack");
+    // Fullscreen is only for a ready track (stateIn); the volume region moves meanwhile.
+    assert_eq!(p.event("e2", "ENTER_FULLSCREEN").status, Status::Ignored);
+    assert_eq!(p.event("e3", "MUTE").state, state(json!("loading"), "muted", "off"));
+    // The track loads: the completion moves playback on, and only playback.
+    let (report, loaded) = p.perform("loadTrack", json!({ "url": "https://cdn.example/t-1.mp3", "duration": 180 }));
+    assert_eq!((loaded.status, &loaded.state), (Status::Applied, &state(json!({ "ready": "paused" }), "muted", "off")));
+    let again = p.send(report);
+    assert_eq!((again.status, again.effects.len(), &again.state), (Status::Duplicate, 0, &state(json!({ "ready": "paused" }), "muted", "off")));
+    assert_eq!(p.event("e4", "ENTER_FULLSCREEN").state, state(json!({ "ready": "paused" }), "muted", "on"));
+    // Playing, buffering, and back to where it was by the history state.
+    let o = p.event("e5", "PLAY");
+    assert_eq!(effects(&o)[0].0, "startAudio");
+    let o = p.event("e6", "WAITING");
+    assert_eq!((&o.state, effects(&o)[0].0.as_str()), (&state(json!("buffering"), "muted", "on"), "stopAudio"));
+    assert_eq!(p.event("e7", "CAN_PLAY").state, state(json!({ "ready": "playing" }), "muted", "on"));
+    // STOP raises STOPPED, which leaves fullscreen within the same event.
+    assert_eq!(p.event("e8", "STOP").state, state(json!("idle"), "muted", "off"));
+    // A second LOAD while loading starts again: the first load's completion is stale and ignored.
+    p.send(json!({ "id": "e9", "type": "LOAD", "payload": { "trackId": "t-2" } }));
+    let o = p.send(json!({ "id": "e10", "type": "LOAD", "payload": { "trackId": "t-3" } }));
+    assert_eq!(effects(&o)[0].1, "tv-1/e10:0");
+    for key in ["tv-1/e9:0", "tv-1/e10:0"] {
+        p.started(key);
+    }
+    let stale = p.succeeded("tv-1/e9:0", json!({}));
+    assert_eq!(stale.state, state(json!("loading"), "muted", "off"));
+    assert_eq!(p.succeeded("tv-1/e10:0", json!({})).state, state(json!({ "ready": "paused" }), "muted", "off"));
+}
+
+#[test]
+fn a_machine_that_invokes_on_start_waits_for_an_event_it_takes() {
+    // FIXME(issue 29): auth-flow starts in `checkingSession`, whose invoke is the
+    // only way on. A new idem process is written only once its first event is
+    // taken (or its initial step ends final), so the effect its initial step
+    // emits is dropped with the ignored event and the process never starts; the
+    // hazard analysis, which explores from what is written, stops there too.
+    // XState starts the invoke as the actor starts.
+    let out = corpus("auth-flow");
+    assert_eq!(out.definition["states"]["checkingSession"]["entry"][1], json!({ "effect": { "type": "checkSession" } }));
+    let mut p = Process::new(&out, "user-1");
+    let o = p.event("e1", "LOGIN");
+    assert_eq!((o.status, o.effects.len(), o.snapshot.is_none()), (Status::Ignored, 0, true), "as it is today");
+    assert_eq!(o.state, json!("checkingSession"));
+}

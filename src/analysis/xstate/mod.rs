@@ -151,7 +151,7 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// Keys XState allows that have no meaning for the analysis (types only).
+/// Keys XState allows that have no meaning for the analysis (types, and XState 4's action order).
 const TYPE_ONLY_KEYS: &[&str] = &["types", "schemas", "tsTypes", "predictableActionArguments", "preserveActionOrder"];
 
 impl Importer {
@@ -338,7 +338,12 @@ impl Importer {
                     out.insert(k.clone(), val.clone());
                 }
                 k if TYPE_ONLY_KEYS.contains(&k) => {
-                    self.diag(Severity::Info, spath, None, &p, format!("`{k}` only matters to TypeScript and is left out"), "");
+                    let why = if k.starts_with("predictable") || k.starts_with("preserve") {
+                        "asks XState 4 to run actions in the order they are written, as idem always does"
+                    } else {
+                        "only matters to TypeScript"
+                    };
+                    self.diag(Severity::Info, spath, None, &p, format!("`{k}` {why}; left out"), "");
                 }
                 other => {
                     if other == "onDone" {
