@@ -335,7 +335,8 @@ fn guard_combinators_become_jsonlogic_over_one_flag_per_guard() {
                 ] } },
                 "LOST": { "target": "b", "guard": { "type": "xstate.and" } },
                 "BAD": { "target": "b", "guard": { "type": "xstate.and", "guards": ["x", 7] } },
-                "TWO": { "target": "b", "guard": { "type": "xstate.not", "guards": ["x", "y"] } }
+                "TWO": { "target": "b", "guard": { "type": "xstate.not", "guards": ["x", "y"] } },
+                "ODD": { "target": "b", "guard": { "type": "xstate.boolean", "params": { "op": "xor" }, "children": [] } }
             } },
             "b": {}
         }
@@ -359,6 +360,7 @@ fn guard_combinators_become_jsonlogic_over_one_flag_per_guard() {
     assert!(on["LOST"].get("guard").is_none());
     assert!(message(&out, "states.a.on.BAD.guard").contains("guards[1] cannot be read"));
     assert!(message(&out, "states.a.on.TWO.guard.guards").contains("`xstate.not` needs `guards`, one guard"));
+    assert!(message(&out, "states.a.on.ODD.guard.params").contains("op \"xor\" is none of"));
 
     // The engine runs it: and/or/not over the flags the event carries.
     let m = Machine::from_value(out.definition).unwrap();
@@ -457,6 +459,46 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
     let o = m.reduce(None, &json!({ "id": "e1", "type": "GO" }), 0);
     assert_eq!(o.state, json!("c"));
     assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["step"], 2);
+}
+
+#[test]
+fn malformed_guards_actions_and_outputs_are_diagnosed_and_the_rest_still_loads() {
+    let junk = [json!(7), json!([]), json!({}), json!({ "type": 5 }), json!({ "guards": "x" }), json!({ "type": "xstate.and", "guards": {} })];
+    let actions = [
+        json!({ "type": "xstate.send", "to": 5, "event": { "type": "X" } }),
+        json!({ "type": "xstate.send", "event": "X" }),
+        json!({ "type": "xstate.send", "event": { "type": "" } }),
+        json!({ "type": "xstate.sendTo", "to": "", "event": { "type": "X" } }),
+        json!({ "type": "xstate.assign", "assignment": [1] }),
+        json!({ "type": "xstate.emit", "event": { "type": "E", "x": { "var": "y" } } }),
+        json!({ "type": "xstate.raise", "event": { "type": "R" }, "delay": "soon" }),
+    ];
+    let on: serde_json::Map<String, Value> = junk
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (format!("G{i}"), json!({ "target": "b", "guard": g, "in": 7, "actions": actions.to_vec() })))
+        .collect();
+    let config = json!({ "id": "j", "initial": "a", "states": {
+        "a": { "on": on },
+        "b": { "initial": "c", "states": { "c": { "type": "final", "output": { "if": [true, 1, 2] }, "data": [{ "var": "x" }] } } }
+    } });
+    let out = xstate::import(&config).unwrap();
+    assert!(out.diagnostics.iter().all(|d| d.code == "unrepresentable" && d.site.is_some()));
+    for i in 0..junk.len() {
+        for a in 0..actions.len() {
+            let site = format!("states.a.on.G{i}.actions[{a}]");
+            assert!(out.diagnostics.iter().any(|d| d.site.as_deref() == Some(site.as_str())), "{site} is diagnosed");
+        }
+    }
+    assert!(message(&out, "states.b.states.c.output").contains("would read as a JSONLogic expression"));
+    assert!(out.definition["states"]["b"]["states"]["c"].get("output").is_none());
+    assert!(message(&out, "states.a.on.G2.guard").contains("is read as JSONLogic, and this one is not"));
+    assert!(message(&out, "states.a.on.G0.in").contains("state guard"));
+    let no_guard = (0..junk.len()).all(|i| out.definition["states"]["a"]["on"][format!("G{i}")].get("guard").is_none());
+    assert!(no_guard, "each malformed guard is left out: {:#}", out.definition["states"]["a"]["on"]);
+    if let Err(e) = Machine::from_value(out.definition) {
+        panic!("{e:?}");
+    }
 }
 
 #[test]

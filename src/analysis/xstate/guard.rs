@@ -59,8 +59,17 @@ impl Importer {
                     }
                     (t.clone(), false)
                 }
-                // A JSONLogic expression: idem's own guard language.
-                None => return Some(v.clone()),
+                // A JSONLogic expression: idem's own guard language, taken as it is if it is one.
+                None => {
+                    return match crate::expr::Exprs::default().compile_guard(v, path) {
+                        Ok(_) => Some(v.clone()),
+                        Err(e) => {
+                            let message = format!("a guard object without `type` is read as JSONLogic, and this one is not: {}; guard left out", e.message);
+                            self.diag(Severity::Warning, spath, event, path, message, "");
+                            None
+                        }
+                    };
+                }
                 Some(_) => {
                     self.diag(Severity::Warning, spath, event, path, "a guard type must be a string; guard left out".into(), "");
                     return None;
@@ -109,20 +118,15 @@ impl Importer {
                     spath,
                     event,
                     &kp,
-                    format!("guard `{ty}` needs `{key}`, {why} (lost when the combinator is a function written out by a plain JSON.stringify); guard left out"),
+                    format!("guard `{ty}` needs `{key}`, {why} (lost when only the function's name is written out); guard left out"),
                     "Write out the combinator's members (tests/xstate/make.mjs shows a replacer that does), or write the guard as JSONLogic.",
                 );
                 return Some(None);
             }
             _ => {
-                self.diag(
-                    Severity::Warning,
-                    spath,
-                    event,
-                    &join(path, "params"),
-                    format!("guard `xstate.boolean` with op {} is none of \"and\", \"or\", \"not\"; guard left out", o.get("params").and_then(|p| p.get("op")).unwrap_or(&Value::Null)),
-                    "",
-                );
+                let op = o.get("params").and_then(|p| p.get("op")).unwrap_or(&Value::Null);
+                let message = format!("guard `xstate.boolean` with op {op} is none of \"and\", \"or\", \"not\"; guard left out");
+                self.diag(Severity::Warning, spath, event, &join(path, "params"), message, "");
                 return Some(None);
             }
         };
