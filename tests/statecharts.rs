@@ -149,3 +149,62 @@ fn a_process_whose_initial_step_ends_final_is_stored_done_and_its_first_event_is
     let later = m.reduce_in("f-1", Some(&s), &json!({ "id": "e2", "type": "GO" }), T0 + 2);
     assert_eq!((later.status, later.snapshot.is_none()), (Status::Ignored, true));
 }
+
+#[test]
+fn a_final_states_output_is_its_done_events_payload_computed_on_entry() {
+    // XState 5's done data: `output` of a final state, evaluated after its entry
+    // actions over the context and the event that entered it; the parent's done
+    // event carries it (`event.output` in XState, `event.payload.output` here).
+    let m = machine(json!({
+        "id": "d", "initial": "work", "context": { "tries": 0 },
+        "states": {
+            "work": {
+                "initial": "charging",
+                "onDone": { "target": "closed", "actions": [{ "assign": { "receipt": { "var": "event.payload" } } }] },
+                "states": {
+                    "charging": { "on": {
+                        "CHARGED": "paid",
+                        "DECLINED": "refused" } },
+                    "paid": {
+                        "type": "final",
+                        "entry": [{ "assign": { "tries": { "+": [{ "var": "context.tries" }, 1] } } }],
+                        "output": { "amount": { "var": "event.payload.amount" }, "tries": { "var": "context.tries" }, "by": "card" } },
+                    "refused": { "type": "final" } } },
+            "closed": {} }
+    }));
+    let o = m.reduce_in("d-1", None, &json!({ "id": "e1", "type": "CHARGED", "payload": { "amount": 40 } }), T0);
+    assert_eq!((o.status, &o.state), (Status::Applied, &json!("closed")));
+    let view = idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!(view["context"]["receipt"], json!({ "output": { "amount": 40, "tries": 1, "by": "card" } }), "after the entry action");
+    // A final state without output: the done event's payload is empty.
+    let o = m.reduce_in("d-2", None, &json!({ "id": "e1", "type": "DECLINED" }), T0);
+    let view = idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!(view["context"]["receipt"], json!({}));
+    // An output that fails to evaluate fails the event, as an assign would: nothing is written.
+    let failing = machine(json!({
+        "id": "d", "initial": "w",
+        "states": { "w": { "initial": "a", "onDone": "z", "states": {
+            "a": { "on": { "GO": "b" } },
+            "b": { "type": "final", "output": { "/": [1, 0] } } } }, "z": {} }
+    }));
+    let o = failing.reduce_in("d-3", None, &json!({ "id": "e1", "type": "GO" }), T0);
+    assert_eq!((o.status, o.error.as_ref().map(|e| e.code)), (Status::Rejected, Some(Code::ExpressionFailed)));
+    assert!(o.snapshot.is_none());
+}
+
+#[test]
+fn output_is_refused_where_no_done_event_would_carry_it() {
+    let refused = |def: Value, path: &str| {
+        let e = Machine::from_value(def).unwrap_err();
+        assert_eq!((e.code, e.path.as_deref()), (Code::InvalidDefinition, Some(path)), "{e}");
+    };
+    // On a state that is not final.
+    refused(
+        json!({ "id": "o", "initial": "w", "states": { "w": { "initial": "a", "states": { "a": { "output": 1 } } } } }),
+        "states.w.states.a.output",
+    );
+    // On a final state of the machine: it ends the process.
+    refused(json!({ "id": "o", "initial": "a", "states": { "a": { "type": "final", "output": 1 } } }), "states.a.output");
+    // On the machine itself (XState's machine output is not an idem key).
+    refused(json!({ "id": "o", "initial": "a", "output": 1, "states": { "a": {} } }), "output");
+}

@@ -106,7 +106,9 @@ fn an_invoked_service_is_an_effect_whose_completion_moves_the_machine() {
     );
     assert_eq!(def["states"]["paying"]["on"]["chargeCard.succeeded"]["target"], "confirming");
     assert_eq!(def["states"]["paying"]["on"]["chargeCard.failed"].as_array().unwrap().len(), 2);
-    assert_eq!(def["states"]["done"]["entry"], json!([{ "assign": { "$output:checkoutFlow": { "status": "ordered" } } }]));
+    // A final state of the machine ends the process: no done event carries its output.
+    assert_eq!(def["states"]["done"], json!({ "type": "final" }));
+    assert!(message(&out, "states.done.output").contains("carried by no done event"));
     assert!(def["states"]["receipt"].get("entry").is_none(), "inline actor logic is not an effect");
 
     let mut p = Process::new(&out, "order-1");
@@ -126,12 +128,11 @@ fn an_invoked_service_is_an_effect_whose_completion_moves_the_machine() {
     p.started(&create);
     let o = p.succeeded(&create, json!({}));
     assert_eq!(o.state, json!("receipt"));
-    // The delayed transition still leads on; the final state records its output for the parent.
+    // The delayed transition still leads on, to the end of the process.
     let entered = p.now;
     assert_eq!(p.fire_timer().state, json!("done"));
     assert_eq!(p.now, entered + 2_000, "fired when due");
-    let view = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap();
-    assert_eq!(view["context"]["$output:checkoutFlow"], json!({ "status": "ordered" }));
+    assert_eq!(idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["done"], true);
 }
 
 #[test]
@@ -308,4 +309,406 @@ fn the_import_counts_the_transitions_it_kept() {
         total = (total.0 + transitions, total.1 + kept);
     }
     println!("all: {} of {} transitions kept", total.1, total.0);
+}
+
+/// The flag a named or inline guard became, as the event carries it.
+fn flag(name: &str) -> Value {
+    json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] })
+}
+
+#[test]
+fn guard_combinators_become_jsonlogic_over_one_flag_per_guard() {
+    // `and(["isPaid", or([not("isBlocked"), inline]), stateIn("#g.b")])`, written out as
+    // tests/xstate/make.mjs writes XState 5's functions; then XState 5 beta's plain objects.
+    let config = json!({
+        "id": "g", "initial": "a",
+        "states": {
+            "a": { "on": {
+                "GO": { "target": "b", "guard": { "type": "xstate.and", "guards": [
+                    "isPaid",
+                    { "type": "xstate.or", "guards": [{ "type": "xstate.not", "guards": ["isBlocked"] }, null] },
+                    { "type": "xstate.stateIn", "stateValue": "#g.a" }
+                ] } },
+                "BETA": { "target": "b", "guard": { "type": "xstate.boolean", "params": { "op": "or" }, "children": [
+                    { "type": "isPaid" },
+                    { "type": "xstate.guard:in", "params": { "stateValue": "b" } }
+                ] } },
+                "LOST": { "target": "b", "guard": { "type": "xstate.and" } },
+                "BAD": { "target": "b", "guard": { "type": "xstate.and", "guards": ["x", 7] } },
+                "TWO": { "target": "b", "guard": { "type": "xstate.not", "guards": ["x", "y"] } },
+                "ODD": { "target": "b", "guard": { "type": "xstate.boolean", "params": { "op": "xor" }, "children": [] } }
+            } },
+            "b": {}
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let on = &out.definition["states"]["a"]["on"];
+    assert_eq!(
+        on["GO"]["guard"],
+        json!({ "and": [
+            flag("isPaid"),
+            { "or": [{ "!": [flag("isBlocked")] }, flag("inline:states/a/on/GO/guard/guards[1]/guards[1]")] },
+            { "in_state": "#g.a" }
+        ] })
+    );
+    assert_eq!(on["BETA"]["guard"], json!({ "or": [flag("isPaid"), { "in_state": "#g.b" }] }));
+    // Each leaf is diagnosed where it stands, as a flag of its own.
+    assert!(message(&out, "states.a.on.GO.guard.guards[0]").contains("guard `isPaid`"));
+    assert!(message(&out, "states.a.on.GO.guard.guards[1].guards[0].guards[0]").contains("guard `isBlocked`"));
+    // A combinator whose guards are lost, or one that cannot be read whole, is left out by name.
+    assert!(message(&out, "states.a.on.LOST.guard.guards").contains("`xstate.and` needs `guards`"));
+    assert!(on["LOST"].get("guard").is_none());
+    assert!(message(&out, "states.a.on.BAD.guard").contains("guards[1] cannot be read"));
+    assert!(message(&out, "states.a.on.TWO.guard.guards").contains("`xstate.not` needs `guards`, one guard"));
+    assert!(message(&out, "states.a.on.ODD.guard.params").contains("op \"xor\" is none of"));
+
+    // The engine runs it: and/or/not over the flags the event carries.
+    let m = Machine::from_value(out.definition).unwrap();
+    let go = |flags: Value| m.reduce(None, &json!({ "id": "e1", "type": "GO", "payload": { "$guard": flags } }), 0).state;
+    assert_eq!(go(json!({ "isPaid": true })), json!("b"), "paid, not blocked");
+    assert_eq!(go(json!({ "isPaid": true, "isBlocked": true })), json!("a"), "blocked, and the inline guard false");
+    assert_eq!(go(json!({ "isPaid": true, "isBlocked": true, "inline:states/a/on/GO/guard/guards[1]/guards[1]": true })), json!("b"));
+    assert_eq!(go(json!({})), json!("a"), "not paid");
+}
+
+#[test]
+fn xstate_v4_in_and_guard_parameters_are_read() {
+    let config = json!({
+        "id": "v4", "type": "parallel",
+        "states": {
+            "payment": { "initial": "unpaid", "states": { "unpaid": { "on": { "PAY": "paid" } }, "paid": {} } },
+            "shipping": { "initial": "packed", "states": {
+                "packed": { "on": { "SHIP": { "target": "shipped", "in": "#v4.payment.paid", "cond": { "type": "withinHours", "max": 24 } } } },
+                "shipped": {} } }
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let ship = &out.definition["states"]["shipping"]["states"]["packed"]["on"]["SHIP"];
+    assert_eq!(ship["guard"], json!({ "and": [{ "in_state": "#v4.payment.paid" }, flag("withinHours")] }));
+    assert!(message(&out, "states.shipping.states.packed.on.SHIP.in").contains("state guard"));
+    assert!(message(&out, "states.shipping.states.packed.on.SHIP.cond.max").contains("parameters (XState 4)"));
+    let m = Machine::from_value(out.definition).unwrap();
+    let ship = json!({ "id": "e2", "type": "SHIP", "payload": { "$guard": { "withinHours": true } } });
+    assert_eq!(m.reduce(None, &ship, 0).status, Status::Ignored, "not paid yet");
+    let paid = m.reduce(None, &json!({ "id": "e1", "type": "PAY" }), 0);
+    let shipped = m.reduce(paid.snapshot.as_deref(), &ship, 1);
+    assert_eq!(shipped.state, json!({ "payment": "paid", "shipping": "shipped" }));
+}
+
+#[test]
+fn xstate_action_objects_with_a_json_form_are_read_as_data() {
+    // As XState 4.38's creators write them (tests/xstate/checkout-v4.mjs), and XState 5's written out.
+    let actions = json!([
+        { "type": "xstate.send", "event": { "type": "VALIDATE", "strict": true }, "id": "VALIDATE" },
+        { "type": "xstate.send", "event": { "type": "TICK" }, "delay": 1000, "id": "TICK" },
+        { "to": "#_internal", "type": "xstate.send", "event": { "type": "NEXT" }, "id": "NEXT" },
+        { "to": "#_parent", "type": "xstate.send", "event": { "type": "DONE", "n": 1 }, "id": "DONE" },
+        { "to": "mailer", "type": "xstate.send", "id": "" },
+        { "type": "xstate.assign", "assignment": { "step": 2, "address": { "city": "Lyon" }, "limits": { "max": 3 } } },
+        { "type": "xstate.assign" },
+        { "type": "xstate.choose", "conds": [{ "cond": "ok", "actions": "go" }] },
+        { "type": "xstate.sendTo", "to": "kid", "event": { "type": "PING" } },
+        { "type": "xstate.sendTo", "event": { "type": "PING" } },
+        { "type": "xstate.emit", "event": { "type": "receiptReady", "format": "pdf" } },
+        { "type": "xstate.raise", "event": { "type": "CHECK", "level": { "var": "x" } } }
+    ]);
+    let config = json!({ "id": "acts", "initial": "a", "states": { "a": { "on": { "GO": { "target": "b", "actions": actions } } }, "b": {} } });
+    let out = xstate::import(&config).unwrap();
+    let got = &out.definition["states"]["a"]["on"]["GO"]["actions"];
+    let at = |i: usize| format!("states.a.on.GO.actions[{i}]");
+    assert_eq!(
+        got,
+        &json!([
+            { "raise": { "type": "VALIDATE", "payload": { "strict": true } } },
+            { "effect": { "type": "xstate.send" } },
+            { "raise": { "type": "NEXT" } },
+            { "effect": { "type": "xstate.send", "payload": { "to": "#_parent", "event": { "type": "DONE", "n": 1 } } } },
+            { "effect": { "type": "xstate.send" } },
+            { "assign": { "step": 2, "address": { "city": "Lyon" } } },
+            { "effect": { "type": "xstate.assign" } },
+            { "effect": { "type": "xstate.choose" } },
+            { "effect": { "type": "xstate.sendTo", "payload": { "to": "kid", "event": { "type": "PING" } } } },
+            { "effect": { "type": "xstate.sendTo" } },
+            { "effect": { "type": "receiptReady", "payload": { "format": "pdf" } } },
+            { "effect": { "type": "xstate.raise" } }
+        ])
+    );
+    let severity = |site: &str| out.diagnostics.iter().find(|d| d.site.as_deref() == Some(site)).map(|d| d.severity);
+    assert_eq!(severity(&at(0)), Some(Severity::Info));
+    assert!(message(&out, &at(0)).contains("`xstate.send` of \"VALIDATE\" to the machine itself is read as a raise"));
+    assert!(message(&out, &at(0)).contains("respond"), "the lost `to` of respond reads the same");
+    assert!(message(&out, &at(1)).contains("delayed send"));
+    assert!(message(&out, &at(3)).contains("the machine's parent (sendParent)"));
+    assert!(message(&out, &at(4)).contains("forwardTo"));
+    assert!(message(&out, &at(5)).contains("assign of step, address"));
+    assert!(message(&out, &format!("{}.assignment.limits", at(5))).contains("would read as a JSONLogic expression"));
+    assert!(message(&out, &at(6)).contains("computes the context with a function"));
+    assert!(message(&out, &at(7)).contains("picks its actions"));
+    assert!(message(&out, &at(9)).contains("computed by a function"));
+    assert_eq!(severity(&at(10)), Some(Severity::Info));
+    assert!(message(&out, &at(11)).contains("would read as a JSONLogic expression"));
+
+    // Run: the send to itself is handled within the same event, the assign sets the context.
+    let config = json!({ "id": "acts", "initial": "a", "context": { "step": 1 }, "states": {
+        "a": { "on": { "GO": { "target": "b", "actions": [
+            { "type": "xstate.send", "event": { "type": "VALIDATE" }, "id": "VALIDATE" },
+            { "type": "xstate.assign", "assignment": { "step": 2 } }
+        ] } } },
+        "b": { "on": { "VALIDATE": "c" } }, "c": {} } });
+    let m = Machine::from_value(xstate::import(&config).unwrap().definition).unwrap();
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "GO" }), 0);
+    assert_eq!(o.state, json!("c"));
+    assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["step"], 2);
+}
+
+#[test]
+fn malformed_guards_actions_and_outputs_are_diagnosed_and_the_rest_still_loads() {
+    let junk = [json!(7), json!([]), json!({}), json!({ "type": 5 }), json!({ "guards": "x" }), json!({ "type": "xstate.and", "guards": {} })];
+    let actions = [
+        json!({ "type": "xstate.send", "to": 5, "event": { "type": "X" } }),
+        json!({ "type": "xstate.send", "event": "X" }),
+        json!({ "type": "xstate.send", "event": { "type": "" } }),
+        json!({ "type": "xstate.sendTo", "to": "", "event": { "type": "X" } }),
+        json!({ "type": "xstate.assign", "assignment": [1] }),
+        json!({ "type": "xstate.emit", "event": { "type": "E", "x": { "var": "y" } } }),
+        json!({ "type": "xstate.raise", "event": { "type": "R" }, "delay": "soon" }),
+    ];
+    let on: serde_json::Map<String, Value> = junk
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (format!("G{i}"), json!({ "target": "b", "guard": g, "in": 7, "actions": actions.to_vec() })))
+        .collect();
+    let config = json!({ "id": "j", "initial": "a", "states": {
+        "a": { "on": on },
+        "b": { "initial": "c", "states": { "c": { "type": "final", "output": { "if": [true, 1, 2] }, "data": [{ "var": "x" }] } } }
+    } });
+    let out = xstate::import(&config).unwrap();
+    assert!(out.diagnostics.iter().all(|d| d.code == "unrepresentable" && d.site.is_some()));
+    for i in 0..junk.len() {
+        for a in 0..actions.len() {
+            let site = format!("states.a.on.G{i}.actions[{a}]");
+            assert!(out.diagnostics.iter().any(|d| d.site.as_deref() == Some(site.as_str())), "{site} is diagnosed");
+        }
+    }
+    assert!(message(&out, "states.b.states.c.output").contains("would read as a JSONLogic expression"));
+    assert!(out.definition["states"]["b"]["states"]["c"].get("output").is_none());
+    assert!(message(&out, "states.a.on.G2.guard").contains("is read as JSONLogic, and this one is not"));
+    assert!(message(&out, "states.a.on.G0.in").contains("state guard"));
+    let no_guard = (0..junk.len()).all(|i| out.definition["states"]["a"]["on"][format!("G{i}")].get("guard").is_none());
+    assert!(no_guard, "each malformed guard is left out: {:#}", out.definition["states"]["a"]["on"]);
+    if let Err(e) = Machine::from_value(out.definition) {
+        panic!("{e:?}");
+    }
+}
+
+#[test]
+fn done_data_of_a_final_state_is_carried_by_its_parents_done_event() {
+    let config = json!({
+        "id": "pay", "initial": "charging",
+        "states": {
+            "charging": {
+                "initial": "card",
+                "states": {
+                    "card": { "on": { "OK": "charged", "NO": "declined" } },
+                    "charged": { "type": "final", "output": { "status": "charged", "via": "card" } },
+                    "declined": { "type": "final", "data": { "status": "declined" } },
+                    "other": { "type": "final", "output": { "var": "x" } }
+                },
+                "onDone": { "target": "closed", "actions": [{ "assign": { "result": { "var": "event.payload.output" } } }] }
+            },
+            "closed": { "type": "final", "output": { "ok": true } }
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let states = &out.definition["states"]["charging"]["states"];
+    assert_eq!(states["charged"]["output"], json!({ "status": "charged", "via": "card" }));
+    assert_eq!(states["declined"]["output"], json!({ "status": "declined" }), "XState 4's data");
+    assert!(message(&out, "states.charging.states.declined.data").contains("event.payload.output"));
+    assert!(states["other"].get("output").is_none());
+    assert!(message(&out, "states.charging.states.other.output").contains("would read as a JSONLogic expression"));
+    assert!(out.definition["states"]["closed"].get("output").is_none());
+
+    let m = Machine::from_value(out.definition).unwrap();
+    for (ev, result) in [("OK", json!({ "status": "charged", "via": "card" })), ("NO", json!({ "status": "declined" }))] {
+        let o = m.reduce(None, &json!({ "id": "e1", "type": ev }), 0);
+        assert_eq!(o.state, json!("closed"));
+        assert_eq!(idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"]["result"], result, "{ev}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The corpus: machines written as XState users write them (tests/xstate/*.mjs,
+// their JSON forms written by tests/xstate/make.mjs), each with its expected
+// import report. `IDEM_BLESS=1 cargo test --test xstate_import` writes the
+// reports again after a deliberate change.
+
+const CORPUS: &[&str] = &["auth-flow", "checkout-v4", "fetch-retry", "media-player"];
+
+fn corpus_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xstate")
+}
+
+fn corpus(name: &str) -> Imported {
+    let text = std::fs::read_to_string(corpus_dir().join(format!("{name}.json"))).unwrap();
+    xstate::import_json(&text).unwrap_or_else(|e| panic!("{name}: {e:?}"))
+}
+
+/// What a user reads of an import: the counts, and each diagnostic by severity and site.
+fn report(out: &Imported) -> Value {
+    let diagnostics: Vec<String> = out
+        .diagnostics
+        .iter()
+        .map(|d| format!("{} at {}: {}", json!(d.severity).as_str().unwrap_or("?"), d.site.as_deref().unwrap_or(""), d.message))
+        .collect();
+    json!({
+        "states": out.kept.states,
+        "transitions": out.kept.transitions,
+        "transitionsKept": out.kept.transitions_kept,
+        "diagnostics": diagnostics,
+    })
+}
+
+#[test]
+fn the_corpus_is_imported_whole_or_nearly_as_its_expected_reports_say() {
+    let bless = std::env::var_os("IDEM_BLESS").is_some_and(|v| v == "1");
+    let mut on_disk: Vec<String> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .filter_map(|f| f.unwrap().file_name().into_string().ok())
+        .filter_map(|f| f.strip_suffix(".mjs").map(str::to_string))
+        .filter(|f| f != "make")
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, CORPUS, "every machine of tests/xstate/ is checked here");
+    let mut total = (0, 0);
+    for name in CORPUS {
+        let out = corpus(name);
+        let got = report(&out);
+        let path = corpus_dir().join(format!("{name}.expected.json"));
+        if bless {
+            std::fs::write(&path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
+        } else {
+            let want: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            assert_eq!(got, want, "{name}: the import differs from tests/xstate/{name}.expected.json");
+        }
+        let k = out.kept;
+        println!("{name}: {} states, {} of {} transitions kept", k.states, k.transitions_kept, k.transitions);
+        assert!(k.transitions_kept * 10 >= k.transitions * 9, "{name}: under 90 % of its transitions kept: {k:?}");
+        total = (total.0 + k.transitions, total.1 + k.transitions_kept);
+        // What was imported is a machine the engine loads and the analysis explores.
+        let m = Machine::from_value(out.definition).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let findings = idem::analyze::analyze(&m);
+        assert!(!findings.is_empty(), "{name}: the analysis reports on every machine");
+    }
+    println!("corpus: {} of {} transitions kept", total.1, total.0);
+}
+
+impl Process {
+    /// The dispatcher's part for the one due attempt of an effect of type `ty`:
+    /// claim it (its `started` report), perform it, report the result under the
+    /// id `due` gives. Returns the result report, to deliver again, and its outcome.
+    fn perform(&mut self, ty: &str, result: Value) -> (Value, Outcome) {
+        let due = idem::outbox::due(&self.m, self.snapshot.as_deref().unwrap(), self.now).unwrap();
+        let attempts: Vec<&Value> = due.iter().filter(|d| d["kind"] == "attempt" && d["type"] == ty).collect();
+        assert_eq!(attempts.len(), 1, "one attempt of {ty} due: {due:?}");
+        let item = attempts[0].clone();
+        assert_eq!(self.send(item["started"].clone()).status, Status::Applied, "the attempt is claimed");
+        let report = json!({
+            "id": item["resultId"], "type": "idem.effect.succeeded",
+            "payload": { "key": item["key"], "attempt": item["attempt"], "result": result }
+        });
+        let o = self.send(report.clone());
+        (report, o)
+    }
+}
+
+#[test]
+fn the_fetch_machine_runs_its_invoked_fetch_as_an_effect() {
+    let out = corpus("fetch-retry");
+    let mut p = Process::new(&out, "user-7");
+    let o = p.send(json!({ "id": "e1", "type": "FETCH", "payload": { "userId": 7 } }));
+    assert_eq!(o.state, json!("loading"));
+    assert_eq!(effects(&o), vec![("fetchUser".into(), "user-7/e1:0".into(), json!({}))], "the input was a function, lost in JSON");
+    let timers = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["timers"].clone();
+    assert_eq!(timers[0]["dueAt"], p.now + 15_000, "loading times out: {timers}");
+    // The dispatcher performs the fetch; its completion takes onDone.
+    let (report, done) = p.perform("fetchUser", json!({ "id": 7, "name": "Ada" }));
+    assert_eq!((done.status, &done.state), (Status::Applied, &json!("success")));
+    let view = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!((&view["context"]["retries"], &view["context"]["error"]), (&json!(0), &Value::Null), "the literal assigns ran");
+    // The completion delivered again is a duplicate: the machine does not move, nothing runs twice.
+    let again = p.send(report);
+    assert_eq!((again.status, again.effects.len(), &again.state), (Status::Duplicate, 0, &json!("success")));
+    // A refresh invokes again, under the id of the event that entered loading.
+    let o = p.event("e2", "REFRESH");
+    assert_eq!(effects(&o)[0].1, "user-7/e2:0");
+    // The fetch fails for good: neither named guard holds for the outbox's failure event, so onError's last.
+    let key = o.effects[0].key.clone();
+    p.started(&key);
+    let failed = p.failed(&key);
+    assert_eq!((failed.status, &failed.state), (Status::Applied, &json!("failure")));
+    let types: Vec<String> = effects(&failed).into_iter().map(|e| e.0).collect();
+    assert_eq!(types, vec!["reportError", "xstate.assign"], "the named action and the assign lost in JSON, as opaque effects");
+    // Retried, and cancelled before the fetch answers: its late completion is ignored.
+    assert_eq!(p.event("e3", "RETRY").state, json!("loading"));
+    assert_eq!(p.event("e4", "CANCEL").state, json!("idle"));
+    let late = p.succeeded("user-7/e3:0", json!({}));
+    assert_eq!((&late.state, late.effects.len()), (&json!("idle"), 0));
+    // Left waiting, loading times out by its delayed transition.
+    p.send(json!({ "id": "e5", "type": "FETCH", "payload": { "userId": 7 } }));
+    let timeout = p.fire_timer();
+    assert_eq!(timeout.state, json!("failure"));
+    assert_eq!(idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["context"]["error"], "timeout");
+}
+
+#[test]
+fn the_parallel_media_player_loads_a_track_as_an_effect_while_its_other_regions_move() {
+    let out = corpus("media-player");
+    let state = |playback: Value, volume: &str, fullscreen: &str| json!({ "playback": playback, "volume": volume, "fullscreen": fullscreen });
+    let mut p = Process::new(&out, "tv-1");
+    let o = p.send(json!({ "id": "e1", "type": "LOAD", "payload": { "trackId": "t-1" } }));
+    assert_eq!(o.state, state(json!("loading"), "unmuted", "off"));
+    assert_eq!(effects(&o)[0].0, "loadTrack");
+    // Fullscreen is only for a ready track (stateIn); the volume region moves meanwhile.
+    assert_eq!(p.event("e2", "ENTER_FULLSCREEN").status, Status::Ignored);
+    assert_eq!(p.event("e3", "MUTE").state, state(json!("loading"), "muted", "off"));
+    // The track loads: the completion moves playback on, and only playback.
+    let (report, loaded) = p.perform("loadTrack", json!({ "url": "https://cdn.example/t-1.mp3", "duration": 180 }));
+    assert_eq!((loaded.status, &loaded.state), (Status::Applied, &state(json!({ "ready": "paused" }), "muted", "off")));
+    let again = p.send(report);
+    assert_eq!((again.status, again.effects.len(), &again.state), (Status::Duplicate, 0, &state(json!({ "ready": "paused" }), "muted", "off")));
+    assert_eq!(p.event("e4", "ENTER_FULLSCREEN").state, state(json!({ "ready": "paused" }), "muted", "on"));
+    // Playing, buffering, and back to where it was by the history state.
+    let o = p.event("e5", "PLAY");
+    assert_eq!(effects(&o)[0].0, "startAudio");
+    let o = p.event("e6", "WAITING");
+    assert_eq!((&o.state, effects(&o)[0].0.as_str()), (&state(json!("buffering"), "muted", "on"), "stopAudio"));
+    assert_eq!(p.event("e7", "CAN_PLAY").state, state(json!({ "ready": "playing" }), "muted", "on"));
+    // STOP raises STOPPED, which leaves fullscreen within the same event.
+    assert_eq!(p.event("e8", "STOP").state, state(json!("idle"), "muted", "off"));
+    // A second LOAD while loading starts again: the first load's completion is stale and ignored.
+    p.send(json!({ "id": "e9", "type": "LOAD", "payload": { "trackId": "t-2" } }));
+    let o = p.send(json!({ "id": "e10", "type": "LOAD", "payload": { "trackId": "t-3" } }));
+    assert_eq!(effects(&o)[0].1, "tv-1/e10:0");
+    for key in ["tv-1/e9:0", "tv-1/e10:0"] {
+        p.started(key);
+    }
+    let stale = p.succeeded("tv-1/e9:0", json!({}));
+    assert_eq!(stale.state, state(json!("loading"), "muted", "off"));
+    assert_eq!(p.succeeded("tv-1/e10:0", json!({})).state, state(json!({ "ready": "paused" }), "muted", "off"));
+}
+
+#[test]
+fn a_machine_that_invokes_on_start_waits_for_an_event_it_takes() {
+    // FIXME(issue 29): auth-flow starts in `checkingSession`, whose invoke is the
+    // only way on. A new idem process is written only once its first event is
+    // taken (or its initial step ends final), so the effect its initial step
+    // emits is dropped with the ignored event and the process never starts; the
+    // hazard analysis, which explores from what is written, stops there too.
+    // XState starts the invoke as the actor starts.
+    let out = corpus("auth-flow");
+    assert_eq!(out.definition["states"]["checkingSession"]["entry"][1], json!({ "effect": { "type": "checkSession" } }));
+    let mut p = Process::new(&out, "user-1");
+    let o = p.event("e1", "LOGIN");
+    assert_eq!((o.status, o.effects.len(), o.snapshot.is_none()), (Status::Ignored, 0, true), "as it is today");
+    assert_eq!(o.state, json!("checkingSession"));
 }

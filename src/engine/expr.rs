@@ -114,6 +114,12 @@ fn op_of(name: &str) -> Option<(Op, OpFn)> {
     OPS.iter().find(|(n, ..)| *n == name).map(|&(_, op, f)| (op, f))
 }
 
+/// Whether an object with `name` as its one member is an operator (or
+/// `in_state`) rather than an object literal.
+pub fn is_operator(name: &str) -> bool {
+    name == IN_STATE || op_of(name).is_some()
+}
+
 #[derive(Debug, Clone)]
 enum Node {
     Lit(Value),

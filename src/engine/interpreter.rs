@@ -543,7 +543,8 @@ impl<'a> Run<'a> {
             }
             let Some(parent) = node.parent else { continue };
             if m.states[parent].kind == Kind::Compound {
-                self.internal.push_back(self.internal_event(format!("{DONE_EVENT_PREFIX}{}", m.states[parent].xstate_id), Value::Object(Map::new())));
+                let data = self.done_data(node, event)?;
+                self.internal.push_back(self.internal_event(format!("{DONE_EVENT_PREFIX}{}", m.states[parent].xstate_id), data));
             }
             let mut marker = if m.states[parent].kind == Kind::Parallel { Some(parent) } else { m.states[parent].parent };
             while let Some(a) = marker {
@@ -566,6 +567,16 @@ impl<'a> Run<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The payload of the done event a final state raises for its parent:
+    /// `{"output": ...}` when it declares an output (XState 5's `event.output`).
+    fn done_data(&self, node: &crate::machine::StateNode, event: &Event) -> Result<Value> {
+        let mut data = Map::new();
+        if let Some(e) = node.output {
+            data.insert("output".into(), self.m.exprs.eval(e, self.data(event))?);
+        }
+        Ok(Value::Object(data))
     }
 
     fn in_final_state(&self, s: StateIdx) -> bool {

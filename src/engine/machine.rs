@@ -66,6 +66,8 @@ pub struct StateNode {
     /// For a history state: its default targets, taken when nothing is recorded
     /// (empty: the parent's initial child, or the parent itself if parallel).
     pub history_default: Vec<StateIdx>,
+    /// For a final state: its `output`, carried by its parent's done event.
+    pub output: Option<ExprId>,
 }
 
 #[derive(Debug, Clone)]

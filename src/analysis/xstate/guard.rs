@@ -1,4 +1,15 @@
-//! Guards: named and inline ones as flags the event carries, `stateIn` as `in_state`.
+//! Guards: named and inline ones as flags the event carries, `stateIn` as
+//! `in_state`, and the combinators `and`/`or`/`not` as JSONLogic over them.
+//!
+//! XState 5 makes `and([...])`, `or([...])` and `not(g)` functions whose
+//! `guards` member holds what they combine: a plain `JSON.stringify` drops them
+//! (the transition then looks unguarded), and a replacer that writes out a
+//! function's members under its name (`tests/xstate/make.mjs`) gives
+//! `{ "type": "xstate.and", "guards": [...] }`. The betas of XState 5 made them
+//! plain objects, which survive JSON as they are:
+//! `{ "type": "xstate.boolean", "params": { "op": "and" }, "children": [...] }`.
+//! Both are read, and each guard inside keeps its own flag, so the analysis
+//! still tells `and(["isPaid", "isShipped"])` from either guard alone.
 
 use super::{join, Importer};
 use crate::analyze::Severity;
@@ -12,6 +23,9 @@ impl Importer {
     /// that two inline guards are never one flag.
     pub(super) fn guard(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         if let Some(g) = self.state_in(v, path, spath, event) {
+            return g;
+        }
+        if let Some(g) = self.combinator(v, path, spath, event) {
             return g;
         }
         let (name, inline) = match v {
@@ -32,11 +46,30 @@ impl Importer {
                             format!("params of guard `{t}` are not evaluated"),
                             "",
                         );
+                    } else if let Some(k) = o.keys().find(|k| k.as_str() != "type") {
+                        // XState 4 writes a guard's parameters beside its type: `{ type: "minLength", min: 3 }`.
+                        self.diag(
+                            Severity::Info,
+                            spath,
+                            event,
+                            &join(path, k),
+                            format!("members of guard `{t}` beside `type` are its parameters (XState 4) and are not evaluated"),
+                            "",
+                        );
                     }
                     (t.clone(), false)
                 }
-                // A JSONLogic expression: idem's own guard language.
-                None => return Some(v.clone()),
+                // A JSONLogic expression: idem's own guard language, taken as it is if it is one.
+                None => {
+                    return match crate::expr::Exprs::default().compile_guard(v, path) {
+                        Ok(_) => Some(v.clone()),
+                        Err(e) => {
+                            let message = format!("a guard object without `type` is read as JSONLogic, and this one is not: {}; guard left out", e.message);
+                            self.diag(Severity::Warning, spath, event, path, message, "");
+                            None
+                        }
+                    };
+                }
                 Some(_) => {
                     self.diag(Severity::Warning, spath, event, path, "a guard type must be a string; guard left out".into(), "");
                     return None;
@@ -62,18 +95,87 @@ impl Importer {
         Some(json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] }))
     }
 
+    /// `and`/`or`/`not` (see the module's documentation): `Some(None)` when it
+    /// is one that cannot be read whole, `None` when it is not one.
+    fn combinator(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Option<Value>> {
+        let o = v.as_object()?;
+        let ty = o.get("type").and_then(Value::as_str)?;
+        let (op, key) = match ty {
+            "xstate.boolean" => (o.get("params").and_then(|p| p.get("op")).and_then(Value::as_str).unwrap_or(""), "children"),
+            "xstate.and" | "xstate.or" | "xstate.not" => (&ty["xstate.".len()..], "guards"),
+            // A function written out as `{ type: fn.name, ...members }`; without `guards` a guard named so.
+            "and" | "or" | "not" if o.get("guards").is_some_and(Value::is_array) => (ty, "guards"),
+            _ => return None,
+        };
+        let kp = join(path, key);
+        let items = match (op, o.get(key)) {
+            ("and" | "or", Some(Value::Array(items))) => items,
+            ("not", Some(Value::Array(items))) if items.len() == 1 => items,
+            ("and" | "or" | "not", _) => {
+                let why = if op == "not" { "one guard" } else { "a list of guards" };
+                self.diag(
+                    Severity::Warning,
+                    spath,
+                    event,
+                    &kp,
+                    format!("guard `{ty}` needs `{key}`, {why} (lost when only the function's name is written out); guard left out"),
+                    "Write out the combinator's members (tests/xstate/make.mjs shows a replacer that does), or write the guard as JSONLogic.",
+                );
+                return Some(None);
+            }
+            _ => {
+                let op = o.get("params").and_then(|p| p.get("op")).unwrap_or(&Value::Null);
+                let message = format!("guard `xstate.boolean` with op {op} is none of \"and\", \"or\", \"not\"; guard left out");
+                self.diag(Severity::Warning, spath, event, &join(path, "params"), message, "");
+                return Some(None);
+            }
+        };
+        let mut parts = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let ip = format!("{kp}[{i}]");
+            let Some(g) = self.guard(item, &ip, spath, event) else {
+                self.diag(
+                    Severity::Warning,
+                    spath,
+                    event,
+                    path,
+                    format!("guard `{ty}` cannot be read whole: {ip} cannot be read; guard left out"),
+                    "",
+                );
+                return Some(None);
+            };
+            parts.push(g);
+        }
+        Some(Some(match (op, parts.len()) {
+            ("not", _) => json!({ "!": parts }),
+            // XState's `and([])` holds and `or([])` does not; JSONLogic's answers are not booleans.
+            ("and", 0) => json!({ "!": [false] }),
+            ("or", 0) => json!({ "!!": [false] }),
+            (_, 1) => parts.into_iter().next().unwrap_or(Value::Null),
+            _ => json!({ op: parts }),
+        }))
+    }
+
+    /// XState 4's `in` member of a transition (`in: "#m.ready"`, or a state
+    /// value): the state it must be in, as `in_state`.
+    pub(super) fn in_member(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
+        self.diag(Severity::Info, spath, event, path, "`in` is XState v4's state guard; read as `in_state`, with the transition's guard if any".into(), "");
+        self.state_in(&json!({ "stateValue": v }), path, spath, event).flatten()
+    }
+
     /// `stateIn(...)` written out with its members: `Some(None)` when it is
     /// one but its state value cannot be read, `None` when it is not one.
     fn state_in(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Option<Value>> {
         let o = v.as_object()?;
         let ty = o.get("type").and_then(Value::as_str);
         let value = match ty {
-            Some("xstate.stateIn") => o.get("stateValue").or_else(|| o.get("params").and_then(|p| p.get("stateValue"))),
+            // XState 5's betas wrote it as data: `{ "type": "xstate.guard:in", "params": { "stateValue": ... } }`.
+            Some("xstate.stateIn" | "xstate.guard:in") => o.get("stateValue").or_else(|| o.get("params").and_then(|p| p.get("stateValue"))),
             None | Some("stateIn") => o.get("stateValue"),
             Some(_) => None,
         };
         let Some(value) = value else {
-            if ty == Some("xstate.stateIn") {
+            if matches!(ty, Some("xstate.stateIn" | "xstate.guard:in")) {
                 self.diag(Severity::Warning, spath, event, path, "stateIn without a readable stateValue; guard left out".into(), "");
                 return Some(None);
             }

@@ -29,9 +29,10 @@
 //!   number for it (XState keeps delays in the implementations; add them to the
 //!   config as `"delays": { "name": ms }`), and an ISO-8601 duration (`PT30S`)
 //!   is read; any other delay and wildcard events are left out;
-//! - `output` (XState 5) or `data` (XState 4) of a final state is assigned to
-//!   the context field `$output:<parent state id>` on entry: idem's done event
-//!   carries no payload, the parent's `onDone` reads it there.
+//! - `output` (XState 5) or `data` (XState 4) of a final state becomes the
+//!   state's `output` when it is a literal: its parent's done event carries it
+//!   as `event.payload.output` (XState: `event.output`); a function is lost in
+//!   JSON, and a final state of the machine has no done event to carry it.
 //!
 //! XState 4 idioms are rewritten, each with an `info` diagnostic: `cond` as
 //! `guard`, `internal: false` as `reenter: true`, `key` as the machine id, a
@@ -43,17 +44,18 @@
 //!
 //! [`Imported::kept`] counts the transitions of the source and those imported.
 //!
-//! Two built-ins are functions in XState and lost by a plain `JSON.stringify`
-//! (an action becomes `null`, a guard disappears); written out with their own
-//! properties (a replacer that keeps a function's members, as
-//! `tests/analysis/xstate/make.mjs` does), they are read as data:
+//! XState 5's built-ins are functions, lost by a plain `JSON.stringify` (an
+//! action becomes `null`, a guard disappears); written out with their own
+//! members (a replacer that keeps a function's members under its name, as
+//! `tests/xstate/make.mjs` does), they are read as data, and so are XState 4's,
+//! which are plain objects:
 //!
-//! - `raise({ type: "X", ... })`, `{ "type": "xstate.raise", "event": { "type": "X", ... } }`,
-//!   becomes `{ "raise": { "type": "X", "payload": { ... } } }` (an event computed by a
-//!   function, or a delayed raise, is `unrepresentable`);
+//! - `raise`, `send`/`sendTo`, `assign` of literal values and `emit` (see [`action`]);
 //! - `stateIn("#m.a.b")` (or a state value), `{ "type": "xstate.stateIn", "stateValue": ... }`
-//!   or `{ "stateValue": ... }`, becomes `{ "in_state": "#m.a.b" }` (one per leaf of a
-//!   state value, joined by `and`).
+//!   or `{ "stateValue": ... }`, and XState 4's `in: "#m.a.b"` on a transition,
+//!   become `{ "in_state": "#m.a.b" }` (one per leaf of a state value, joined by `and`);
+//! - `and`, `or` and `not` become JSONLogic `and`, `or` and `!` over their
+//!   guards, each of which keeps its own flag (see [`guard`]).
 //!
 //! Idem's own data actions (`{ "assign": … }`, `{ "effect": … }`, `{ "respond": … }`, `{ "raise": … }`)
 //! and JSONLogic guards (an object without `type`) are accepted as they are, so a
@@ -63,8 +65,9 @@ use crate::analyze::{Finding, Severity};
 use crate::error::{Code, Error, Result};
 use serde_json::{json, Map, Value};
 
+pub mod action;
 mod delay;
-mod guard;
+pub mod guard;
 pub mod invoke;
 
 /// An imported machine: an idem definition and what could not be represented.
@@ -148,7 +151,7 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// Keys XState allows that have no meaning for the analysis (types only).
+/// Keys XState allows that have no meaning for the analysis (types, and XState 4's action order).
 const TYPE_ONLY_KEYS: &[&str] = &["types", "schemas", "tsTypes", "predictableActionArguments", "preserveActionOrder"];
 
 impl Importer {
@@ -323,20 +326,9 @@ impl Importer {
                     on_extra.extend(inv.on);
                 }
                 "output" | "data" if declared == Some("final") && !root => {
-                    let parent = spath.rsplit_once('.').map_or(self.id.as_str(), |(parent, _)| parent);
-                    let field = format!("$output:{}", parent.replace('.', "/"));
-                    self.diag(
-                        Severity::Info,
-                        spath,
-                        None,
-                        &p,
-                        format!(
-                            "idem's done event carries no payload; the final state's `{k}` is assigned to `context.{field}` on entry, \
-                             where the parent's onDone reads it"
-                        ),
-                        "",
-                    );
-                    entry_extra.push(json!({ "assign": { field: val.clone() } }));
+                    if let Some(output) = self.output(k, val, &p, spath) {
+                        out.insert("output".into(), output);
+                    }
                 }
                 "entry" | "exit" => {
                     let actions = self.actions(val, &p, spath, None);
@@ -346,7 +338,12 @@ impl Importer {
                     out.insert(k.clone(), val.clone());
                 }
                 k if TYPE_ONLY_KEYS.contains(&k) => {
-                    self.diag(Severity::Info, spath, None, &p, format!("`{k}` only matters to TypeScript and is left out"), "");
+                    let why = if k.starts_with("predictable") || k.starts_with("preserve") {
+                        "asks XState 4 to run actions in the order they are written, as idem always does"
+                    } else {
+                        "only matters to TypeScript"
+                    };
+                    self.diag(Severity::Info, spath, None, &p, format!("`{k}` {why}; left out"), "");
                 }
                 other => {
                     if other == "onDone" {
@@ -354,7 +351,8 @@ impl Importer {
                     }
                     let what = match other {
                         "onDone" => "`onDone` of the machine itself (its done event ends the process) has no idem equivalent",
-                        "output" => "`output` is not supported",
+                        "output" if root => "the machine's `output` (its result once it is done) has no idem equivalent: a process that ends keeps its context",
+                        "output" => "`output` belongs on a final state",
                         _ => "this key has no idem equivalent",
                     };
                     self.diag(
@@ -433,6 +431,28 @@ impl Importer {
         map
     }
 
+    /// A final state's `output` (XState 5) or `data` (XState 4): its done
+    /// data, carried by the parent's done event as `event.payload.output`.
+    fn output(&mut self, k: &str, val: &Value, path: &str, spath: &str) -> Option<Value> {
+        let left_out = if !spath.contains('.') {
+            Some((Severity::Info, format!("`{k}` of a final state of the machine is carried by no done event (the process ends); left out")))
+        } else if !action::literal(val) {
+            Some((Severity::Warning, format!("`{k}` {val} would read as a JSONLogic expression, not as the value XState gives; left out")))
+        } else {
+            None
+        };
+        if let Some((severity, message)) = left_out {
+            self.diag(severity, spath, None, path, message, "");
+            return None;
+        }
+        if k == "data" {
+            let message = "`data` is XState v4's done data; read as `output`, which the parent's onDone reads as `event.payload.output` \
+                           (XState 4: `event.data`); a value computed by a function is lost in JSON before the import sees it";
+            self.diag(Severity::Info, spath, None, path, message.to_string(), "");
+        }
+        Some(val.clone())
+    }
+
     /// Count transitions of the source that are left out.
     fn lost(&mut self, v: &Value) {
         self.kept.transitions += match v {
@@ -507,9 +527,11 @@ impl Importer {
             }
             Value::Object(o) => {
                 let mut out = Map::new();
+                let mut in_state = None;
                 for (k, val) in o {
                     let p = join(path, k);
                     match k.as_str() {
+                        "in" => in_state = self.in_member(val, &p, spath, event),
                         "target" => {
                             if let Some(t) = self.target(val, &p, spath, event) {
                                 out.insert("target".into(), t);
@@ -557,6 +579,13 @@ impl Importer {
                         ),
                     }
                 }
+                if let Some(test) = in_state {
+                    let guard = match out.remove("guard") {
+                        Some(own) => json!({ "and": [test, own] }),
+                        None => test,
+                    };
+                    out.insert("guard".into(), guard);
+                }
                 Some(Value::Object(out))
             }
             Value::Null => {
@@ -577,102 +606,6 @@ impl Importer {
                 None
             }
         }
-    }
-
-    /// `raise(...)` written out with its members: the event it raises, as an idem `raise`.
-    fn raise(&mut self, o: &Map<String, Value>, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
-        let ev = o.get("event").and_then(Value::as_object);
-        let ty = ev.and_then(|e| e.get("type")).and_then(Value::as_str).filter(|t| !t.is_empty());
-        let delayed = o.get("delay").is_some_and(|d| !d.is_null());
-        let (Some(e), Some(ty), false) = (ev, ty, delayed) else {
-            let why = if delayed { "a delayed raise (`delay`) is not supported" } else { "the event it raises is computed by a function" };
-            self.diag(
-                Severity::Warning,
-                spath,
-                event,
-                path,
-                format!("built-in action `xstate.raise` cannot be read as data: {why}; it is modelled as an opaque effect `xstate.raise`"),
-                "Raise a fixed event: raise({ type: \"X\", ... }), or write { \"raise\": { \"type\": \"X\" } }.",
-            );
-            return None;
-        };
-        let payload: Map<String, Value> = e.iter().filter(|(k, _)| k.as_str() != "type").map(|(k, v)| (k.clone(), v.clone())).collect();
-        let mut r = Map::new();
-        r.insert("type".into(), json!(ty));
-        if !payload.is_empty() {
-            r.insert("payload".into(), Value::Object(payload));
-        }
-        Some(json!({ "raise": r }))
-    }
-
-    fn actions(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Vec<Value> {
-        let list: Vec<(&Value, String)> = match v {
-            Value::Array(a) => a.iter().enumerate().map(|(i, x)| (x, format!("{path}[{i}]"))).collect(),
-            other => vec![(other, path.to_string())],
-        };
-        let mut out = Vec::new();
-        for (a, p) in list {
-            let opaque = |name: &str| json!({ "effect": { "type": name } });
-            match a {
-                Value::Object(o) if o.len() == 1 && ["assign", "effect", "respond", "raise"].iter().any(|k| o.contains_key(*k)) => {
-                    out.push(a.clone());
-                }
-                Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("xstate.raise") => match self.raise(o, &p, spath, event) {
-                    Some(r) => out.push(r),
-                    None => out.push(opaque("xstate.raise")),
-                },
-                Value::String(name) => {
-                    self.diag(
-                        Severity::Warning,
-                        spath,
-                        event,
-                        &p,
-                        format!(
-                            "action `{name}` is code the analysis cannot read; it is modelled as an opaque effect `{name}`, so running it \
-                             again on a repeat is reported"
-                        ),
-                        "Write it as data: an idem `assign` (JSONLogic) if it changes context, an `effect` if it reaches the outside world.",
-                    );
-                    out.push(opaque(name));
-                }
-                Value::Object(o) => match o.get("type").and_then(Value::as_str) {
-                    Some(t @ ("xstate.log" | "xstate.cancel")) => {
-                        self.diag(Severity::Info, spath, event, &p, format!("built-in action `{t}` has no effect on state; left out"), "");
-                    }
-                    Some(t) if !t.is_empty() => {
-                        let builtin = t.starts_with("xstate.");
-                        self.diag(
-                            Severity::Warning,
-                            spath,
-                            event,
-                            &p,
-                            format!(
-                                "{} `{t}` cannot be read as data; it is modelled as an opaque effect `{t}`{}",
-                                if builtin { "built-in action" } else { "action" },
-                                if o.contains_key("params") { " (its params are not evaluated)" } else { "" }
-                            ),
-                            "Write it as data: an idem `assign` (JSONLogic) if it changes context, an `effect` if it reaches the outside world.",
-                        );
-                        out.push(opaque(t));
-                    }
-                    _ => self.diag(Severity::Warning, spath, event, &p, "an action object needs a string `type`; left out".into(), ""),
-                },
-                Value::Null => {
-                    self.diag(
-                        Severity::Warning,
-                        spath,
-                        event,
-                        &p,
-                        "an inline action (a function, lost in JSON) cannot be read; it is modelled as an opaque effect `inline-action`"
-                            .into(),
-                        "Name the action (setup({ actions })) or write it as idem data.",
-                    );
-                    out.push(opaque("inline-action"));
-                }
-                other => self.diag(Severity::Warning, spath, event, &p, format!("an action cannot be {other}; left out"), ""),
-            }
-        }
-        out
     }
 }
 

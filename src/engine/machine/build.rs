@@ -7,11 +7,11 @@ use super::*;
 /// (`K_ID`...), and the machine's keys start with the same ones.
 const STATE_KEYS: &[&str] = &[
     "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "history",
-    "target", "onDone",
+    "target", "onDone", "output",
 ];
 const MACHINE_KEYS: &[&str] = &[
     "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "history",
-    "target", "onDone", "version", "context", "retention", "recordIgnored", "limits", "events",
+    "target", "onDone", "output", "version", "context", "retention", "recordIgnored", "limits", "events",
 ];
 const K_ID: usize = 0;
 const K_INITIAL: usize = 1;
@@ -25,12 +25,13 @@ const K_EXIT: usize = 8;
 const K_HISTORY: usize = 12;
 const K_TARGET: usize = 13;
 const K_ON_DONE: usize = 14;
-const K_VERSION: usize = 15;
-const K_CONTEXT: usize = 16;
-const K_RETENTION: usize = 17;
-const K_RECORD_IGNORED: usize = 18;
-const K_LIMITS: usize = 19;
-const K_EVENTS: usize = 20;
+const K_OUTPUT: usize = 15;
+const K_VERSION: usize = 16;
+const K_CONTEXT: usize = 17;
+const K_RETENTION: usize = 18;
+const K_RECORD_IGNORED: usize = 19;
+const K_LIMITS: usize = 20;
+const K_EVENTS: usize = 21;
 const TRANSITION_KEYS: &[&str] = &["target", "guard", "actions", "reenter", "description", "meta"];
 const EFFECT_KEYS: &[&str] = &["type", "payload", "key", "idempotent", "retry"];
 const RAISE_KEYS: &[&str] = &["type", "payload"];
@@ -41,7 +42,7 @@ const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes", "maxMicros
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
 const NO_FIELDS: Fields<'static> = [None; MAX_KEYS];
-const MAX_KEYS: usize = 21;
+const MAX_KEYS: usize = 22;
 const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
 const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
 const _: () = assert!(RETENTION_KEYS.len() < MAX_KEYS && LIMITS_KEYS.len() < MAX_KEYS);
@@ -581,6 +582,7 @@ impl<'a> Builder<'a, '_> {
             return Err(fail_in(Code::InvalidDefinition, json_path, "type", &["the machine must be a compound or parallel state"]));
         }
         let deep = self.history_mode(kind, f, json_path)?;
+        let output = self.final_output(kind, parent, f, json_path)?;
         let entry = self.actions_at(f[K_ENTRY], json_path, "entry")?;
         let exit = self.actions_at(f[K_EXIT], json_path, "exit")?;
         let idx = self.states.len();
@@ -602,6 +604,7 @@ impl<'a> Builder<'a, '_> {
             xstate_id: String::new(),
             deep,
             history_default: Vec::new(),
+            output,
         });
         if let Some(p) = parent {
             self.states[p].children.push(idx);
@@ -716,6 +719,23 @@ impl<'a> Builder<'a, '_> {
             (_, None) => Ok(false),
             (_, Some(_)) => Err(fail_in(Code::InvalidDefinition, json_path, "history", &["history is only for states of type \"history\""])),
         }
+    }
+
+    /// A final state's `output` (XState 5's done data): an expression evaluated
+    /// when the state is entered, after its entry actions, over the context
+    /// and the event that entered it, and carried by its parent's done event as
+    /// `event.payload.output` (XState: `event.output`). Only a final state
+    /// below the machine has one: a final state of the machine ends the process.
+    fn final_output(&mut self, kind: Option<Kind>, parent: Option<StateIdx>, f: &Fields<'a>, json_path: &str) -> Result<Option<ExprId>> {
+        let Some(v) = f[K_OUTPUT] else { return Ok(None) };
+        if kind != Some(Kind::Final) {
+            return Err(fail_in(Code::InvalidDefinition, json_path, "output", &["output is for final states (the data their parent's done event carries)"]));
+        }
+        if parent == Some(0) {
+            let message = "a final state of the machine ends the process: no done event carries its output";
+            return Err(fail_in(Code::InvalidDefinition, json_path, "output", &[message]));
+        }
+        compile_at(self.exprs, v, json_path, "output").map(Some)
     }
 
     /// A history state: no child states, transitions or actions of its own;
@@ -957,6 +977,8 @@ mod tests {
             (K_AFTER, "after"),
             (K_ENTRY, "entry"),
             (K_EXIT, "exit"),
+            (K_ON_DONE, "onDone"),
+            (K_OUTPUT, "output"),
             (K_VERSION, "version"),
             (K_CONTEXT, "context"),
             (K_RETENTION, "retention"),
