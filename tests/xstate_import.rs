@@ -698,17 +698,26 @@ fn the_parallel_media_player_loads_a_track_as_an_effect_while_its_other_regions_
 }
 
 #[test]
-fn a_machine_that_invokes_on_start_waits_for_an_event_it_takes() {
-    // FIXME(issue 29): auth-flow starts in `checkingSession`, whose invoke is the
-    // only way on. A new idem process is written only once its first event is
-    // taken (or its initial step ends final), so the effect its initial step
-    // emits is dropped with the ignored event and the process never starts; the
-    // hazard analysis, which explores from what is written, stops there too.
-    // XState starts the invoke as the actor starts.
+fn a_machine_that_invokes_on_start_starts_its_invoke_with_its_first_event() {
+    // auth-flow starts in `checkingSession`, whose invoke is the only way on.
+    // As XState starts the invoke as the actor starts, the process is written
+    // by its first event, though no transition takes that event: the effect of
+    // its initial step is in the outbox and its completion moves the machine on.
     let out = corpus("auth-flow");
     assert_eq!(out.definition["states"]["checkingSession"]["entry"][1], json!({ "effect": { "type": "checkSession" } }));
     let mut p = Process::new(&out, "user-1");
     let o = p.event("e1", "LOGIN");
-    assert_eq!((o.status, o.effects.len(), o.snapshot.is_none()), (Status::Ignored, 0, true), "as it is today");
+    assert_eq!((o.status, o.snapshot.is_some()), (Status::Ignored, true));
     assert_eq!(o.state, json!("checkingSession"));
+    let started = effects(&o);
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert_eq!(started[0].0, "checkSession");
+    // The same first event again is its duplicate, and emits nothing more.
+    let again = p.event("e1", "LOGIN");
+    assert_eq!((again.status, again.effects.len()), (Status::Duplicate, 0));
+    let key = started[0].1.clone();
+    p.started(&key);
+    let done = p.succeeded(&key, json!({}));
+    assert_eq!(done.status, Status::Applied);
+    assert_ne!(done.state, json!("checkingSession"), "the session check's completion moves the machine on");
 }

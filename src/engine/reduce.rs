@@ -548,11 +548,12 @@ impl Machine {
         } else {
             run.macrostep(&event)?
         };
-        // A process whose initial step ends in a final state is stored, done,
-        // though its first event changes nothing.
-        let finished_at_start = fresh && run.done;
+        // A process whose initial step ends in a final state, or leaves work to
+        // do (an effect to perform, a timer to fire: XState starts an invoke as
+        // the actor starts), is stored though its first event changes nothing.
+        let kept_at_start = fresh && (run.done || !run.effects.is_empty() || !run.timers.is_empty());
 
-        if !taken && !finished_at_start {
+        if !taken && !kept_at_start {
             // Nothing ran (a report or timer that changed nothing returns before
             // touching them), so the working copy is the snapshot as it was; a
             // new process (not written) reports the state its initial step settled in.
@@ -651,7 +652,8 @@ impl Machine {
     }
 
     /// An event no transition took: recorded when the machine says so (never a
-    /// process's first: a process is created by the first event it accepts).
+    /// process's first: a process is created by the first event it accepts,
+    /// or by its first event when its initial step alone leaves something).
     #[inline(never)]
     fn ignored(
         &self,
