@@ -28,5 +28,5 @@ fn error_code_type_lists_every_engine_code() {
 fn finding_code_type_lists_every_analysis_code() {
     let mut engine: Vec<String> = idem::analyze::CODES.iter().map(|(c, _, _)| c.to_string()).collect();
     engine.sort();
-    assert_eq!(union("FindingCode"), engine, "update `FindingCode` in pkg/src/index.d.ts to match src/analysis/analyze.rs");
+    assert_eq!(union("FindingCode"), engine, "update `FindingCode` in pkg/src/index.d.ts to match src/analysis/analyze/findings.rs");
 }

@@ -6,7 +6,7 @@
 // the event was taken (idem `applied` against XState's snapshot changing or a transition taken).
 
 import { isDeepStrictEqual } from "node:util";
-import { createActor } from "xstate";
+import * as XState from "xstate";
 import { Machine } from "../../pkg/src/node.js";
 import { MAX_ITERATIONS, toXState } from "./xstate-adapter.mjs";
 
@@ -45,9 +45,10 @@ export function runIdem(machine, events) {
 /**
  * Run `events` through a fresh XState actor. Each step also lists XState's microsteps (for the
  * documented differences): the transitions each took, as `{ source, eventless, reenter, order }`.
+ * `x` is the XState module to run (xstate-document-order.mjs gives a variant).
  */
-export function runXState(def, events, maxIterations) {
-  const machine = toXState(def, maxIterations);
+export function runXState(def, events, maxIterations, x = XState) {
+  const machine = toXState(def, maxIterations, x);
   let microsteps = [];
   const inspect = (ev) => {
     if (ev.type !== "@xstate.microstep") return;
@@ -63,7 +64,7 @@ export function runXState(def, events, maxIterations) {
       })),
     });
   };
-  const actor = createActor(machine, { inspect });
+  const actor = x.createActor(machine, { inspect });
   let failure = null;
   actor.subscribe({ error: (err) => { failure = err; } });
   actor.start();
