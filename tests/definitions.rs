@@ -35,6 +35,9 @@ fn invalid_definitions_name_their_path() {
     check(base(json!({ "a": { "always": [{ "actions": [{ "assign": { "x": 1 } }] }] } })), Code::AlwaysLoop, "states.a.always[0]");
     check(base(json!({ "a": { "entyr": [] } })), Code::InvalidDefinition, "states.a.entyr");
     check(base(json!({ "a": { "type": "parallel", "initial": "x", "states": { "x": {} } } })), Code::InvalidInitial, "states.a.initial");
+    // A parallel state with no region would be a leaf that is not atomic (history records nothing of it).
+    check(base(json!({ "a": { "type": "parallel" } })), Code::InvalidDefinition, "states.a.states");
+    check(base(json!({ "a": { "type": "parallel", "states": { "h": { "type": "history" } } } })), Code::InvalidDefinition, "states.a.states");
     check(base(json!({ "a": {}, "h": { "type": "history", "history": "deeper" } })), Code::InvalidDefinition, "states.h.history");
     check(base(json!({ "a": { "history": "deep" } })), Code::InvalidDefinition, "states.a.history");
     check(base(json!({ "a": {}, "h": { "type": "history", "on": { "GO": "a" } } })), Code::InvalidDefinition, "states.h.on");

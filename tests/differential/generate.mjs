@@ -54,7 +54,8 @@ export function generateCase(seed, options = {}) {
       if (r.chance(0.15)) node.declaredId = `I${node.key}`;
       if (node.kind === "parallel") addChildren(node, depth + 1, r.int(2, 3), node);
       else if (node.kind === "compound") addChildren(node, depth + 1, r.int(1, 3), null);
-      if (node.kind === "compound" && node.children.length === 0) node.kind = "atomic";
+      // A state with no room for children under maxStates is a leaf (idem refuses a parallel state with no region).
+      if ((node.kind === "compound" || node.kind === "parallel") && node.children.length === 0) node.kind = "atomic";
     }
     const real = parent.children.filter((c) => c.kind !== "history");
     if (parent.kind === "compound" && real.length && f.has("history") && parent !== root && r.chance(0.3)) {

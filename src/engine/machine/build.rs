@@ -641,6 +641,11 @@ impl<'a> Builder<'a, '_> {
         if parent.is_none() && !has_children {
             return Err(fail(Code::InvalidDefinition, "states", &["a machine needs at least one state"]));
         }
+        // Entered, it would be a leaf that is not atomic: a deep history would
+        // record nothing of it, and restoring that record would enter nothing.
+        if kind == Some(Kind::Parallel) && !has_children {
+            return Err(fail_in(Code::InvalidDefinition, json_path, "states", &["a parallel state needs at least one region (a child state)"]));
+        }
         if self.states[idx].kind == Kind::History {
             return self.history_state(idx, f, json_path);
         }
