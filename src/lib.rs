@@ -53,7 +53,7 @@ pub mod analysis;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use engine::{error, expr, machine, outbox, reduce, schema};
+pub use engine::{error, expr, machine, outbox, outcome, reduce, schema};
 pub(crate) use engine::interpreter;
 pub use json::float;
 #[cfg(feature = "analysis")]
@@ -61,7 +61,7 @@ pub use analysis::{analyze, unvalidated, xstate};
 
 pub use error::{Code, Error};
 pub use machine::Machine;
-pub use reduce::{EmittedEffect, Event, Original, Outcome, Status};
+pub use outcome::{EmittedEffect, Event, Original, Outcome, Status};
 pub use snapshot::Snapshot;
 
 /// The crate version, also reported by the wasm package and the CLI.

@@ -29,7 +29,7 @@ use crate::expr::Data;
 use crate::json;
 use crate::machine::{Action, Kind, Machine, RetryPolicy, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, INIT_EVENT};
 use crate::outbox;
-use crate::reduce::{EmittedEffect, Event};
+use crate::outcome::{EmittedEffect, Event};
 use crate::snapshot::{OutboxEntry, Timer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;

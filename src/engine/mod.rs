@@ -7,8 +7,9 @@
 //!   in document order; every error names its JSON path.
 //! - [`reduce`]: one event in: validate it, load the snapshot (or start a new
 //!   process), answer a repeated id from the ledger (`duplicate` or
-//!   `conflict`), otherwise run one macrostep, record the id and encode. The
-//!   outcome types (`Outcome`, `Status`, `EmittedEffect`, `Event`) live here too.
+//!   `conflict`), otherwise run one macrostep, record the id and encode.
+//! - [`outcome`]: what a reduce gives back (`Outcome`, `Status`,
+//!   `EmittedEffect`) and the validated `Event`.
 //! - `interpreter`: the statechart algorithm (SCXML's microstep and
 //!   macrostep, exit and entry sets, as XState v5 implements them).
 //! - [`outbox`]: effects on their way out, their attempts, retries and reports.
@@ -24,5 +25,6 @@ pub mod expr;
 pub(crate) mod interpreter;
 pub mod machine;
 pub mod outbox;
+pub mod outcome;
 pub mod reduce;
 pub mod schema;

@@ -10,7 +10,7 @@
 use crate::error::{Code, Error, Result};
 use crate::json::{self, object};
 use crate::machine::{Machine, RetryPolicy};
-use crate::reduce::{EmittedEffect, Event};
+use crate::outcome::{EmittedEffect, Event};
 use crate::snapshot::{self, EffectState, OutboxEntry, Snapshot};
 use serde_json::Value;
 use std::borrow::Cow;

@@ -253,7 +253,7 @@ impl Machine {
                 // Through a pointer, so these writers stay a function of their own: the engine
                 // compiles a function whole on its first call, and a first event with the small
                 // outcome then compiles none of them.
-                let f: fn(&JsValue, &crate::Machine, &crate::reduce::Outcome, f64, &JsValue) -> JsValue = outcome_js;
+                let f: fn(&JsValue, &crate::Machine, &crate::outcome::Outcome, f64, &JsValue) -> JsValue = outcome_js;
                 std::hint::black_box(f)(m, &self.inner, &o, next, &returned)
             }
         });

@@ -8,7 +8,7 @@ use super::*;
 /// an error, a structured response. Out of line, so an event with the small
 /// outcome does not compile these writers.
 #[inline(never)]
-pub(super) fn outcome_js(m: &JsValue, machine: &crate::Machine, o: &crate::reduce::Outcome, next: f64, returned: &JsValue) -> JsValue {
+pub(super) fn outcome_js(m: &JsValue, machine: &crate::Machine, o: &crate::outcome::Outcome, next: f64, returned: &JsValue) -> JsValue {
     if let Some((flags, text)) = outcome_parts(machine, o) {
         outcome_out(m, flags, o.revision as f64, next, text.as_ptr() as u32, text.len() as u32, returned)
     } else {
@@ -27,8 +27,8 @@ pub(super) const OUTCOME_ROOM_KEPT: usize = 4096;
 /// (1 changed, 2 duplicate, 4 original, 8 null response, 16 the default
 /// response, the status's index at bit 5 and the original's at bit 8)
 /// and where the response starts. `None` for any other outcome.
-pub(super) fn outcome_plain_parts(o: &crate::reduce::Outcome, w: &mut Vec<u8>) -> Option<(u32, usize)> {
-    use crate::reduce::Status;
+pub(super) fn outcome_plain_parts(o: &crate::outcome::Outcome, w: &mut Vec<u8>) -> Option<(u32, usize)> {
+    use crate::outcome::Status;
     // In the order of the inline JavaScript's `STATUS`.
     const STATUS: [Status; 5] = [Status::Applied, Status::Duplicate, Status::Conflict, Status::Ignored, Status::Rejected];
     let index = |s: &str| STATUS.iter().position(|t| t.as_str() == s).map(|i| i as u32);
@@ -64,7 +64,7 @@ pub(super) fn is_default_response(r: &serde_json::Map<String, Value>, revision: 
 /// are JSON, `[effects, response, state, status, original?]`, each as
 /// `Outcome::to_json_text` writes it. Numbers go as numbers (`u64 as f64`
 /// rounds as `JSON.parse` does).
-pub(super) fn outcome_parts(machine: &crate::Machine, o: &crate::reduce::Outcome) -> Option<(u32, Vec<u8>)> {
+pub(super) fn outcome_parts(machine: &crate::Machine, o: &crate::outcome::Outcome) -> Option<(u32, Vec<u8>)> {
     if o.error.is_some() || o.upgraded_from.is_some() {
         return None;
     }

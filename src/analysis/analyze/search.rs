@@ -8,7 +8,7 @@ use super::payloads::{payload_specs, payloads, FieldSpec};
 use super::Bounds;
 use crate::machine::{Action, Machine, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, TIMER_EVENT};
 use crate::outbox;
-use crate::reduce::{Outcome, Status};
+use crate::outcome::{Outcome, Status};
 use crate::snapshot::{self, EffectState};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
