@@ -721,3 +721,17 @@ fn a_machine_that_invokes_on_start_starts_its_invoke_with_its_first_event() {
     assert_eq!(done.status, Status::Applied);
     assert_ne!(done.state, json!("checkingSession"), "the session check's completion moves the machine on");
 }
+
+#[test]
+fn a_parallel_state_with_no_region_is_imported_as_a_leaf() {
+    let out = xstate::import(&json!({
+        "id": "player",
+        "initial": "on",
+        "states": { "on": { "type": "parallel", "on": { "OFF": "off" } }, "off": {} },
+    }))
+    .unwrap();
+    assert_eq!(out.definition["states"]["on"].get("type"), None, "{:#}", out.definition);
+    assert!(message(&out, "states.on").contains("parallel state with no region"), "{:#?}", out.diagnostics);
+    let m = Machine::from_value(out.definition).expect("the import loads");
+    assert_eq!(m.reduce_in("p", None, &json!({ "id": "e1", "type": "OFF" }), 1).state, json!("off"));
+}

@@ -375,6 +375,11 @@ impl Importer {
         for t in always_extra {
             merge(&mut out, "always", t);
         }
+        let has_region = out.get("states").and_then(Value::as_object).is_some_and(|c| c.values().any(|s| s["type"] != "history"));
+        if out.get("type") == Some(&json!("parallel")) && !has_region {
+            out.shift_remove("type");
+            self.diag(Severity::Info, spath, None, xpath, "a parallel state with no region is a leaf; read as an atomic state".into(), "");
+        }
         if !on_extra.is_empty() {
             let on = out.entry("on").or_insert_with(|| json!({}));
             if let Value::Object(on) = on {
