@@ -126,6 +126,39 @@ impl Importer {
         }
     }
 
+    /// XState 4's `activities`: work that runs while the state is active, each
+    /// an effect started on entry (by its name, or an inline one by its site).
+    pub(super) fn activities(&mut self, v: &Value, path: &str, spath: &str) -> Vec<Value> {
+        let list: Vec<(&Value, String)> = match v {
+            Value::Array(a) => a.iter().enumerate().map(|(i, x)| (x, format!("{path}[{i}]"))).collect(),
+            other => vec![(other, path.to_string())],
+        };
+        let mut out = Vec::new();
+        for (a, p) in list {
+            let name = match a {
+                Value::String(s) if !s.is_empty() => s.clone(),
+                Value::Object(o) => match o.get("type").or_else(|| o.get("id")).and_then(Value::as_str) {
+                    Some(t) if !t.is_empty() => t.to_string(),
+                    _ => format!("activity:{}", p.replace('.', "/")),
+                },
+                _ => format!("activity:{}", p.replace('.', "/")),
+            };
+            self.diag(
+                Severity::Warning,
+                spath,
+                None,
+                &p,
+                format!(
+                    "activity `{name}` runs while the state is active (XState 4); it is modelled as an effect `{name}` started on entry, \
+                     and its stop on exit is not modelled"
+                ),
+                "Start the work with an entry action and stop it with an exit action, each an effect.",
+            );
+            out.push(opaque(&name));
+        }
+        out
+    }
+
     /// `raise(...)`: the event it raises, as an idem `raise`.
     fn raise(&mut self, o: &Map<String, Value>, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         let delayed = o.get("delay").is_some_and(|d| !d.is_null());

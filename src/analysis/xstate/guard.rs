@@ -95,6 +95,32 @@ impl Importer {
         Some(json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] }))
     }
 
+    /// A guard the transition at `path` must have had, lost in JSON (a
+    /// function in an object's member disappears: `{ target, guard: fn }` is
+    /// written `{ target }`), as a flag of its own named by its site; `why`
+    /// says how the loss shows.
+    pub(super) fn lost_guard(&mut self, t: &mut Value, path: &str, spath: &str, event: Option<&str>, why: &str) {
+        let name = site_flag(&join(path, "guard"));
+        self.diag(
+            Severity::Warning,
+            spath,
+            event,
+            path,
+            format!(
+                "{why}: its guard was most likely a function, lost in JSON; it is modelled as a flag the event carries \
+                 (event.payload.$guard.{name}), so both of its outcomes are explored"
+            ),
+            "Name the guard (`guards` in the options or setup), so that its name survives in JSON.",
+        );
+        let flag = json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] });
+        if let Value::String(target) = t {
+            *t = json!({ "target": target });
+        }
+        if let Some(o) = t.as_object_mut() {
+            o.insert("guard".into(), flag);
+        }
+    }
+
     /// `and`/`or`/`not` (see the module's documentation): `Some(None)` when it
     /// is one that cannot be read whole, `None` when it is not one.
     fn combinator(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Option<Value>> {
