@@ -1017,3 +1017,28 @@ fn what_the_engine_still_refuses_is_left_out_one_part_at_a_time() {
     let o = m.reduce(o.snapshot.as_deref(), &json!({ "id": "e2", "type": "LOOP" }), 1);
     assert_eq!(o.state, json!("d"), "the flag of the loop's transition the engine named is false: the loop stops there");
 }
+
+#[test]
+fn an_xstate_4_transition_into_several_regions_from_inside_one_is_said_to_differ() {
+    let config = json!({
+        "id": "ui", "type": "parallel",
+        "states": {
+            "panel": { "initial": "closed", "states": { "closed": { "on": { "OPEN": "open" } }, "open": {} } },
+            "mode": {
+                "initial": "inline",
+                "states": {
+                    "inline": { "on": { "FULL": { "target": ["full", "#ui.panel.open"], "cond": "allowed" } } },
+                    "full": {}
+                }
+            }
+        },
+        "on": { "RESET": { "target": [".panel.closed", ".mode.inline"] } }
+    });
+    let out = xstate::import(&config).unwrap();
+    let site = "states.mode.states.inline.on.FULL";
+    assert!(message(&out, site).contains("XState 4 leaves only \"mode.inline\"'s side and keeps the other regions where they are"));
+    assert_eq!(sites(&out, Severity::Warning).iter().filter(|s| s.starts_with("on.RESET")).count(), 0, "from the parallel state itself: the same");
+    let m = Machine::from_value(out.definition).unwrap();
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "FULL", "payload": { "$guard": { "allowed": true } } }), 0);
+    assert_eq!(o.state, json!({ "panel": "open", "mode": "full" }));
+}

@@ -101,6 +101,13 @@ impl Importer {
             matching.len(),
             matching.join(", ")
         );
+        let message = if self.v4 {
+            message
+                + ". Where the state holds parallel regions, a region with no transition for the event takes the wildcard's even \
+                   while another region takes the event, as in XState 5; XState 4 takes it only when no region does"
+        } else {
+            message
+        };
         self.diag(Severity::Warning, spath, Some(descriptor), path, message, "Name each event the state accepts.");
         for event in matching {
             merge(map, &event, t.clone());

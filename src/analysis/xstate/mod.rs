@@ -721,10 +721,41 @@ impl Importer {
     fn transition(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         self.kept.transitions += 1;
         let t = self.transition_inner(v, path, spath, event).map(|t| self.external_v4(t, v, path, spath, event));
+        if let Some(t) = &t {
+            self.across_regions_v4(t, path, spath, event);
+        }
         if t.is_some() {
             self.kept.transitions_kept += 1;
         }
         t
+    }
+
+    /// XState 4 takes a transition whose targets are in several regions from
+    /// inside one of them by leaving only the source's side; idem, as XState 5,
+    /// leaves the parallel state that holds all the targets and enters it
+    /// again, so its other regions start over. Said, not rewritten.
+    fn across_regions_v4(&mut self, t: &Value, path: &str, spath: &str, event: Option<&str>) {
+        let Some(Value::Array(targets)) = t.get("target") else { return };
+        let resolved: Vec<String> = targets.iter().filter_map(Value::as_str).filter_map(|x| self.outline.resolve(&self.id, spath, x)).collect();
+        if !self.v4 || resolved.len() < 2 {
+            return;
+        }
+        // The deepest state that holds every target.
+        let mut common: Vec<&str> = resolved[0].split('.').collect();
+        for r in &resolved[1..] {
+            let n = common.iter().zip(r.split('.')).take_while(|(a, b)| *a == b).count();
+            common.truncate(n);
+        }
+        let holder = common.join(".");
+        if holder == spath || !outline::is_within(spath, &holder) {
+            return;
+        }
+        let whose = if holder.is_empty() { "the machine".to_string() } else { format!("\"{holder}\"") };
+        let message = format!(
+            "this transition's targets are in several regions of {whose}: XState 4 leaves only \"{spath}\"'s side and keeps the \
+             other regions where they are; idem, as XState 5, leaves {whose} and enters it again, so its other regions start over"
+        );
+        self.diag(Severity::Warning, spath, event, path, message, "Send an event that each region takes on its own.");
     }
 
     /// XState 4's external transition into its own state (see [`outline`]):
