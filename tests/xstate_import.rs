@@ -584,7 +584,18 @@ fn done_data_of_a_final_state_is_carried_by_its_parents_done_event() {
 // import report. `IDEM_BLESS=1 cargo test --test xstate_import` writes the
 // reports again after a deliberate change.
 
-const CORPUS: &[&str] = &["auth-flow", "checkout-v4", "fetch-retry", "media-player"];
+const CORPUS: &[&str] = &[
+    "auth-flow",
+    "booking-v4",
+    "checkout-v4",
+    "fetch-retry",
+    "media-player",
+    "onboarding-v4",
+    "payment-v5",
+    "subscription-v4",
+    "upload-v4",
+    "video-player-v4",
+];
 
 fn corpus_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xstate")
@@ -1016,6 +1027,74 @@ fn what_the_engine_still_refuses_is_left_out_one_part_at_a_time() {
     assert_eq!(o.state, json!("b"));
     let o = m.reduce(o.snapshot.as_deref(), &json!({ "id": "e2", "type": "LOOP" }), 1);
     assert_eq!(o.state, json!("d"), "the flag of the loop's transition the engine named is false: the loop stops there");
+}
+
+#[test]
+fn the_subscription_machine_bills_through_effects_and_waits_its_computed_delay() {
+    let out = corpus("subscription-v4");
+    let mut p = Process::new(&out, "cust-1");
+    // The machine fetches the subscription as it starts; the first event starts the process.
+    let o = p.event("e1", "RETRY");
+    assert_eq!((o.status, &o.state), (Status::Ignored, &json!("loading")));
+    assert_eq!(effects(&o)[0].0, "fetchSubscription");
+    // No named guard holds for the fetch's completion: onDone's last candidate.
+    let (_, o) = p.perform("fetchSubscription", json!({ "status": "none" }));
+    assert_eq!(o.state, json!("free"));
+    p.send(json!({ "id": "e2", "type": "SUBSCRIBE", "payload": { "plan": "pro" } }));
+    let (report, o) = p.perform("createSubscription", json!({ "id": "sub_1", "plan": "pro" }));
+    assert_eq!(o.state, json!({ "active": "current" }));
+    let types: Vec<String> = effects(&o).into_iter().map(|e| e.0).collect();
+    assert_eq!(types, vec!["setSubscription", "trackConversion"]);
+    assert_eq!(p.send(report).status, Status::Duplicate, "a completion delivered twice moves the machine once");
+    // A payment fails: past due, the parent told, and the dunning delay from the options' `delays`.
+    let o = p.event("e3", "PAYMENT_FAILED");
+    assert_eq!(o.state, json!("pastDue"));
+    let timers = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["timers"].clone();
+    assert_eq!(timers[0]["dueAt"], p.now + 3 * 24 * 60 * 60 * 1000, "{timers}");
+    let to_parent = o.effects.iter().find(|e| e.effect_type == "xstate.send").unwrap();
+    assert_eq!(to_parent.payload, json!({ "to": "#_parent", "event": { "type": "PAYMENT_PAST_DUE" } }));
+    p.event("e4", "UPDATE_PAYMENT_METHOD");
+    let (_, o) = p.perform("chargeInvoice", json!({ "paid": true }));
+    assert_eq!(o.state, json!({ "active": "current" }));
+    // Canceling an annual plan waits for the end of the period, a delay computed from the context:
+    // the host waits it, as an effect, and its completion cancels.
+    let o = p.send(json!({ "id": "e5", "type": "CANCEL", "payload": { "$guard": { "isAnnualPlan": true } } }));
+    assert_eq!(o.state, json!("cancelAtPeriodEnd"));
+    assert_eq!(effects(&o)[0].0, "xstate.after.BILLING_PERIOD_END");
+    let (_, o) = p.perform("xstate.after.BILLING_PERIOD_END", Value::Null);
+    assert_eq!(o.state, json!("canceled"));
+}
+
+#[test]
+fn the_xstate_4_video_player_restarts_a_state_it_transitions_into() {
+    let out = corpus("video-player-v4");
+    let state = |playback: Value, mode: &str| json!({ "playback": playback, "volume": "unmuted", "captions": "off", "mode": mode });
+    let mut p = Process::new(&out, "tv-1");
+    let o = p.send(json!({ "id": "e1", "type": "LOAD", "payload": { "src": "/v.mp4" } }));
+    assert_eq!(o.state, state(json!("loading"), "inline"));
+    let (_, o) = p.perform("loadMetadata", json!({ "duration": 60 }));
+    assert_eq!(o.state, state(json!({ "ready": "paused" }), "inline"));
+    let o = p.send(json!({ "id": "e2", "type": "PLAY", "payload": { "$guard": { "canAutoplay": true } } }));
+    assert_eq!(o.state["playback"], json!({ "ready": "playing" }));
+    let o = p.event("e3", "WAITING");
+    assert_eq!(o.state["playback"], "stalled");
+    let timer = |p: &Process| idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["timers"][0]["dueAt"].as_u64().unwrap();
+    assert_eq!(timer(&p), p.now + 8_000);
+    // Progress while stalled is a transition into `stalled` itself: XState 4 leaves it and enters it
+    // again, so its 8-second delay starts over.
+    p.now += 5_000;
+    let o = p.event("e4", "STALL_PROGRESS");
+    assert_eq!(o.state["playback"], "stalled");
+    assert_eq!(timer(&p), p.now + 8_000);
+    assert_eq!(p.fire_timer().state["playback"], "error");
+    // An event no region takes is the machine's wildcard's: it is logged.
+    let o = p.event("e5", "SEEK");
+    assert_eq!(effects(&o)[0].0, "logUnhandled");
+    // FIXME(issue 29): a transition into several regions from inside one leaves the whole machine in
+    // idem (as in XState 5), so playback starts over; XState 4 keeps it in `error`. The import warns.
+    assert!(message(&out, "states.mode.states.inline.on.ENTER_FULLSCREEN").contains("XState 4 leaves only"));
+    let o = p.event("e6", "ENTER_FULLSCREEN");
+    assert_eq!((&o.state["mode"], &o.state["captions"], &o.state["playback"]), (&json!("fullscreen"), &json!("on"), &json!("empty")));
 }
 
 #[test]
