@@ -456,7 +456,11 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
     ]);
     let config = json!({ "id": "acts", "initial": "a", "states": { "a": { "on": { "GO": { "target": "b", "actions": actions } } }, "b": {} } });
     let out = xstate::import(&config).unwrap();
-    let got = &out.definition["states"]["a"]["on"]["GO"]["actions"];
+    // The `choose` splits GO in two: its choice, then no choice, whose actions are the others.
+    let go = &out.definition["states"]["a"]["on"]["GO"];
+    assert_eq!(go[0]["guard"], flag("ok"));
+    assert_eq!(go[0]["actions"][7], json!({ "effect": { "type": "go" } }));
+    let got = &go[1]["actions"];
     let at = |i: usize| format!("states.a.on.GO.actions[{i}]");
     assert_eq!(
         got,
@@ -468,7 +472,6 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
             { "effect": { "type": "xstate.send" } },
             { "assign": { "step": 2, "address": { "city": "Lyon" } } },
             { "effect": { "type": "xstate.assign" } },
-            { "effect": { "type": "xstate.choose" } },
             { "effect": { "type": "xstate.sendTo", "payload": { "to": "kid", "event": { "type": "PING" } } } },
             { "effect": { "type": "xstate.sendTo" } },
             { "effect": { "type": "receiptReady", "payload": { "format": "pdf" } } },
@@ -485,7 +488,7 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
     assert!(message(&out, &at(5)).contains("assign of step, address"));
     assert!(message(&out, &format!("{}.assignment.limits", at(5))).contains("would read as a JSONLogic expression"));
     assert!(message(&out, &at(6)).contains("computes the context with a function"));
-    assert!(message(&out, &at(7)).contains("picks its actions"));
+    assert!(message(&out, &at(7)).contains("one transition per choice"));
     assert!(message(&out, &at(9)).contains("computed by a function"));
     assert_eq!(severity(&at(10)), Some(Severity::Info));
     assert!(message(&out, &at(11)).contains("would read as a JSONLogic expression"));
@@ -1120,4 +1123,43 @@ fn an_xstate_4_transition_into_several_regions_from_inside_one_is_said_to_differ
     let m = Machine::from_value(out.definition).unwrap();
     let o = m.reduce(None, &json!({ "id": "e1", "type": "FULL", "payload": { "$guard": { "allowed": true } } }), 0);
     assert_eq!(o.state, json!({ "panel": "open", "mode": "full" }));
+}
+
+#[test]
+fn xstate_4_choose_on_a_transition_is_one_candidate_per_choice() {
+    // As XState 4.38's `actions.choose` writes it: its choices are data.
+    let choose = json!({ "type": "xstate.choose", "conds": [
+        { "cond": "isLargeParty", "actions": ["showNotice", { "type": "xstate.send", "event": { "type": "LARGE" }, "id": "LARGE" }] },
+        { "cond": { "type": "xstate.guard", "name": "(ctx) => ctx.vip" }, "actions": "greet" }
+    ] });
+    let config = json!({
+        "id": "b", "initial": "a",
+        "states": {
+            "a": { "on": {
+                "SIZE": { "target": "b", "cond": "open", "actions": ["setSize", choose, "log"] },
+                "LARGE": { "actions": "flag" }
+            } },
+            "b": {}
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let size = &out.definition["states"]["a"]["on"]["SIZE"];
+    let effect = |t: &str| json!({ "effect": { "type": t } });
+    assert_eq!(
+        size,
+        &json!([
+            { "target": "b", "guard": { "and": [flag("open"), flag("isLargeParty")] },
+              "actions": [effect("setSize"), effect("showNotice"), { "raise": { "type": "LARGE" } }, effect("log")] },
+            { "target": "b", "guard": { "and": [flag("open"), flag("inline:states/a/on/SIZE/actions[1]/conds[1]/cond")] },
+              "actions": [effect("setSize"), effect("greet"), effect("log")] },
+            { "target": "b", "guard": flag("open"), "actions": [effect("setSize"), effect("log")] }
+        ])
+    );
+    assert!(message(&out, "states.a.on.SIZE.actions[1]").contains("one transition per choice"));
+    assert_eq!((out.kept.transitions, out.kept.transitions_kept), (2, 2), "one transition of the source, kept");
+    let m = Machine::from_value(out.definition).unwrap();
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "SIZE", "payload": { "$guard": { "open": true, "isLargeParty": true } } }), 0);
+    assert_eq!(o.state, json!("b"));
+    let types: Vec<&str> = o.effects.iter().map(|e| e.effect_type.as_str()).collect();
+    assert_eq!(types, vec!["setSize", "showNotice", "log"], "the raised LARGE finds no transition in b");
 }

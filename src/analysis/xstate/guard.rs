@@ -113,11 +113,22 @@ impl Importer {
             "Name the guard (`guards` in the options or setup), so that its name survives in JSON.",
         );
         let flag = json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] });
-        if let Value::String(target) = t {
-            *t = json!({ "target": target });
-        }
-        if let Some(o) = t.as_object_mut() {
-            o.insert("guard".into(), flag);
+        let candidates: Vec<&mut Value> = match t {
+            // The candidates of a transition split by its `choose`: each keeps its choice's guard too.
+            Value::Array(split) => split.iter_mut().collect(),
+            one => vec![one],
+        };
+        for t in candidates {
+            if let Value::String(target) = t {
+                *t = json!({ "target": target });
+            }
+            if let Some(o) = t.as_object_mut() {
+                let guard = match o.remove("guard") {
+                    Some(own) => json!({ "and": [flag.clone(), own] }),
+                    None => flag.clone(),
+                };
+                o.insert("guard".into(), guard);
+            }
         }
     }
 
@@ -249,7 +260,7 @@ fn state_value_leaves(v: &Value, prefix: &mut String, out: &mut Vec<String>) {
 
 /// The flag of an inline guard without a usable name: its site, with the
 /// dots that would split a `var` path written as slashes.
-fn site_flag(path: &str) -> String {
+pub(super) fn site_flag(path: &str) -> String {
     format!("inline:{}", path.replace('.', "/"))
 }
 

@@ -68,7 +68,8 @@
 //! `tests/xstate/make.mjs` does), they are read as data, and so are XState 4's,
 //! which are plain objects:
 //!
-//! - `raise`, `send`/`sendTo`, `assign` of literal values and `emit` (see [`action`]);
+//! - `raise`, `send`/`sendTo`, `assign` of literal values, `emit`, and XState 4's
+//!   `choose` on a transition as one candidate per choice (see [`action`]);
 //! - `stateIn("#m.a.b")` (or a state value), `{ "type": "xstate.stateIn", "stateValue": ... }`
 //!   or `{ "stateValue": ... }`, and XState 4's `in: "#m.a.b"` on a transition,
 //!   become `{ "in_state": "#m.a.b" }` (one per leaf of a state value, joined by `and`);
@@ -665,7 +666,11 @@ impl Importer {
                         let why = "this transition has no guard, yet candidates follow it, which it would leave unreachable";
                         self.lost_guard(&mut imported, &tp, spath, event, why);
                     }
-                    out.push(imported);
+                    // A transition split by its `choose` is several candidates.
+                    match imported {
+                        Value::Array(split) => out.extend(split),
+                        one => out.push(one),
+                    }
                 }
                 Some(Value::Array(out))
             }
@@ -720,14 +725,23 @@ impl Importer {
 
     fn transition(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         self.kept.transitions += 1;
-        let t = self.transition_inner(v, path, spath, event).map(|t| self.external_v4(t, v, path, spath, event));
+        // A `choose` among the actions splits the transition (see [`action`]): the rest is imported without them.
+        let choice = action::choice_at(v);
+        let base = match (choice, v) {
+            (Some(_), Value::Object(o)) => Value::Object(o.iter().filter(|(k, _)| k.as_str() != "actions").map(|(k, x)| (k.clone(), x.clone())).collect()),
+            _ => v.clone(),
+        };
+        let t = self.transition_inner(&base, path, spath, event).map(|t| self.external_v4(t, v, path, spath, event));
         if let Some(t) = &t {
             self.across_regions_v4(t, path, spath, event);
         }
         if t.is_some() {
             self.kept.transitions_kept += 1;
         }
-        t
+        match (t, choice) {
+            (Some(t), Some(at)) => Some(self.choices(t, v, at, path, spath, event)),
+            (t, _) => t,
+        }
     }
 
     /// XState 4 takes a transition whose targets are in several regions from
