@@ -232,7 +232,7 @@ fn named_and_iso_delays_become_milliseconds_when_known_and_effects_the_host_wait
     let out = fixture("media-player.json");
     assert_eq!(sites(&out, Severity::Warning), vec!["states.error.after.P1M", "states.error.after.retryDelay"]);
     assert!(message(&out, "states.error.after.P1M").contains("months or years, which have no fixed length"));
-    assert!(message(&out, "states.error.after.retryDelay").contains("named delay \"retryDelay\" is code"));
+    assert!(message(&out, "states.error.after.retryDelay").contains("named delay \"retryDelay\" has no value in the config's `delays`"));
     assert!(message(&out, "states.error.after.retryDelay").contains("an effect `xstate.after.retryDelay` emitted on entry"));
     let playing = &out.definition["states"]["playing"]["states"];
     assert_eq!(playing["buffering"]["after"], json!({ "10000": "#player.error" }));
@@ -842,6 +842,12 @@ fn an_xstate_4_transition_into_its_own_state_leaves_it_and_enters_it_again() {
     let out = xstate::import_json(&mixed).unwrap();
     assert!(message(&out, "").contains("idioms of XState 4 (`in`) and of XState 5 (`guard`); read as XState 5"));
     assert_eq!(out.definition["states"]["active"]["on"]["ACTIVITY"].get("reenter"), None);
+    // Idioms of neither: read as XState 5, and said at each transition where XState 4 would differ.
+    let plain = json!({ "id": "p", "initial": "a", "states": { "a": { "on": { "AGAIN": "a", "B": "b" } }, "b": {} } });
+    let out = xstate::import(&plain).unwrap();
+    assert_eq!(out.definition["states"]["a"]["on"]["AGAIN"], json!("a"));
+    assert!(message(&out, "states.a.on.AGAIN").contains("XState 4 would leave \"a\" and enter it again"));
+    assert_eq!(out.diagnostics.len(), 1);
 }
 
 #[test]

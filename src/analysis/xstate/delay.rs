@@ -44,7 +44,9 @@ pub(super) fn resolve(key: &Value, delays: &serde_json::Map<String, Value>) -> D
                 Some(_) => Delay::Named(format!(
                     "named delay \"{s}\" is computed by a function (its value in `delays` is not a number of milliseconds)"
                 )),
-                None => Delay::Named(format!("named delay \"{s}\" is code and has no value in the config's `delays`")),
+                None => Delay::Named(format!(
+                    "named delay \"{s}\" has no value in the config's `delays` (XState keeps it in the implementations, which JSON does not carry)"
+                )),
             }
         }
         other => Delay::Unknown(format!("a delay cannot be {other}")),
@@ -109,7 +111,7 @@ mod tests {
         assert_eq!(ms(resolve(&json!("later"), &delays)), Some(1000));
         assert!(matches!(resolve(&json!("computed"), &delays), Delay::Named(why) if why.contains("computed by a function")));
         assert!(matches!(resolve(&json!("P1M"), &delays), Delay::Named(why) if why.contains("no fixed length")));
-        assert!(matches!(resolve(&json!("Poll"), &delays), Delay::Named(why) if why.contains("is code")));
+        assert!(matches!(resolve(&json!("Poll"), &delays), Delay::Named(why) if why.contains("no value in the config's `delays`")));
         assert!(matches!(resolve(&json!(-5), &delays), Delay::Unknown(_)));
         assert!(matches!(resolve(&json!(null), &delays), Delay::Unknown(_)));
     }

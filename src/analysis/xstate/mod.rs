@@ -776,7 +776,9 @@ impl Importer {
     /// `t` imported from `source`, re-entering its state when XState 4 would.
     fn external_v4(&mut self, t: Value, source: &Value, path: &str, spath: &str, event: Option<&str>) -> Value {
         let explicit = source.as_object().is_some_and(|o| o.contains_key("internal") || o.contains_key("reenter"));
-        if !self.v4 || explicit {
+        // Read as XState 5 because it says so, or because it says nothing: then this transition is where it shows.
+        let unsaid = self.outline.v4.is_empty() && self.outline.v5.is_empty();
+        if explicit || !(self.v4 || unsaid) {
             return t;
         }
         let written = match source {
@@ -804,6 +806,14 @@ impl Importer {
             return t;
         };
         let whose = if spath.is_empty() { "the machine".to_string() } else { format!("\"{spath}\"") };
+        if !self.v4 {
+            let message = format!(
+                "the config uses no idiom of XState 4 or 5 alone, and is read as XState 5: this transition to \"{inside}\" stays in \
+                 {whose}; XState 4 would leave {whose} and enter it again (entry and exit actions, invokes and delays start over)"
+            );
+            self.diag(Severity::Info, spath, event, path, message, "Write `reenter: true` if the machine is XState 4's and should start the state over.");
+            return t;
+        }
         let message = format!(
             "XState 4 takes this transition as external: its target \"{inside}\" is {whose} or a state inside it, so it leaves {whose} \
              and enters it again (entry and exit actions, invokes and delays start over); read as `reenter: true`"
