@@ -199,7 +199,7 @@ fn xstate_v4_idioms_are_rewritten_and_run() {
     let def = &out.definition;
     assert_eq!(def["id"], "auth");
     // XState 4 takes the machine's own transitions to its children as external: it leaves the machine and enters it again.
-    assert!(message(&out, "").contains("read as an XState 4 config (it uses `cond`"));
+    assert!(message(&out, "").contains("read as an XState 4 config (it uses `key`"), "{}", message(&out, ""));
     assert_eq!(
         def["on"],
         json!({ "LOGOUT": { "target": ".loggedOut", "reenter": true }, "CANCEL": { "target": ".idle", "reenter": true } })

@@ -11,7 +11,7 @@
 //! wrote it, so the import reads it from the idioms only one of them has.
 
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The outline of a config.
 #[derive(Default)]
@@ -22,25 +22,21 @@ pub(super) struct Outline {
     /// The XState 5 idioms found, which make the config an XState 5 one.
     pub v5: Vec<String>,
     /// Every state's dotted path ("" for the machine).
-    paths: HashSet<String>,
+    paths: BTreeSet<String>,
     /// Declared `id` -> path.
-    ids: HashMap<String, String>,
+    ids: BTreeMap<String, String>,
     /// Path -> declared `id`.
-    declared: HashMap<String, String>,
+    declared: BTreeMap<String, String>,
     /// Events named by an `on` of any state, in the order they first appear.
     pub events: Vec<String>,
     /// The effect type of each invoke that has an `id` (see [`super::invoke`]).
-    pub invokes: HashMap<String, String>,
+    pub invokes: BTreeMap<String, String>,
 }
 
 impl Outline {
     pub fn of(config: &Value) -> Outline {
         let mut o = Outline::default();
         o.state(config, "", true);
-        o.v4.sort_unstable();
-        o.v4.dedup();
-        o.v5.sort_unstable();
-        o.v5.dedup();
         o
     }
 
@@ -61,18 +57,18 @@ impl Outline {
         for (k, val) in s {
             match k.as_str() {
                 "predictableActionArguments" | "preserveActionOrder" | "tsTypes" | "schema" | "onEntry" | "onExit" | "activities" | "strict" => {
-                    self.v4.push(k.clone());
+                    note(&mut self.v4, k.clone());
                 }
-                "key" if root => self.v4.push("key".into()),
-                "parallel" if val == &Value::Bool(true) => self.v4.push("parallel: true".into()),
-                "data" if s.get("type").and_then(Value::as_str) == Some("final") => self.v4.push("data".into()),
-                "output" => self.v5.push("output".into()),
-                "types" if root => self.v5.push("types".into()),
+                "key" if root => note(&mut self.v4, "key".into()),
+                "parallel" if val == &Value::Bool(true) => note(&mut self.v4, "parallel: true".into()),
+                "data" if s.get("type").and_then(Value::as_str) == Some("final") => note(&mut self.v4, "data".into()),
+                "output" => note(&mut self.v5, "output".into()),
+                "types" if root => note(&mut self.v5, "types".into()),
                 "on" => match val {
                     Value::Object(on) => {
                         for (event, ts) in on {
                             if event.is_empty() {
-                                self.v4.push("on: { \"\": … }".into());
+                                note(&mut self.v4, "on: { \"\": … }".into());
                             } else if !is_wildcard(event) && !self.events.contains(event) {
                                 self.events.push(event.clone());
                             }
@@ -80,7 +76,7 @@ impl Outline {
                         }
                     }
                     Value::Array(list) => {
-                        self.v4.push("on: [...]".into());
+                        note(&mut self.v4, "on: [...]".into());
                         for t in list {
                             if let Some(Value::String(event)) = t.get("event") {
                                 if !event.is_empty() && !is_wildcard(event) && !self.events.contains(event) {
@@ -134,8 +130,8 @@ impl Outline {
         }
         for (k, val) in inv {
             match k.as_str() {
-                "data" | "autoForward" | "forward" => self.v4.push(k.clone()),
-                "input" | "onSnapshot" | "systemId" => self.v5.push(k.clone()),
+                "data" | "autoForward" | "forward" => note(&mut self.v4, k.clone()),
+                "input" | "onSnapshot" | "systemId" => note(&mut self.v5, k.clone()),
                 "onDone" | "onError" => self.transitions(val),
                 _ => {}
             }
@@ -153,8 +149,8 @@ impl Outline {
         let Some(t) = v.as_object() else { return };
         for (k, val) in t {
             match k.as_str() {
-                "cond" | "internal" | "in" => self.v4.push(k.clone()),
-                "guard" | "reenter" => self.v5.push(k.clone()),
+                "cond" | "internal" | "in" => note(&mut self.v4, k.clone()),
+                "guard" | "reenter" => note(&mut self.v5, k.clone()),
                 "actions" => self.actions(val),
                 _ => {}
             }
@@ -168,8 +164,8 @@ impl Outline {
         };
         for a in list {
             match a.get("type").and_then(Value::as_str) {
-                Some(t @ ("xstate.send" | "xstate.choose" | "xstate.pure" | "xstate.start" | "xstate.stop")) => self.v4.push(t.to_string()),
-                Some(t @ ("xstate.sendTo" | "xstate.enqueueActions" | "xstate.spawnChild" | "xstate.stopChild" | "xstate.emit")) => self.v5.push(t.to_string()),
+                Some(t @ ("xstate.send" | "xstate.choose" | "xstate.pure" | "xstate.start" | "xstate.stop")) => note(&mut self.v4, t.to_string()),
+                Some(t @ ("xstate.sendTo" | "xstate.enqueueActions" | "xstate.spawnChild" | "xstate.stopChild" | "xstate.emit")) => note(&mut self.v5, t.to_string()),
                 _ => {}
             }
         }
@@ -206,6 +202,13 @@ impl Outline {
             join(parent, target)
         };
         self.paths.contains(&found).then_some(found)
+    }
+}
+
+/// Add an idiom to a list, once, in the order first found.
+fn note(list: &mut Vec<String>, idiom: String) {
+    if !list.contains(&idiom) {
+        list.push(idiom);
     }
 }
 
