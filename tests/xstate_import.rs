@@ -848,6 +848,11 @@ fn an_xstate_4_transition_into_its_own_state_leaves_it_and_enters_it_again() {
     assert_eq!(out.definition["states"]["a"]["on"]["AGAIN"], json!("a"));
     assert!(message(&out, "states.a.on.AGAIN").contains("XState 4 would leave \"a\" and enter it again"));
     assert_eq!(out.diagnostics.len(), 1);
+    // A machine-level transition naming a child bare is XState 4's alone: it re-enters the machine.
+    let bare = json!({ "id": "p", "initial": "a", "on": { "RESET": "a" }, "states": { "a": { "on": { "B": "b" } }, "b": {} } });
+    let out = xstate::import(&bare).unwrap();
+    assert!(message(&out, "").contains("(it uses `a machine-level target named bare`)"));
+    assert_eq!(out.definition["on"]["RESET"], json!({ "target": ".a", "reenter": true }));
 }
 
 #[test]

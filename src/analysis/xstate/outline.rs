@@ -72,6 +72,9 @@ impl Outline {
                             } else if !is_wildcard(event) && !self.events.contains(event) {
                                 self.events.push(event.clone());
                             }
+                            if root && bare_target(ts) {
+                                note(&mut self.v4, "a machine-level target named bare".into());
+                            }
                             self.transitions(ts);
                         }
                     }
@@ -203,6 +206,27 @@ impl Outline {
         };
         self.paths.contains(&found).then_some(found)
     }
+}
+
+/// Whether a transition names a target without `#` or `.`: from the machine
+/// itself only XState 4 resolves it (among the machine's children); XState 5
+/// refuses it.
+fn bare_target(ts: &Value) -> bool {
+    let list: Vec<&Value> = match ts {
+        Value::Array(a) => a.iter().collect(),
+        one => vec![one],
+    };
+    list.into_iter().any(|t| {
+        let target = match t {
+            Value::Object(o) => o.get("target").unwrap_or(&Value::Null),
+            other => other,
+        };
+        match target {
+            Value::String(s) => !s.starts_with(['#', '.']),
+            Value::Array(a) => a.iter().filter_map(Value::as_str).any(|s| !s.starts_with(['#', '.'])),
+            _ => false,
+        }
+    })
 }
 
 /// Add an idiom to a list, once, in the order first found.
