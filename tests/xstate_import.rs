@@ -109,7 +109,8 @@ fn an_invoked_service_is_an_effect_whose_completion_moves_the_machine() {
     // A final state of the machine ends the process: no done event carries its output.
     assert_eq!(def["states"]["done"], json!({ "type": "final" }));
     assert!(message(&out, "states.done.output").contains("carried by no done event"));
-    assert!(def["states"]["receipt"].get("entry").is_none(), "inline actor logic is not an effect");
+    // Actor logic given inline is lost in JSON; the effect is named by the id XState 5 gives the invocation.
+    assert_eq!(def["states"]["receipt"]["entry"][1], json!({ "effect": { "type": "0.checkoutFlow.receipt" } }));
 
     let mut p = Process::new(&out, "order-1");
     let o = p.event("e1", "CHECKOUT");
@@ -182,8 +183,11 @@ fn xstate_v4_idioms_are_rewritten_and_run() {
     assert_eq!(
         sites(&out, Severity::Info),
         vec![
+            "",
             "key",
             "on.CANCEL",
+            "on.CANCEL",
+            "on.LOGOUT",
             "on.LOGOUT",
             "states.authenticating.on.CANCEL",
             "states.session.on.",
@@ -194,7 +198,12 @@ fn xstate_v4_idioms_are_rewritten_and_run() {
     assert!(message(&out, "states.authenticating.on.CANCEL").contains("forbids"));
     let def = &out.definition;
     assert_eq!(def["id"], "auth");
-    assert_eq!(def["on"], json!({ "LOGOUT": ".loggedOut", "CANCEL": ".idle" }));
+    // XState 4 takes the machine's own transitions to its children as external: it leaves the machine and enters it again.
+    assert!(message(&out, "").contains("read as an XState 4 config (it uses `key`"), "{}", message(&out, ""));
+    assert_eq!(
+        def["on"],
+        json!({ "LOGOUT": { "target": ".loggedOut", "reenter": true }, "CANCEL": { "target": ".idle", "reenter": true } })
+    );
     assert_eq!(def["states"]["session"]["states"]["hist"], json!({ "type": "history", "history": "shallow" }));
     assert_eq!(def["states"]["session"]["always"]["target"], "loggedOut");
     assert!(def["states"]["session"]["on"].get("").is_none());
@@ -219,11 +228,12 @@ fn xstate_v4_idioms_are_rewritten_and_run() {
 }
 
 #[test]
-fn named_and_iso_delays_become_milliseconds_when_known() {
+fn named_and_iso_delays_become_milliseconds_when_known_and_effects_the_host_waits_when_not() {
     let out = fixture("media-player.json");
     assert_eq!(sites(&out, Severity::Warning), vec!["states.error.after.P1M", "states.error.after.retryDelay"]);
-    assert!(message(&out, "states.error.after.P1M").contains("P1M"));
-    assert!(message(&out, "states.error.after.retryDelay").contains("retryDelay"));
+    assert!(message(&out, "states.error.after.P1M").contains("months or years, which have no fixed length"));
+    assert!(message(&out, "states.error.after.retryDelay").contains("named delay \"retryDelay\" has no value in the config's `delays`"));
+    assert!(message(&out, "states.error.after.retryDelay").contains("an effect `xstate.after.retryDelay` emitted on entry"));
     let playing = &out.definition["states"]["playing"]["states"];
     assert_eq!(playing["buffering"]["after"], json!({ "10000": "#player.error" }));
     assert_eq!(playing["running"]["after"], json!({ "1800000": "#player.stopped" }));
@@ -237,6 +247,20 @@ fn named_and_iso_delays_become_milliseconds_when_known() {
     let o = p.event("e2", "LOADED");
     assert_eq!(o.next_due_at, Some(p.now + 1_800_000));
     assert_eq!(p.fire_timer().state, json!("stopped"));
+
+    // Buffering times out into `error`, whose delays are code: the host waits them, as effects.
+    let mut q = Process::new(&out, "tv-2");
+    q.event("e1", "PLAY");
+    let o = q.fire_timer();
+    assert_eq!(o.state, json!("error"));
+    let types: Vec<String> = effects(&o).into_iter().map(|e| e.0).collect();
+    assert_eq!(types, vec!["xstate.after.retryDelay", "xstate.after.P1M"]);
+    let (report, back) = q.perform("xstate.after.retryDelay", Value::Null);
+    assert_eq!(back.state, json!({ "playing": "buffering" }), "the delayed transition, to the history state");
+    assert_eq!(q.send(report).status, Status::Duplicate);
+    // The other delay's completion comes after `error` was left: it is ignored.
+    let (_, late) = q.perform("xstate.after.P1M", Value::Null);
+    assert_eq!((&late.state, late.effects.len()), (&json!({ "playing": "buffering" }), 0));
 }
 
 #[test]
@@ -266,7 +290,7 @@ fn inline_guards_stay_distinct_flags() {
 }
 
 #[test]
-fn invoked_work_that_cannot_be_an_effect_is_named_precisely() {
+fn invoked_work_given_inline_is_an_effect_named_by_its_id_and_what_an_effect_cannot_do_is_named() {
     let config = json!({
         "id": "x", "initial": "a",
         "states": {
@@ -274,34 +298,52 @@ fn invoked_work_that_cannot_be_an_effect_is_named_precisely() {
                 { "src": { "id": "child", "initial": "s", "states": { "s": {} } }, "onDone": "b" },
                 { "src": "ticker", "onSnapshot": { "actions": "log" }, "autoForward": true },
                 { "onDone": "b" },
-                { "id": "fetchUser", "onDone": "b" }
+                { "id": "fetchUser", "onDone": "b" },
+                { "id": "poll", "src": {}, "onError": "b" },
+                { "src": 7, "onDone": "b" }
             ] },
-            "b": {}
+            "b": { "on": { "RESET": "a" } }
         }
     });
     let out = xstate::import(&config).unwrap();
-    assert!(message(&out, "states.a.invoke[0].src").contains("invoked machine"));
+    assert!(message(&out, "states.a.invoke[0].src").contains("invoked machine `child`"));
+    assert!(message(&out, "states.a.invoke[0].src").contains("its states are not imported"));
     assert!(message(&out, "states.a.invoke[1].onSnapshot").contains("onSnapshot"));
     assert!(message(&out, "states.a.invoke[1].autoForward").contains("receives no events"));
-    assert!(message(&out, "states.a.invoke[2].src").contains("no id"));
-    assert!(message(&out, "states.a.invoke[3].src").contains("`fetchUser`"));
+    assert!(message(&out, "states.a.invoke[2].src").contains("`2.x.a`, the id XState gives the invocation"));
+    assert!(message(&out, "states.a.invoke[3].src").contains("`fetchUser`, named by the invoke's id"));
+    assert!(message(&out, "states.a.invoke[4].src").contains("fromPromise"));
+    assert!(message(&out, "states.a.invoke[5].src").contains("the invoke is left out"));
     let types: Vec<&str> = out.definition["states"]["a"]["entry"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|a| a["effect"]["type"].as_str())
         .collect();
-    assert_eq!(types, vec!["ticker", "fetchUser"]);
-    assert_eq!(out.kept.transitions, 4, "three onDone and one onSnapshot");
-    assert_eq!(out.kept.transitions_kept, 1);
-    assert!(Machine::from_value(out.definition).is_ok());
+    assert_eq!(types, vec!["child", "ticker", "2.x.a", "fetchUser", "poll"]);
+    assert_eq!(out.kept.transitions, 7, "four onDone, one onError, one onSnapshot and RESET");
+    assert_eq!(out.kept.transitions_kept, 5, "all but the onSnapshot and the onDone of the invoke whose src is no actor logic");
+    // The invoked machine's completion, reported as its effect's, moves the machine on.
+    let mut p = Process::new(&out, "p-1");
+    let o = p.event("e1", "RESET");
+    let key = effects(&o).into_iter().find(|e| e.0 == "child").unwrap().1;
+    p.started(&key);
+    assert_eq!(p.succeeded(&key, json!({})).state, json!("b"));
+
+    // XState 4 names an invocation `<state id>:invocation[<i>]`; a config read as XState 4 gets that name.
+    let v4 = xstate::import(&json!({
+        "id": "up", "initial": "a",
+        "states": { "a": { "invoke": { "src": null, "onDone": { "target": "b", "cond": "ok" } } }, "b": {} }
+    }))
+    .unwrap();
+    assert_eq!(v4.definition["states"]["a"]["entry"][1], json!({ "effect": { "type": "up.a:invocation[0]" } }));
 }
 
 #[test]
 fn the_import_counts_the_transitions_it_kept() {
     let mut total = (0, 0);
     for (file, states, transitions, kept) in
-        [("checkout-invoke.json", 7, 13, 11), ("auth-v4.json", 8, 13, 13), ("media-player.json", 7, 12, 10)]
+        [("checkout-invoke.json", 7, 13, 13), ("auth-v4.json", 8, 13, 13), ("media-player.json", 7, 12, 12)]
     {
         let out = fixture(file);
         assert_eq!((out.kept.states, out.kept.transitions, out.kept.transitions_kept), (states, transitions, kept), "{file}");
@@ -414,7 +456,11 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
     ]);
     let config = json!({ "id": "acts", "initial": "a", "states": { "a": { "on": { "GO": { "target": "b", "actions": actions } } }, "b": {} } });
     let out = xstate::import(&config).unwrap();
-    let got = &out.definition["states"]["a"]["on"]["GO"]["actions"];
+    // The `choose` splits GO in two: its choice, then no choice, whose actions are the others.
+    let go = &out.definition["states"]["a"]["on"]["GO"];
+    assert_eq!(go[0]["guard"], flag("ok"));
+    assert_eq!(go[0]["actions"][7], json!({ "effect": { "type": "go" } }));
+    let got = &go[1]["actions"];
     let at = |i: usize| format!("states.a.on.GO.actions[{i}]");
     assert_eq!(
         got,
@@ -426,7 +472,6 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
             { "effect": { "type": "xstate.send" } },
             { "assign": { "step": 2, "address": { "city": "Lyon" } } },
             { "effect": { "type": "xstate.assign" } },
-            { "effect": { "type": "xstate.choose" } },
             { "effect": { "type": "xstate.sendTo", "payload": { "to": "kid", "event": { "type": "PING" } } } },
             { "effect": { "type": "xstate.sendTo" } },
             { "effect": { "type": "receiptReady", "payload": { "format": "pdf" } } },
@@ -443,7 +488,7 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
     assert!(message(&out, &at(5)).contains("assign of step, address"));
     assert!(message(&out, &format!("{}.assignment.limits", at(5))).contains("would read as a JSONLogic expression"));
     assert!(message(&out, &at(6)).contains("computes the context with a function"));
-    assert!(message(&out, &at(7)).contains("picks its actions"));
+    assert!(message(&out, &at(7)).contains("one transition per choice"));
     assert!(message(&out, &at(9)).contains("computed by a function"));
     assert_eq!(severity(&at(10)), Some(Severity::Info));
     assert!(message(&out, &at(11)).contains("would read as a JSONLogic expression"));
@@ -542,7 +587,18 @@ fn done_data_of_a_final_state_is_carried_by_its_parents_done_event() {
 // import report. `IDEM_BLESS=1 cargo test --test xstate_import` writes the
 // reports again after a deliberate change.
 
-const CORPUS: &[&str] = &["auth-flow", "checkout-v4", "fetch-retry", "media-player"];
+const CORPUS: &[&str] = &[
+    "auth-flow",
+    "booking-v4",
+    "checkout-v4",
+    "fetch-retry",
+    "media-player",
+    "onboarding-v4",
+    "payment-v5",
+    "subscription-v4",
+    "upload-v4",
+    "video-player-v4",
+];
 
 fn corpus_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xstate")
@@ -734,4 +790,387 @@ fn a_parallel_state_with_no_region_is_imported_as_a_leaf() {
     assert!(message(&out, "states.on").contains("parallel state with no region"), "{:#?}", out.diagnostics);
     let m = Machine::from_value(out.definition).expect("the import loads");
     assert_eq!(m.reduce_in("p", None, &json!({ "id": "e1", "type": "OFF" }), 1).state, json!("off"));
+}
+
+#[test]
+fn an_xstate_4_transition_into_its_own_state_leaves_it_and_enters_it_again() {
+    // XState 4's inactivity timer: a self-transition restarts the state's delay.
+    let v4 = json!({
+        "id": "session", "initial": "active",
+        "states": {
+            "active": {
+                "initial": "idle",
+                "after": { "5000": "expired" },
+                "on": {
+                    "ACTIVITY": "active",
+                    "TYPING": { "target": "active.typing", "cond": "isFocused" },
+                    "PAUSE": { "target": "active", "internal": true },
+                    "NEXT": ".typing"
+                },
+                "states": { "idle": {}, "typing": {} }
+            },
+            "expired": { "on": { "RESUME": "active" } }
+        }
+    });
+    let out = xstate::import(&v4).unwrap();
+    assert!(message(&out, "").contains("read as an XState 4 config (it uses `cond`, `internal`)"));
+    let on = &out.definition["states"]["active"]["on"];
+    assert_eq!(on["ACTIVITY"], json!({ "target": "active", "reenter": true }));
+    assert_eq!(on["TYPING"]["reenter"], true, "a target inside the state is external too");
+    assert!(message(&out, "states.active.on.ACTIVITY").contains("leaves \"active\" and enters it again"));
+    assert_eq!(on["PAUSE"].get("reenter"), None, "internal: true stays");
+    assert_eq!(on["NEXT"], json!(".typing"), "a target starting with a dot is internal");
+    assert_eq!(out.definition["states"]["expired"]["on"]["RESUME"], json!("active"), "another state's target is left as it is");
+
+    let mut p = Process::new(&out, "s-1");
+    let o = p.event("e1", "ACTIVITY");
+    assert_eq!(o.next_due_at, Some(p.now + 5_000), "entered again: the delay starts over");
+    p.now += 4_000;
+    let o = p.event("e2", "ACTIVITY");
+    assert_eq!(o.next_due_at, Some(p.now + 5_000));
+    p.now += 4_000;
+    let o = p.event("e3", "PAUSE");
+    assert_eq!(o.next_due_at, Some(p.now - 4_000 + 5_000 - 1), "internal: the delay runs on");
+
+    // The same config in XState 5's words (`guard`) is read as XState 5: no re-entry.
+    let v5 = serde_json::to_string(&v4).unwrap().replace("\"cond\"", "\"guard\"").replace(",\"internal\":true", "");
+    let out = xstate::import_json(&v5).unwrap();
+    assert_eq!(out.definition["states"]["active"]["on"]["ACTIVITY"], json!("active"));
+    assert!(out.diagnostics.iter().all(|d| d.site.as_deref() != Some("")));
+    // Idioms of both: read as XState 5, and said so.
+    let mixed = v5.replace("\"ACTIVITY\":\"active\"", "\"ACTIVITY\":{\"target\":\"active\",\"in\":\"#session.active\"}");
+    let out = xstate::import_json(&mixed).unwrap();
+    assert!(message(&out, "").contains("idioms of XState 4 (`in`) and of XState 5 (`guard`); read as XState 5"));
+    assert_eq!(out.definition["states"]["active"]["on"]["ACTIVITY"].get("reenter"), None);
+    // Idioms of neither: read as XState 5, and said at each transition where XState 4 would differ.
+    let plain = json!({ "id": "p", "initial": "a", "states": { "a": { "on": { "AGAIN": "a", "B": "b" } }, "b": {} } });
+    let out = xstate::import(&plain).unwrap();
+    assert_eq!(out.definition["states"]["a"]["on"]["AGAIN"], json!("a"));
+    assert!(message(&out, "states.a.on.AGAIN").contains("XState 4 would leave \"a\" and enter it again"));
+    assert_eq!(out.diagnostics.len(), 1);
+    // A machine-level transition naming a child bare is XState 4's alone: it re-enters the machine.
+    let bare = json!({ "id": "p", "initial": "a", "on": { "RESET": "a" }, "states": { "a": { "on": { "B": "b" } }, "b": {} } });
+    let out = xstate::import(&bare).unwrap();
+    assert!(message(&out, "").contains("(it uses `a machine-level target named bare`)"));
+    assert_eq!(out.definition["on"]["RESET"], json!({ "target": ".a", "reenter": true }));
+}
+
+#[test]
+fn a_guard_lost_in_json_is_told_by_the_candidates_it_would_leave_unreachable() {
+    // `{ target, guard: (ctx) => ... }` is written `{ target }`: a plain JSON.stringify drops a function member.
+    let config = json!({
+        "id": "upload", "initial": "validating",
+        "states": {
+            "validating": {
+                "always": [{ "target": "empty" }, { "target": "rejected", "guard": "tooLarge" }, { "target": "ready" }]
+            },
+            "ready": {
+                "on": {
+                    "FAILED": [{ "target": "retrying" }, { "target": "failed" }],
+                    "PROGRESS": { "actions": "setProgress" }
+                },
+                "always": { "actions": "tick" }
+            },
+            "empty": {}, "rejected": {}, "retrying": {}, "failed": {}
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let def = &out.definition;
+    let lost = |site: &str| flag(&format!("inline:{}/guard", site.replace('.', "/")));
+    assert_eq!(def["states"]["validating"]["always"][0]["guard"], lost("states.validating.always[0]"));
+    assert_eq!(def["states"]["validating"]["always"][2].get("guard"), None, "the last candidate is the default");
+    assert_eq!(def["states"]["ready"]["on"]["FAILED"][0]["guard"], lost("states.ready.on.FAILED[0]"));
+    assert_eq!(def["states"]["ready"]["on"]["PROGRESS"].get("guard"), None, "one candidate: nothing tells a loss");
+    // A targetless eventless transition without a guard would be taken forever: its guard was lost too.
+    assert_eq!(def["states"]["ready"]["always"]["guard"], lost("states.ready.always"));
+    assert!(message(&out, "states.validating.always[0]").contains("candidates follow it, which it would leave unreachable"));
+    assert!(message(&out, "states.ready.always").contains("no target and no guard, so it would be taken forever"));
+
+    let m = Machine::from_value(out.definition).expect("the import loads");
+    let flags = json!({ "inline:states/ready/on/FAILED[0]/guard": true });
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "PROGRESS" }), 0);
+    assert_eq!(o.state, json!("ready"), "the lost guard of validating's first candidate is false");
+    let o = m.reduce(o.snapshot.as_deref(), &json!({ "id": "e2", "type": "FAILED", "payload": { "$guard": flags } }), 1);
+    assert_eq!(o.state, json!("retrying"));
+}
+
+#[test]
+fn xstate_4_keys_of_states_and_events_are_read() {
+    let config = json!({
+        "id": "player", "initial": "idle", "strict": true,
+        "schema": { "context": {}, "events": {} },
+        "on": { "*": { "actions": "logUnhandled" } },
+        "states": {
+            "idle": {
+                "onEntry": ["resetClock"],
+                "entry": "showPoster",
+                "onExit": "hidePoster",
+                "on": [
+                    { "event": "LOAD", "target": "failed", "cond": "isBroken" },
+                    { "event": "mouse.*", "actions": "trackPointer" },
+                    { "event": "LOAD", "target": "loading" },
+                    { "target": "failed" }
+                ]
+            },
+            "loading": {
+                "activities": ["spinner"],
+                "invoke": { "id": "meta", "src": "loadMetadata" },
+                "on": {
+                    "done.invoke.meta": "ready",
+                    "error.platform.meta": { "target": "failed", "actions": "report" },
+                    "mouse.move": { "actions": "showCursor" }
+                }
+            },
+            "ready": { "on": { "mouse.click": "idle" } },
+            "failed": { "on": { "mouse": "idle" } }
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let def = &out.definition;
+    assert!(message(&out, "strict").contains("idem ignores such an event"));
+    assert!(message(&out, "schema").contains("only matters to TypeScript"));
+    assert_eq!(
+        def["states"]["idle"]["entry"],
+        json!([{ "effect": { "type": "resetClock" } }, { "effect": { "type": "showPoster" } }]),
+        "onEntry is entry, its actions first as written"
+    );
+    assert_eq!(def["states"]["idle"]["exit"], json!([{ "effect": { "type": "hidePoster" } }]));
+    assert!(message(&out, "states.idle.onEntry").contains("early spelling of `entry`"));
+    // `on` as a list, by event; an item without `event` is left out.
+    let idle = &def["states"]["idle"]["on"];
+    assert_eq!(idle["LOAD"], json!([{ "target": "failed", "guard": flag("isBroken") }, { "target": "loading" }]));
+    assert!(message(&out, "states.idle.on[3]").contains("needs a string `event`"));
+    // A partial wildcard is each named event it matches, "mouse" itself included.
+    for ev in ["mouse.move", "mouse.click", "mouse"] {
+        assert_eq!(idle[ev], json!({ "actions": [{ "effect": { "type": "trackPointer" } }] }), "{ev}");
+    }
+    // The machine's "*" is every named event, after a state's own transitions for it.
+    assert_eq!(def["on"]["LOAD"], json!({ "actions": [{ "effect": { "type": "logUnhandled" } }] }));
+    assert!(message(&out, "on.*").contains("read as the 6 event(s) the machine names"));
+    // The service's done and error events, named directly, are its effect's completions.
+    let loading = &def["states"]["loading"];
+    assert_eq!(loading["entry"][0], json!({ "effect": { "type": "spinner" } }), "an activity is an effect started on entry");
+    assert_eq!(loading["on"]["loadMetadata.succeeded"], json!("ready"));
+    assert_eq!(loading["on"]["loadMetadata.failed"]["target"], "failed");
+    assert!(message(&out, "states.loading.on.done.invoke.meta").contains("read as \"loadMetadata.succeeded\""));
+    assert_eq!((out.kept.transitions, out.kept.transitions_kept), (10, 9), "{:?}", out.kept);
+
+    let mut p = Process::new(&out, "p-1");
+    let o = p.event("e1", "LOAD");
+    assert_eq!(o.state, json!("loading"));
+    let (_, ready) = p.perform("loadMetadata", json!({ "duration": 60 }));
+    assert_eq!(ready.state, json!("ready"));
+    let o = p.event("e2", "mouse.click");
+    assert_eq!(o.state, json!("idle"));
+    // Taken by the machine's wildcard: no state names UNPAUSE, so idem refuses it instead.
+    let o = p.m.reduce_in("p-1", p.snapshot.as_deref(), &json!({ "id": "e3", "type": "UNPAUSE" }), p.now + 1);
+    assert_eq!(o.error.map(|e| e.code), Some(idem::Code::UnknownEventType));
+}
+
+#[test]
+fn initial_states_are_settled_as_xstate_enters_them() {
+    let config = json!({
+        "id": "wizard",
+        "states": {
+            "steps": {
+                "states": { "hist": { "type": "history" }, "one": { "on": { "NEXT": "two" } }, "two": {} },
+                "on": { "JUMP": ".two" }
+            },
+            "panels": {
+                "type": "parallel", "initial": "left",
+                "states": { "left": { "initial": { "target": ["#wizard.panels.left.open"] }, "states": { "open": {} } }, "right": {} }
+            },
+            "leaf": { "initial": "nothing", "onDone": "steps" },
+            "odd": { "initial": "hist", "states": { "hist": { "type": "history" }, "a": {} } }
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let def = &out.definition;
+    assert_eq!(def["initial"], "steps", "the machine's first state");
+    assert!(message(&out, "initial").contains("XState 4 enters none of them (with a warning) and XState 5 refuses the machine"));
+    assert_eq!(def["states"]["steps"]["initial"], "one", "the first state that is not a history state");
+    assert_eq!(def["states"]["panels"].get("initial"), None);
+    assert!(message(&out, "states.panels.initial").contains("enters every region"));
+    assert_eq!(def["states"]["panels"]["states"]["left"]["initial"], "open");
+    assert!(message(&out, "states.panels.states.left.initial").contains("read as `initial: \"open\"`"));
+    assert_eq!(def["states"]["leaf"].get("initial"), None);
+    assert_eq!(def["states"]["leaf"].get("onDone"), None);
+    assert!(message(&out, "states.leaf.onDone").contains("never taken"));
+    assert_eq!(def["states"]["odd"]["initial"], "a");
+    assert_eq!((out.kept.transitions, out.kept.transitions_kept), (3, 2));
+    let m = Machine::from_value(out.definition).expect("the import loads");
+    assert_eq!(m.reduce(None, &json!({ "id": "e1", "type": "NEXT" }), 0).state, json!({ "steps": "two" }));
+}
+
+#[test]
+fn what_the_engine_still_refuses_is_left_out_one_part_at_a_time() {
+    // Mistakes XState tolerates until the part is reached: a target that names
+    // no state, two states with one id, a state guard naming no state, and
+    // eventless transitions that go round without a guard.
+    let config = json!({
+        "id": "m", "initial": "a",
+        "states": {
+            "a": {
+                "id": "same",
+                "on": {
+                    "GO": [{ "target": "nowhere", "guard": "ok" }, { "target": "b" }],
+                    "PEEK": { "target": "b", "in": "#m.missing" },
+                    "STAY": { "actions": "keep" }
+                }
+            },
+            "b": { "id": "same", "on": { "LOOP": "c" } },
+            "c": { "always": "d" },
+            "d": { "always": "c" }
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let refused: Vec<&str> =
+        out.diagnostics.iter().filter(|d| d.message.contains("the engine refuses")).filter_map(|d| d.site.as_deref()).collect();
+    assert_eq!(refused.len(), 4, "{refused:?}");
+    assert!(message(&out, "states.a.on.GO[0].target").contains("unknown_target"));
+    assert!(message(&out, "states.a.on.GO[0].target").contains("this transition is left out"));
+    assert!(refused.contains(&"states.b.id"));
+    assert!(refused.contains(&"states.a.on.PEEK.guard"));
+    assert!(message(&out, "states.d.always").contains("always_loop"), "{refused:?}");
+    let def = &out.definition;
+    assert_eq!(def["states"]["a"]["on"]["GO"], json!([{ "target": "b" }]));
+    assert_eq!(def["states"]["b"].get("id"), None);
+    assert_eq!((out.kept.transitions, out.kept.transitions_kept), (7, 6));
+    let m = Machine::from_value(out.definition).expect("the repaired import loads");
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "GO" }), 0);
+    assert_eq!(o.state, json!("b"));
+    let o = m.reduce(o.snapshot.as_deref(), &json!({ "id": "e2", "type": "LOOP" }), 1);
+    assert_eq!(o.state, json!("d"), "the flag of the loop's transition the engine named is false: the loop stops there");
+}
+
+#[test]
+fn the_subscription_machine_bills_through_effects_and_waits_its_computed_delay() {
+    let out = corpus("subscription-v4");
+    let mut p = Process::new(&out, "cust-1");
+    // The machine fetches the subscription as it starts; the first event starts the process.
+    let o = p.event("e1", "RETRY");
+    assert_eq!((o.status, &o.state), (Status::Ignored, &json!("loading")));
+    assert_eq!(effects(&o)[0].0, "fetchSubscription");
+    // No named guard holds for the fetch's completion: onDone's last candidate.
+    let (_, o) = p.perform("fetchSubscription", json!({ "status": "none" }));
+    assert_eq!(o.state, json!("free"));
+    p.send(json!({ "id": "e2", "type": "SUBSCRIBE", "payload": { "plan": "pro" } }));
+    let (report, o) = p.perform("createSubscription", json!({ "id": "sub_1", "plan": "pro" }));
+    assert_eq!(o.state, json!({ "active": "current" }));
+    let types: Vec<String> = effects(&o).into_iter().map(|e| e.0).collect();
+    assert_eq!(types, vec!["setSubscription", "trackConversion"]);
+    assert_eq!(p.send(report).status, Status::Duplicate, "a completion delivered twice moves the machine once");
+    // A payment fails: past due, the parent told, and the dunning delay from the options' `delays`.
+    let o = p.event("e3", "PAYMENT_FAILED");
+    assert_eq!(o.state, json!("pastDue"));
+    let timers = idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["timers"].clone();
+    assert_eq!(timers[0]["dueAt"], p.now + 3 * 24 * 60 * 60 * 1000, "{timers}");
+    let to_parent = o.effects.iter().find(|e| e.effect_type == "xstate.send").unwrap();
+    assert_eq!(to_parent.payload, json!({ "to": "#_parent", "event": { "type": "PAYMENT_PAST_DUE" } }));
+    p.event("e4", "UPDATE_PAYMENT_METHOD");
+    let (_, o) = p.perform("chargeInvoice", json!({ "paid": true }));
+    assert_eq!(o.state, json!({ "active": "current" }));
+    // Canceling an annual plan waits for the end of the period, a delay computed from the context:
+    // the host waits it, as an effect, and its completion cancels.
+    let o = p.send(json!({ "id": "e5", "type": "CANCEL", "payload": { "$guard": { "isAnnualPlan": true } } }));
+    assert_eq!(o.state, json!("cancelAtPeriodEnd"));
+    assert_eq!(effects(&o)[0].0, "xstate.after.BILLING_PERIOD_END");
+    let (_, o) = p.perform("xstate.after.BILLING_PERIOD_END", Value::Null);
+    assert_eq!(o.state, json!("canceled"));
+}
+
+#[test]
+fn the_xstate_4_video_player_restarts_a_state_it_transitions_into() {
+    let out = corpus("video-player-v4");
+    let state = |playback: Value, mode: &str| json!({ "playback": playback, "volume": "unmuted", "captions": "off", "mode": mode });
+    let mut p = Process::new(&out, "tv-1");
+    let o = p.send(json!({ "id": "e1", "type": "LOAD", "payload": { "src": "/v.mp4" } }));
+    assert_eq!(o.state, state(json!("loading"), "inline"));
+    let (_, o) = p.perform("loadMetadata", json!({ "duration": 60 }));
+    assert_eq!(o.state, state(json!({ "ready": "paused" }), "inline"));
+    let o = p.send(json!({ "id": "e2", "type": "PLAY", "payload": { "$guard": { "canAutoplay": true } } }));
+    assert_eq!(o.state["playback"], json!({ "ready": "playing" }));
+    let o = p.event("e3", "WAITING");
+    assert_eq!(o.state["playback"], "stalled");
+    let timer = |p: &Process| idem::inspect(&p.m, p.snapshot.as_deref().unwrap()).unwrap()["timers"][0]["dueAt"].as_u64().unwrap();
+    assert_eq!(timer(&p), p.now + 8_000);
+    // Progress while stalled is a transition into `stalled` itself: XState 4 leaves it and enters it
+    // again, so its 8-second delay starts over.
+    p.now += 5_000;
+    let o = p.event("e4", "STALL_PROGRESS");
+    assert_eq!(o.state["playback"], "stalled");
+    assert_eq!(timer(&p), p.now + 8_000);
+    assert_eq!(p.fire_timer().state["playback"], "error");
+    // An event no region takes is the machine's wildcard's: it is logged.
+    let o = p.event("e5", "SEEK");
+    assert_eq!(effects(&o)[0].0, "logUnhandled");
+    // FIXME(issue 29): a transition into several regions from inside one leaves the whole machine in
+    // idem (as in XState 5), so playback starts over; XState 4 keeps it in `error`. The import warns.
+    assert!(message(&out, "states.mode.states.inline.on.ENTER_FULLSCREEN").contains("XState 4 leaves only"));
+    let o = p.event("e6", "ENTER_FULLSCREEN");
+    assert_eq!((&o.state["mode"], &o.state["captions"], &o.state["playback"]), (&json!("fullscreen"), &json!("on"), &json!("empty")));
+}
+
+#[test]
+fn an_xstate_4_transition_into_several_regions_from_inside_one_is_said_to_differ() {
+    let config = json!({
+        "id": "ui", "type": "parallel",
+        "states": {
+            "panel": { "initial": "closed", "states": { "closed": { "on": { "OPEN": "open" } }, "open": {} } },
+            "mode": {
+                "initial": "inline",
+                "states": {
+                    "inline": { "on": { "FULL": { "target": ["full", "#ui.panel.open"], "cond": "allowed" } } },
+                    "full": {}
+                }
+            }
+        },
+        "on": { "RESET": { "target": [".panel.closed", ".mode.inline"] } }
+    });
+    let out = xstate::import(&config).unwrap();
+    let site = "states.mode.states.inline.on.FULL";
+    assert!(message(&out, site).contains("XState 4 leaves only \"mode.inline\"'s side and keeps the other regions where they are"));
+    assert_eq!(sites(&out, Severity::Warning).iter().filter(|s| s.starts_with("on.RESET")).count(), 0, "from the parallel state itself: the same");
+    let m = Machine::from_value(out.definition).unwrap();
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "FULL", "payload": { "$guard": { "allowed": true } } }), 0);
+    assert_eq!(o.state, json!({ "panel": "open", "mode": "full" }));
+}
+
+#[test]
+fn xstate_4_choose_on_a_transition_is_one_candidate_per_choice() {
+    // As XState 4.38's `actions.choose` writes it: its choices are data.
+    let choose = json!({ "type": "xstate.choose", "conds": [
+        { "cond": "isLargeParty", "actions": ["showNotice", { "type": "xstate.send", "event": { "type": "LARGE" }, "id": "LARGE" }] },
+        { "cond": { "type": "xstate.guard", "name": "(ctx) => ctx.vip" }, "actions": "greet" }
+    ] });
+    let config = json!({
+        "id": "b", "initial": "a",
+        "states": {
+            "a": { "on": {
+                "SIZE": { "target": "b", "cond": "open", "actions": ["setSize", choose, "log"] },
+                "LARGE": { "actions": "flag" }
+            } },
+            "b": {}
+        }
+    });
+    let out = xstate::import(&config).unwrap();
+    let size = &out.definition["states"]["a"]["on"]["SIZE"];
+    let effect = |t: &str| json!({ "effect": { "type": t } });
+    assert_eq!(
+        size,
+        &json!([
+            { "target": "b", "guard": { "and": [flag("open"), flag("isLargeParty")] },
+              "actions": [effect("setSize"), effect("showNotice"), { "raise": { "type": "LARGE" } }, effect("log")] },
+            { "target": "b", "guard": { "and": [flag("open"), flag("inline:states/a/on/SIZE/actions[1]/conds[1]/cond")] },
+              "actions": [effect("setSize"), effect("greet"), effect("log")] },
+            { "target": "b", "guard": flag("open"), "actions": [effect("setSize"), effect("log")] }
+        ])
+    );
+    assert!(message(&out, "states.a.on.SIZE.actions[1]").contains("one transition per choice"));
+    assert_eq!((out.kept.transitions, out.kept.transitions_kept), (2, 2), "one transition of the source, kept");
+    let m = Machine::from_value(out.definition).unwrap();
+    let o = m.reduce(None, &json!({ "id": "e1", "type": "SIZE", "payload": { "$guard": { "open": true, "isLargeParty": true } } }), 0);
+    assert_eq!(o.state, json!("b"));
+    let types: Vec<&str> = o.effects.iter().map(|e| e.effect_type.as_str()).collect();
+    assert_eq!(types, vec!["setSize", "showNotice", "log"], "the raised LARGE finds no transition in b");
 }

@@ -4,11 +4,11 @@
 // function that has members of its own as `{ type, ...members }` (its `type`,
 // or `xstate.<name>` for `and`, `or`, `not` and `stateIn`), so `raise`,
 // `assign`, `sendTo`, `emit` and the guard combinators keep what they say.
-// Numeric delays of `setup({ delays })` are added to the config's `delays`,
-// where the import reads them.
+// Numeric delays of the implementations (`setup({ delays })`, XState 4's
+// options) are added to the config's `delays`, where the import reads them.
 //
 // Run from the repository root: node tests/xstate/make.mjs
-// The XState 4 machine needs XState 4 (`npm i xstate@4.38.3` in a directory of
+// The XState 4 machines need XState 4 (`npm i xstate@4.38.3` in a directory of
 // your choice): XSTATE4=<that directory>/node_modules/xstate node tests/xstate/make.mjs
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -24,22 +24,28 @@ export const members = (_key, v) => {
 };
 
 function write(name, machine, replacer) {
-  const delays = Object.entries(machine.implementations?.delays ?? {}).filter(([, d]) => typeof d === "number");
+  // XState 5 keeps implementations in `machine.implementations`, XState 4 in `machine.options`.
+  const implementations = machine.implementations ?? machine.options;
+  const delays = Object.entries(implementations?.delays ?? {}).filter(([, d]) => typeof d === "number");
   const config = delays.length ? { ...machine.config, delays: Object.fromEntries(delays) } : machine.config;
   writeFileSync(new URL(`${name}.json`, here), JSON.stringify(config, replacer, 2) + "\n");
   console.log(`wrote tests/xstate/${name}.json`);
 }
 
-for (const name of ["fetch-retry", "auth-flow", "media-player"]) {
+for (const name of ["fetch-retry", "auth-flow", "media-player", "payment-v5"]) {
   const { default: make } = await import(new URL(`${name}.mjs`, here));
   write(name, make(xstate5), members);
 }
 
+const XSTATE4_MACHINES = ["checkout-v4", "subscription-v4", "booking-v4", "upload-v4", "onboarding-v4", "video-player-v4"];
+
 if (process.env.XSTATE4) {
   const xstate4 = createRequire(import.meta.url)(process.env.XSTATE4);
-  const { default: make } = await import(new URL("checkout-v4.mjs", here));
-  // XState 4's action creators return plain objects: nothing to write out.
-  write("checkout-v4", make(xstate4), null);
+  for (const name of XSTATE4_MACHINES) {
+    const { default: make } = await import(new URL(`${name}.mjs`, here));
+    // XState 4's action creators return plain objects: nothing to write out.
+    write(name, make(xstate4), null);
+  }
 } else {
-  console.log("checkout-v4.json left as it is (set XSTATE4 to an XState 4 install to write it)");
+  console.log(`${XSTATE4_MACHINES.join(", ")}: JSON left as it is (set XSTATE4 to an XState 4 install to write it)`);
 }

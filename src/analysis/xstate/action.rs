@@ -25,11 +25,17 @@
 //! - `emit` (XState 5) as an effect of the emitted event's type, its other
 //!   members the payload: both reach the world outside the machine.
 //!
-//! A delayed send or raise, an event computed by a function, and `choose`,
-//! `pure` and `enqueueActions` (which pick their actions in code) are opaque
-//! effects with a diagnostic naming the action and its path.
+//! XState 4's `choose([{ cond, actions }, ...])` on a transition is data: the
+//! transition becomes one candidate per choice, guarded by its condition, with
+//! the choice's actions in the place of the `choose`, and a last candidate that
+//! chooses nothing when no choice is unconditional.
+//!
+//! A delayed send or raise, an event computed by a function, a `choose` of
+//! entry or exit actions, and `pure` and `enqueueActions` (which pick their
+//! actions in code) are opaque effects with a diagnostic naming the action and
+//! its path.
 
-use super::Importer;
+use super::{join, Importer};
 use crate::analyze::Severity;
 use serde_json::{json, Map, Value};
 
@@ -124,6 +130,111 @@ impl Importer {
                 None
             }
         }
+    }
+
+    /// A transition whose actions hold XState 4's `choose([{ cond, actions }, ...])`
+    /// (at `at` of `source`'s actions), imported as `t` without its actions: one
+    /// candidate per choice, guarded by the transition's guard and the choice's,
+    /// whose actions are those before the `choose`, the choice's, then those
+    /// after it; and when no choice is unconditional, a last candidate that
+    /// chooses nothing. XState evaluates a choice's condition when the `choose`
+    /// runs, after the actions before it; idem before any of the transition's
+    /// actions, which only differs when those actions change what the
+    /// condition reads.
+    pub(super) fn choices(&mut self, t: Value, source: &Value, at: usize, path: &str, spath: &str, event: Option<&str>) -> Value {
+        let listed: Vec<&Value> = match source.get("actions") {
+            Some(Value::Array(a)) => a.iter().collect(),
+            Some(one) => vec![one],
+            None => Vec::new(),
+        };
+        let ap = |i: usize| if matches!(source.get("actions"), Some(Value::Array(_))) { format!("{path}.actions[{i}]") } else { format!("{path}.actions") };
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        for (i, a) in listed.iter().enumerate() {
+            if i == at {
+                continue;
+            }
+            let imported = self.action(a, &ap(i), spath, event);
+            (if i < at { &mut before } else { &mut after }).extend(imported);
+        }
+        let cp = ap(at);
+        self.diag(
+            Severity::Info,
+            spath,
+            event,
+            &cp,
+            "`xstate.choose` picks its actions by the first condition that holds; read as one transition per choice, guarded by its \
+             condition, whose actions are the transition's with the choice's in the place of the `choose` (XState evaluates a \
+             condition when the `choose` runs, idem before the transition's actions)"
+                .into(),
+            "",
+        );
+        let base = match t {
+            Value::String(target) => json!({ "target": target }),
+            other => other,
+        };
+        let own = base.get("guard").cloned();
+        let conds: &[Value] = listed[at].get("conds").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+        let mut out = Vec::new();
+        let mut unconditional = false;
+        for (j, choice) in conds.iter().enumerate() {
+            let jp = format!("{cp}.conds[{j}]");
+            let written = choice.get("cond").map(|g| ("cond", g)).or_else(|| choice.get("guard").map(|g| ("guard", g)));
+            // A condition that cannot be read (said where it stands) is a flag of its own, never "always".
+            let guard = written.map(|(k, g)| {
+                let gp = join(&jp, k);
+                self.guard(g, &gp, spath, event).unwrap_or_else(|| json!({ "===": [{ "var": format!("event.payload.$guard.{}", super::guard::site_flag(&gp)) }, true] }))
+            });
+            unconditional = written.is_none();
+            let mut actions = before.clone();
+            if let Some(a) = choice.get("actions") {
+                actions.extend(self.actions(a, &join(&jp, "actions"), spath, event));
+            }
+            actions.extend(after.iter().cloned());
+            out.push(candidate(&base, own.as_ref(), guard, actions));
+            if unconditional {
+                break;
+            }
+        }
+        if !unconditional {
+            let mut actions = before;
+            actions.extend(after);
+            out.push(candidate(&base, own.as_ref(), None, actions));
+        }
+        Value::Array(out)
+    }
+
+    /// XState 4's `activities`: work that runs while the state is active, each
+    /// an effect started on entry (by its name, or an inline one by its site).
+    pub(super) fn activities(&mut self, v: &Value, path: &str, spath: &str) -> Vec<Value> {
+        let list: Vec<(&Value, String)> = match v {
+            Value::Array(a) => a.iter().enumerate().map(|(i, x)| (x, format!("{path}[{i}]"))).collect(),
+            other => vec![(other, path.to_string())],
+        };
+        let mut out = Vec::new();
+        for (a, p) in list {
+            let name = match a {
+                Value::String(s) if !s.is_empty() => s.clone(),
+                Value::Object(o) => match o.get("type").or_else(|| o.get("id")).and_then(Value::as_str) {
+                    Some(t) if !t.is_empty() => t.to_string(),
+                    _ => format!("activity:{}", p.replace('.', "/")),
+                },
+                _ => format!("activity:{}", p.replace('.', "/")),
+            };
+            self.diag(
+                Severity::Warning,
+                spath,
+                None,
+                &p,
+                format!(
+                    "activity `{name}` runs while the state is active (XState 4); it is modelled as an effect `{name}` started on entry, \
+                     and its stop on exit is not modelled"
+                ),
+                "Start the work with an entry action and stop it with an exit action, each an effect.",
+            );
+            out.push(opaque(&name));
+        }
+        out
     }
 
     /// `raise(...)`: the event it raises, as an idem `raise`.
@@ -292,6 +403,38 @@ impl Importer {
             }
         }
     }
+}
+
+/// The index of the first `choose` among a transition's actions whose
+/// choices are written out (XState 4's, a plain object), if it has one.
+pub(super) fn choice_at(t: &Value) -> Option<usize> {
+    let listed: Vec<&Value> = match t.get("actions")? {
+        Value::Array(a) => a.iter().collect(),
+        one => vec![one],
+    };
+    listed.iter().position(|a| {
+        a.get("type").and_then(Value::as_str) == Some("xstate.choose")
+            && a.get("conds").and_then(Value::as_array).is_some_and(|c| !c.is_empty() && c.iter().all(Value::is_object))
+    })
+}
+
+/// One candidate of a transition split by its `choose`.
+fn candidate(base: &Value, own: Option<&Value>, choice: Option<Value>, actions: Vec<Value>) -> Value {
+    let mut t = base.clone();
+    if let Some(o) = t.as_object_mut() {
+        let guard = match (own, choice) {
+            (Some(own), Some(c)) => Some(json!({ "and": [own, c] })),
+            (Some(own), None) => Some(own.clone()),
+            (None, c) => c,
+        };
+        if let Some(g) = guard {
+            o.insert("guard".into(), g);
+        }
+        if !actions.is_empty() {
+            o.insert("actions".into(), Value::Array(actions));
+        }
+    }
+    t
 }
 
 fn opaque(name: &str) -> Value {

@@ -95,6 +95,43 @@ impl Importer {
         Some(json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] }))
     }
 
+    /// A guard the transition at `path` must have had, lost in JSON (a
+    /// function in an object's member disappears: `{ target, guard: fn }` is
+    /// written `{ target }`), as a flag of its own named by its site; `why`
+    /// says how the loss shows.
+    pub(super) fn lost_guard(&mut self, t: &mut Value, path: &str, spath: &str, event: Option<&str>, why: &str) {
+        let name = site_flag(&join(path, "guard"));
+        self.diag(
+            Severity::Warning,
+            spath,
+            event,
+            path,
+            format!(
+                "{why}: its guard was most likely a function, lost in JSON; it is modelled as a flag the event carries \
+                 (event.payload.$guard.{name}), so both of its outcomes are explored"
+            ),
+            "Name the guard (`guards` in the options or setup), so that its name survives in JSON.",
+        );
+        let flag = json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] });
+        let candidates: Vec<&mut Value> = match t {
+            // The candidates of a transition split by its `choose`: each keeps its choice's guard too.
+            Value::Array(split) => split.iter_mut().collect(),
+            one => vec![one],
+        };
+        for t in candidates {
+            if let Value::String(target) = t {
+                *t = json!({ "target": target });
+            }
+            if let Some(o) = t.as_object_mut() {
+                let guard = match o.remove("guard") {
+                    Some(own) => json!({ "and": [flag.clone(), own] }),
+                    None => flag.clone(),
+                };
+                o.insert("guard".into(), guard);
+            }
+        }
+    }
+
     /// `and`/`or`/`not` (see the module's documentation): `Some(None)` when it
     /// is one that cannot be read whole, `None` when it is not one.
     fn combinator(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Option<Value>> {
@@ -223,7 +260,7 @@ fn state_value_leaves(v: &Value, prefix: &mut String, out: &mut Vec<String>) {
 
 /// The flag of an inline guard without a usable name: its site, with the
 /// dots that would split a `var` path written as slashes.
-fn site_flag(path: &str) -> String {
+pub(super) fn site_flag(path: &str) -> String {
     format!("inline:{}", path.replace('.', "/"))
 }
 

@@ -25,11 +25,19 @@
 //! is not the id in the keys that macrostep emits), any completion of the
 //! effect type is taken, as it would be without the guard.
 //!
-//! What cannot be an effect is reported: an invoked machine (it receives
-//! events and has states of its own), actor logic given inline
-//! (`fromPromise`/`fromCallback`/`fromObservable`: functions, lost in JSON; a
-//! named one is read as a promise), `onSnapshot` (an effect reports only its
-//! end) and `autoForward`/`forward` (an effect receives no events).
+//! Work whose logic is given inline is an effect too, named by the invoke's
+//! `id` or else by the id XState gives the invocation
+//! (`<state id>:invocation[<i>]` in XState 4, `<i>.<state id>` in XState 5),
+//! with a diagnostic: a function (`src: (ctx) => ...`, `fromPromise(...)`,
+//! `fromCallback(...)`: lost in JSON), and an invoked machine, whose
+//! completion stands for its done event; its own states are not imported. What
+//! an effect cannot do is reported and left out: `onSnapshot` (an effect
+//! reports only its end) and `autoForward`/`forward` (an effect receives no
+//! events).
+//!
+//! A named delay whose value is code (`after: { backoff: ... }` with `backoff`
+//! a function in the implementations) is work of the same kind: an effect
+//! `xstate.after.<name>` on entry, the delayed transitions on its completion.
 
 use super::{join, Importer};
 use crate::analyze::Severity;
@@ -59,7 +67,7 @@ impl Importer {
                 continue;
             };
             let id = o.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
-            let Some((ty, params)) = self.invoked_type(o, id, &p, spath) else {
+            let Some((ty, params)) = self.invoked_type(o, id, i, &p, spath) else {
                 for k in ["onDone", "onError"] {
                     if let Some(t) = o.get(k) {
                         self.lost(t);
@@ -95,111 +103,119 @@ impl Importer {
                     other => self.diag(Severity::Warning, spath, None, &kp, format!("invoke key `{other}` has no idem equivalent and is left out"), ""),
                 }
             }
-            // The field that records which invocation is current (no dots: a `var` path splits at them).
             let site = id.map_or_else(|| if many { format!("{spath}#{i}") } else { spath.to_string() }, str::to_string);
-            let field = format!("$invoke:{}", site.replace('.', "/"));
-            let mut effect = Map::new();
-            effect.insert("type".into(), json!(ty));
-            match (o.get("input").or_else(|| o.get("data")), params) {
-                (Some(input), _) => {
-                    effect.insert("payload".into(), input.clone());
-                }
-                (None, Some(params)) => {
-                    effect.insert("payload".into(), params);
-                }
-                (None, None) => {}
-            }
-            out.entry.push(json!({ "assign": { field.clone(): { "var": "event.id" } } }));
-            out.entry.push(json!({ "effect": effect }));
-            // Taken only for the current invocation: its key holds the id of the event that entered the state,
-            // unless that was a completion itself (see the module's documentation).
-            let entered_by = json!({ "var": format!("context.{field}") });
-            let current = json!({ "or": [
-                { "in": [{ "cat": ["/", entered_by, ":"] }, { "cat": ["/", { "var": "event.payload.key" }] }] },
-                { "==": [{ "substr": [entered_by, -10] }, ":succeeded"] },
-                { "==": [{ "substr": [entered_by, -7] }, ":failed"] }
-            ] });
-            for (k, suffix) in [("onDone", "succeeded"), ("onError", "failed")] {
-                let Some(t) = o.get(k) else { continue };
-                let event = format!("{ty}.{suffix}");
-                let Some(ts) = self.transitions(t, &join(&p, k), spath, Some(&event)) else { continue };
-                let ts = match ts {
-                    Value::Array(a) => a,
-                    one => vec![one],
-                };
-                let guarded: Vec<Value> = ts.into_iter().map(|t| with_guard(t, &current)).collect();
-                out.on.push((event, Value::Array(guarded)));
-            }
+            let payload = o.get("input").or_else(|| o.get("data")).cloned().or(params);
+            let completions = [("succeeded", o.get("onDone"), join(&p, "onDone")), ("failed", o.get("onError"), join(&p, "onError"))];
+            self.as_effect(&ty, payload, &site, spath, &completions, &mut out);
         }
         out
     }
 
+    /// Work as an effect emitted on entry of the state at `spath` (its
+    /// invocation recorded under `site`), and the transitions on its
+    /// completion events (`<ty>.succeeded`, `<ty>.failed`), each taken only
+    /// for the current invocation (see the module's documentation).
+    pub(super) fn as_effect(
+        &mut self,
+        ty: &str,
+        payload: Option<Value>,
+        site: &str,
+        spath: &str,
+        completions: &[(&str, Option<&Value>, String)],
+        out: &mut Invoked,
+    ) {
+        // The field that records which invocation is current (no dots: a `var` path splits at them).
+        let field = format!("$invoke:{}", site.replace('.', "/"));
+        let mut effect = Map::new();
+        effect.insert("type".into(), json!(ty));
+        if let Some(payload) = payload {
+            effect.insert("payload".into(), payload);
+        }
+        out.entry.push(json!({ "assign": { field.clone(): { "var": "event.id" } } }));
+        out.entry.push(json!({ "effect": effect }));
+        // Taken only for the current invocation: its key holds the id of the event that entered the state,
+        // unless that was a completion itself (see the module's documentation).
+        let entered_by = json!({ "var": format!("context.{field}") });
+        let current = json!({ "or": [
+            { "in": [{ "cat": ["/", entered_by, ":"] }, { "cat": ["/", { "var": "event.payload.key" }] }] },
+            { "==": [{ "substr": [entered_by, -10] }, ":succeeded"] },
+            { "==": [{ "substr": [entered_by, -7] }, ":failed"] }
+        ] });
+        for (suffix, t, tp) in completions {
+            let Some(t) = t else { continue };
+            let event = format!("{ty}.{suffix}");
+            let Some(ts) = self.transitions(t, tp, spath, Some(&event)) else { continue };
+            let ts = match ts {
+                Value::Array(a) => a,
+                one => vec![one],
+            };
+            let guarded: Vec<Value> = ts.into_iter().map(|t| with_guard(t, &current)).collect();
+            out.on.push((event, Value::Array(guarded)));
+        }
+    }
+
     /// The effect type of an invoke, and the params of XState 4's `src: { type, ... }`;
-    /// `None` (with its diagnostic) when it cannot be an effect.
-    fn invoked_type(&mut self, o: &Map<String, Value>, id: Option<&str>, path: &str, spath: &str) -> Option<(String, Option<Value>)> {
+    /// `None` (with its diagnostic) when `src` is no kind of actor logic.
+    /// Logic given inline (a function, lost in JSON, or a machine) is named by
+    /// the invoke's `id`, or else by the id XState gives the invocation.
+    fn invoked_type(&mut self, o: &Map<String, Value>, id: Option<&str>, index: usize, path: &str, spath: &str) -> Option<(String, Option<Value>)> {
         let sp = join(path, "src");
-        match o.get("src") {
-            Some(Value::String(s)) if !s.is_empty() => Some((s.clone(), None)),
+        let named = |generated: String| match id {
+            Some(id) => (id.to_string(), "named by the invoke's id".to_string()),
+            None => (generated, "the id XState gives the invocation".to_string()),
+        };
+        let (ty, message) = match o.get("src") {
+            Some(Value::String(s)) if !s.is_empty() => return Some((s.clone(), None)),
             Some(Value::Object(src)) if ["states", "initial", "config", "root", "machine"].iter().any(|k| src.contains_key(*k)) => {
-                self.diag(
-                    Severity::Warning,
-                    spath,
-                    None,
-                    &sp,
-                    "an invoked machine has states and receives events of its own; it cannot be an effect and is left out, with its onDone/onError"
-                        .into(),
-                    "Import the child machine as a process of its own, and start it with an effect.",
+                let machine = src.get("id").and_then(Value::as_str).filter(|m| !m.is_empty());
+                let (ty, how) = match (id, machine) {
+                    (None, Some(m)) => (m.to_string(), "named by the machine's id".to_string()),
+                    _ => named(self.invoke_id(spath, index)),
+                };
+                let which = machine.map_or_else(String::new, |m| format!(" `{m}`"));
+                let message = format!(
+                    "an invoked machine{which} has states and receives events of its own; it is modelled as the effect `{ty}` ({how}), whose \
+                     completion stands for the machine's done event (onDone) or its error (onError): its states are not imported, and \
+                     the events it would receive or send are not modelled"
                 );
-                None
+                (ty, message)
             }
             Some(Value::Object(src)) => match src.get("type").and_then(Value::as_str) {
                 Some(t) if !t.is_empty() && !t.starts_with("xstate.") => {
                     let params: Map<String, Value> = src.iter().filter(|(k, _)| k.as_str() != "type").map(|(k, v)| (k.clone(), v.clone())).collect();
-                    Some((t.to_string(), (!params.is_empty()).then_some(Value::Object(params))))
+                    return Some((t.to_string(), (!params.is_empty()).then_some(Value::Object(params))));
                 }
                 _ => {
-                    self.diag(
-                        Severity::Warning,
-                        spath,
-                        None,
-                        &sp,
+                    let (ty, how) = named(self.invoke_id(spath, index));
+                    let message = format!(
                         "actor logic given inline (fromPromise, fromCallback or fromObservable: functions, lost in JSON) cannot be read; \
-                         left out, with its onDone/onError"
-                            .into(),
-                        FIX,
+                         it is modelled as the effect `{ty}` ({how}), whose completion takes onDone/onError"
                     );
-                    None
+                    (ty, message)
                 }
             },
-            None | Some(Value::Null) => match id {
-                // An inline function `src` (lost in JSON) with an id: the id names the work.
-                Some(id) => {
-                    self.diag(
-                        Severity::Warning,
-                        spath,
-                        None,
-                        &sp,
-                        format!("`src` is an inline function (lost in JSON); it is modelled as the effect `{id}`, named by the invoke's id"),
-                        FIX,
-                    );
-                    Some((id.to_string(), None))
-                }
-                None => {
-                    self.diag(
-                        Severity::Warning,
-                        spath,
-                        None,
-                        &sp,
-                        "`src` is an inline function (lost in JSON) and the invoke has no id to name it; left out, with its onDone/onError".into(),
-                        FIX,
-                    );
-                    None
-                }
-            },
-            Some(other) => {
-                self.diag(Severity::Warning, spath, None, &sp, format!("`src` cannot be {other}; the invoke is left out"), FIX);
-                None
+            None | Some(Value::Null) => {
+                let (ty, how) = named(self.invoke_id(spath, index));
+                (ty.clone(), format!("`src` is an inline function (lost in JSON); it is modelled as the effect `{ty}`, {how}"))
             }
+            Some(other) => {
+                self.diag(Severity::Warning, spath, None, &sp, format!("`src` cannot be {other}; the invoke is left out, with its onDone/onError"), FIX);
+                return None;
+            }
+        };
+        self.diag(Severity::Warning, spath, None, &sp, message, FIX);
+        Some((ty, None))
+    }
+
+    /// The id XState gives the `index`th invocation of the state at `spath`
+    /// that has none: `<state id>:invocation[<index>]` in XState 4,
+    /// `<index>.<state id>` in XState 5.
+    fn invoke_id(&self, spath: &str, index: usize) -> String {
+        let state = self.state_id(spath);
+        if self.v4 {
+            format!("{state}:invocation[{index}]")
+        } else {
+            format!("{index}.{state}")
         }
     }
 }

@@ -21,14 +21,22 @@
 //!   (`event.payload.$guard.<name>`), so the analysis explores both outcomes;
 //! - an inline guard (a function: `null` when written out, XState 4's
 //!   `{ "type": "xstate.guard" }`) becomes a flag of its own, named by the
-//!   function's name or its site, so two inline guards stay two flags;
-//! - `invoke` of a named service becomes an effect emitted on entry of its
-//!   state, `onDone`/`onError` transitions on its completion events (see
-//!   [`invoke`] for what leaving the state does to a later completion);
+//!   function's name or its site, so two inline guards stay two flags; so does
+//!   a guard dropped from its transition with its key, which shows when the
+//!   transition has candidates after it (it would leave them unreachable) or is
+//!   eventless without a target (it would be taken forever);
+//! - `invoke` becomes an effect emitted on entry of its state, `onDone`/`onError`
+//!   transitions on its completion events (see [`invoke`] for what leaving the
+//!   state does to a later completion, and for work given inline, named by its
+//!   id); XState's names of those events (`done.invoke.<id>`, ...) are read as
+//!   the effect's (see [`events`]);
 //! - a named delay becomes milliseconds when the config's `delays` gives a
 //!   number for it (XState keeps delays in the implementations; add them to the
 //!   config as `"delays": { "name": ms }`), and an ISO-8601 duration (`PT30S`)
-//!   is read; any other delay and wildcard events are left out;
+//!   is read; a delay that is code becomes work the host waits, as an effect
+//!   `xstate.after.<name>` whose completion takes the delayed transitions;
+//! - a wildcard (`"*"`, `"mouse.*"`) becomes each event the machine names that it
+//!   matches (see [`events`]);
 //! - `output` (XState 5) or `data` (XState 4) of a final state becomes the
 //!   state's `output` when it is a literal: its parent's done event carries it
 //!   as `event.payload.output` (XState: `event.output`); a function is lost in
@@ -37,10 +45,20 @@
 //! XState 4 idioms are rewritten, each with an `info` diagnostic: `cond` as
 //! `guard`, `internal: false` as `reenter: true`, `key` as the machine id, a
 //! machine-level `on` targeting a child by its bare name (`.child`),
-//! `on: { "": … }` as `always`, `parallel: true` and `history` without `type`
-//! as state types (`history: true` is shallow), and a forbidden transition
-//! (`EVENT: undefined`, lost in JSON; accepted as `null`) as a targetless
-//! transition without actions, which takes the event so an ancestor's does not.
+//! `on: { "": … }` as `always`, `onEntry`/`onExit` as `entry`/`exit`,
+//! `parallel: true` and `history` without `type` as state types (`history: true`
+//! is shallow), `activities` as effects started on entry, and a forbidden
+//! transition (`EVENT: undefined`, lost in JSON; accepted as `null`) as a
+//! targetless transition without actions, which takes the event so an
+//! ancestor's does not. A config written for XState 4 (see [`outline`]) has
+//! each transition into its own state, or a state inside it, re-enter that
+//! state, as XState 4's external transitions do. A compound state without
+//! `initial` enters its first child.
+//!
+//! Last, the definition is loaded in the engine, and what it still refuses (a
+//! target naming no state, two states with one id, ...) is taken out one part at
+//! a time with a warning (see [`repair`]): a machine is imported whole but for
+//! the parts named.
 //!
 //! [`Imported::kept`] counts the transitions of the source and those imported.
 //!
@@ -50,7 +68,8 @@
 //! `tests/xstate/make.mjs` does), they are read as data, and so are XState 4's,
 //! which are plain objects:
 //!
-//! - `raise`, `send`/`sendTo`, `assign` of literal values and `emit` (see [`action`]);
+//! - `raise`, `send`/`sendTo`, `assign` of literal values, `emit`, and XState 4's
+//!   `choose` on a transition as one candidate per choice (see [`action`]);
 //! - `stateIn("#m.a.b")` (or a state value), `{ "type": "xstate.stateIn", "stateValue": ... }`
 //!   or `{ "stateValue": ... }`, and XState 4's `in: "#m.a.b"` on a transition,
 //!   become `{ "in_state": "#m.a.b" }` (one per leaf of a state value, joined by `and`);
@@ -67,8 +86,11 @@ use serde_json::{json, Map, Value};
 
 pub mod action;
 mod delay;
+pub mod events;
 pub mod guard;
 pub mod invoke;
+pub mod outline;
+pub mod repair;
 
 /// An imported machine: an idem definition and what could not be represented.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -110,7 +132,7 @@ pub fn import_json(text: &str) -> Result<Imported> {
 /// ```
 pub fn import(config: &Value) -> Result<Imported> {
     let obj = config.as_object().ok_or_else(|| Error::at(Code::InvalidDefinition, "", "an XState config must be an object"))?;
-    let mut imp = Importer::default();
+    let mut imp = Importer { outline: outline::Outline::of(config), ..Importer::default() };
     imp.id = match (obj.get("id"), obj.get("key")) {
         (Some(Value::String(s)), _) if !s.is_empty() => s.clone(),
         (_, Some(Value::String(k))) if !k.is_empty() => {
@@ -122,6 +144,7 @@ pub fn import(config: &Value) -> Result<Imported> {
     if let Some(Value::Object(d)) = obj.get("delays") {
         imp.delays = d.clone();
     }
+    imp.version();
     if let Some(Value::Object(children)) = obj.get("states") {
         imp.root_children = children.keys().cloned().collect();
     }
@@ -129,6 +152,7 @@ pub fn import(config: &Value) -> Result<Imported> {
     if let Some(o) = def.as_object_mut() {
         o.insert("id".into(), Value::String(imp.id.clone()));
     }
+    imp.settle(&mut def);
     Ok(Imported { definition: def, diagnostics: imp.diagnostics, kept: imp.kept })
 }
 
@@ -141,6 +165,9 @@ struct Importer {
     /// The machine's children, which a v4 machine-level `on` names bare.
     root_children: Vec<String>,
     kept: Kept,
+    outline: outline::Outline,
+    /// Read as an XState 4 config (see [`outline`]).
+    v4: bool,
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -152,9 +179,35 @@ fn join(path: &str, key: &str) -> String {
 }
 
 /// Keys XState allows that have no meaning for the analysis (types, and XState 4's action order).
-const TYPE_ONLY_KEYS: &[&str] = &["types", "schemas", "tsTypes", "predictableActionArguments", "preserveActionOrder"];
+const TYPE_ONLY_KEYS: &[&str] = &["types", "schema", "schemas", "tsTypes", "predictableActionArguments", "preserveActionOrder"];
 
 impl Importer {
+    /// Which XState the config is read as, said once at the machine when it
+    /// matters: XState 4 takes a transition into its own state as external.
+    fn version(&mut self) {
+        let (v4, v5) = (self.outline.v4.join("`, `"), self.outline.v5.join("`, `"));
+        self.v4 = self.outline.is_v4();
+        if self.v4 {
+            let message = format!(
+                "read as an XState 4 config (it uses `{v4}`): a transition whose target is its own state or a state inside it, \
+                 without `internal: true` or a target starting with \".\", leaves the state and enters it again, as XState 4's \
+                 external transitions do (`reenter: true`)"
+            );
+            self.diag(Severity::Info, "", None, "", message, "");
+        } else if !self.outline.v4.is_empty() {
+            let message = format!(
+                "the config uses idioms of XState 4 (`{v4}`) and of XState 5 (`{v5}`); read as XState 5: a transition into its own \
+                 state re-enters it only with `reenter: true`"
+            );
+            self.diag(Severity::Info, "", None, "", message, "");
+        }
+    }
+
+    /// The id XState knows the state at `spath` by.
+    fn state_id(&self, spath: &str) -> String {
+        self.outline.state_id(&self.id, spath)
+    }
+
     fn diag(&mut self, severity: Severity, state: &str, event: Option<&str>, path: &str, message: String, fix: &str) {
         self.diagnostics.push(Finding {
             code: "unrepresentable".into(),
@@ -221,6 +274,11 @@ impl Importer {
                     Value::String(s) => {
                         out.insert("initial".into(), Value::String(s.clone()));
                     }
+                    Value::Object(t) => {
+                        if let Some(child) = self.initial_transition(t, &p, spath) {
+                            out.insert("initial".into(), Value::String(child));
+                        }
+                    }
                     _ => self.diag(Severity::Warning, spath, None, &p, "initial must name a child state".into(), ""),
                 },
                 "type" => match val.as_str() {
@@ -282,43 +340,59 @@ impl Importer {
                     out.insert("states".into(), Value::Object(states));
                 }
                 "on" => {
-                    let Some(on) = val.as_object() else { continue };
+                    let listed;
+                    let on = match val {
+                        Value::Object(on) => on,
+                        Value::Array(list) => {
+                            listed = self.on_list(list, &p, spath);
+                            &listed
+                        }
+                        other => {
+                            let message = format!("`on` must map events to transitions, not {other}; left out");
+                            self.diag(Severity::Warning, spath, None, &p, message, "");
+                            continue;
+                        }
+                    };
                     let mut map = Map::new();
+                    let mut wildcards = Vec::new();
                     for (ev, ts) in on {
                         let ep = join(&p, ev);
                         if ev.is_empty() {
                             self.diag(Severity::Info, spath, None, &ep, "`on: { \"\": … }` is XState v4's eventless transition; read as `always`".into(), "");
-                            if let Some(t) = self.transitions(ts, &ep, spath, None) {
+                            if let Some(t) = self.always(ts, &ep, spath) {
                                 always_extra.push(t);
                             }
                             continue;
                         }
-                        if ev == "*" || ev.ends_with(".*") {
-                            self.lost(ts);
-                            self.diag(
-                                Severity::Warning,
-                                spath,
-                                Some(ev),
-                                &ep,
-                                format!("wildcard event descriptor \"{ev}\" is not supported and is left out"),
-                                "Name each event the state accepts.",
-                            );
+                        if outline::is_wildcard(ev) {
+                            wildcards.push((ev, ts, ep));
                             continue;
                         }
-                        if let Some(t) = self.transitions(ts, &ep, spath, Some(ev)) {
-                            map.insert(ev.clone(), t);
+                        let (event, note) = self.completion_event(ev);
+                        if let Some(note) = note {
+                            self.diag(Severity::Info, spath, Some(ev), &ep, note, "");
                         }
+                        if let Some(t) = self.transitions(ts, &ep, spath, Some(ev)) {
+                            merge(&mut map, &event, t);
+                        }
+                    }
+                    // After the events named, as XState tries a wildcard after them.
+                    for (ev, ts, ep) in wildcards {
+                        self.wildcard(&mut map, ev, ts, &ep, spath);
                     }
                     out.insert("on".into(), Value::Object(map));
                 }
                 "always" => {
-                    if let Some(t) = self.transitions(val, &p, spath, None) {
+                    if let Some(t) = self.always(val, &p, spath) {
                         out.insert("always".into(), t);
                     }
                 }
                 "after" => {
-                    let map = self.after(val, &p, spath);
+                    let mut by_effect = invoke::Invoked::default();
+                    let map = self.after(val, &p, spath, &mut by_effect);
                     out.insert("after".into(), Value::Object(map));
+                    entry_extra.extend(by_effect.entry);
+                    on_extra.extend(by_effect.on);
                 }
                 "invoke" => {
                     let inv = self.invoke(val, &p, spath);
@@ -332,7 +406,22 @@ impl Importer {
                 }
                 "entry" | "exit" => {
                     let actions = self.actions(val, &p, spath, None);
-                    out.insert(k.clone(), Value::Array(actions));
+                    extend(&mut out, k, actions);
+                }
+                "onEntry" | "onExit" => {
+                    let key = if k == "onEntry" { "entry" } else { "exit" };
+                    self.diag(Severity::Info, spath, None, &p, format!("`{k}` is XState v4's early spelling of `{key}`; read as `{key}`"), "");
+                    let actions = self.actions(val, &p, spath, None);
+                    extend(&mut out, key, actions);
+                }
+                "activities" => {
+                    let started = self.activities(val, &p, spath);
+                    entry_extra.extend(started);
+                }
+                "strict" if root => {
+                    let message = "`strict` makes XState 4 throw on an event the machine does not accept; idem ignores such an event \
+                                   (its outcome's status is `ignored`); left out";
+                    self.diag(Severity::Info, spath, None, &p, message.into(), "");
                 }
                 "description" | "meta" | "tags" => {
                     out.insert(k.clone(), val.clone());
@@ -380,6 +469,14 @@ impl Importer {
             out.shift_remove("type");
             self.diag(Severity::Info, spath, None, xpath, "a parallel state with no region is a leaf; read as an atomic state".into(), "");
         }
+        self.settle_initial(&mut out, xpath, spath);
+        if !has_region && matches!(out.get("type").and_then(Value::as_str), None | Some("final")) {
+            if let Some(done) = out.shift_remove("onDone") {
+                self.unkeep(&done);
+                let message = "`onDone` of a state without child states is never taken (no done event is raised for it); left out";
+                self.diag(Severity::Warning, spath, None, &join(xpath, "onDone"), message.into(), "");
+            }
+        }
         if !on_extra.is_empty() {
             let on = out.entry("on").or_insert_with(|| json!({}));
             if let Value::Object(on) = on {
@@ -392,8 +489,11 @@ impl Importer {
     }
 
     /// `after`: by delay (milliseconds, ISO-8601, or a name the config's
-    /// `delays` gives), or XState 4's list of `{ delay, target, … }`.
-    fn after(&mut self, v: &Value, path: &str, spath: &str) -> Map<String, Value> {
+    /// `delays` gives), or XState 4's list of `{ delay, target, … }`. A
+    /// named delay whose value is code becomes work the host does, added to
+    /// `by_effect`: an effect `xstate.after.<name>` on entry, the delayed
+    /// transitions on its completion (see [`invoke`]).
+    fn after(&mut self, v: &Value, path: &str, spath: &str, by_effect: &mut invoke::Invoked) -> Map<String, Value> {
         let entries: Vec<(Value, &Value, String, Option<Value>)> = match v {
             Value::Object(after) => after.iter().map(|(d, ts)| (json!(d), ts, join(path, d), None)).collect(),
             Value::Array(list) => list
@@ -414,6 +514,21 @@ impl Importer {
                 delay::Delay::Resolved(ms, how) => {
                     self.diag(Severity::Info, spath, None, &dp, format!("delay {delay} is {ms} ms, read from {how}"), "");
                     ms
+                }
+                delay::Delay::Named(why) => {
+                    let name = delay.as_str().unwrap_or_default();
+                    let ty = format!("xstate.after.{name}");
+                    let message = format!(
+                        "{why}; the delayed transition is kept on the completion of an effect `{ty}` emitted on entry: the host waits \
+                         the delay (its `delays.{name}`) and reports the effect done, as for an invoked service, and a completion \
+                         after the state is left is ignored"
+                    );
+                    let fix = "Give the delay in milliseconds or in the config's `delays` map to have idem's own timer run it.";
+                    self.diag(Severity::Warning, spath, None, &dp, message, fix);
+                    let ts = rest.as_ref().unwrap_or(ts);
+                    let site = format!("{spath}/after/{name}");
+                    self.as_effect(&ty, None, &site, spath, &[("succeeded", Some(ts), dp.clone())], by_effect);
+                    continue;
                 }
                 delay::Delay::Unknown(why) => {
                     self.lost(ts);
@@ -458,6 +573,72 @@ impl Importer {
         Some(val.clone())
     }
 
+    /// XState's initial transition written as an object (`initial: { target }`,
+    /// as XState 5's machine definition writes it): the child it enters.
+    fn initial_transition(&mut self, t: &Map<String, Value>, path: &str, spath: &str) -> Option<String> {
+        let target = match t.get("target") {
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(Value::Array(a)) if a.len() == 1 => a[0].as_str(),
+            Some(Value::Array(a)) if a.is_empty() => return None,
+            _ => None,
+        };
+        let Some(target) = target else {
+            self.diag(Severity::Warning, spath, None, path, "an initial transition must name one child state; left out".into(), "");
+            return None;
+        };
+        // `#machine.path.child`, `.child` or `child`: the child's key is the last segment.
+        let child = target.rsplit('.').next().unwrap_or(target).trim_start_matches('#').to_string();
+        if t.get("actions").is_some_and(|a| a.as_array().is_none_or(|a| !a.is_empty())) {
+            let message = "actions of an initial transition are not imported (idem's initial transition has none); left out";
+            self.diag(Severity::Warning, spath, None, &join(path, "actions"), message.into(), "Run them as entry actions of the child.");
+        }
+        self.diag(Severity::Info, spath, None, path, format!("initial transition to \"{target}\" read as `initial: \"{child}\"`"), "");
+        Some(child)
+    }
+
+    /// A compound state's `initial`: none on a parallel state, one on a state
+    /// with children (XState 4 enters none of them when it is missing, with a
+    /// warning; XState 5 refuses the machine).
+    fn settle_initial(&mut self, out: &mut Map<String, Value>, xpath: &str, spath: &str) {
+        let parallel = out.get("type") == Some(&json!("parallel"));
+        if parallel && out.shift_remove("initial").is_some() {
+            let message = "a parallel state enters every region, so its `initial` has no meaning (XState ignores it); left out";
+            self.diag(Severity::Info, spath, None, &join(xpath, "initial"), message.into(), "");
+        }
+        if parallel || out.get("type") == Some(&json!("history")) {
+            return;
+        }
+        let children = out.get("states").and_then(Value::as_object);
+        let first = children.and_then(|c| c.iter().find(|(_, c)| c["type"] != "history")).map(|(k, _)| k.clone());
+        let (Some(children), Some(first)) = (children, first) else {
+            if out.shift_remove("initial").is_some() {
+                let message = "`initial` of a state without child states has no meaning; left out";
+                self.diag(Severity::Info, spath, None, &join(xpath, "initial"), message.into(), "");
+            }
+            return;
+        };
+        let named = out.get("initial").and_then(Value::as_str);
+        let why = match named {
+            None => "a state with child states has no `initial`: XState 4 enters none of them (with a warning) and XState 5 refuses the machine"
+                .to_string(),
+            Some(n) if !children.contains_key(n) => format!("`initial` \"{n}\" is not a child state"),
+            Some(n) if children[n]["type"] == "history" => format!("`initial` \"{n}\" is a history state, which cannot be initial"),
+            Some(_) => return,
+        };
+        let message = format!("{why}; read as its first child state, \"{first}\"");
+        self.diag(Severity::Warning, spath, None, &join(xpath, "initial"), message, "Name the child state to enter in `initial`.");
+        out.insert("initial".into(), Value::String(first));
+    }
+
+    /// Count transitions of the source that are left out after all.
+    fn unkeep(&mut self, v: &Value) {
+        let n = match v {
+            Value::Array(a) => a.len(),
+            _ => 1,
+        };
+        self.kept.transitions_kept = self.kept.transitions_kept.saturating_sub(n);
+    }
+
     /// Count transitions of the source that are left out.
     fn lost(&mut self, v: &Value) {
         self.kept.transitions += match v {
@@ -477,14 +658,44 @@ impl Importer {
             Value::Array(items) => {
                 let mut out = Vec::new();
                 for (i, t) in items.iter().enumerate() {
-                    if let Some(t) = self.transition(t, &format!("{path}[{i}]"), spath, event) {
-                        out.push(t);
+                    let tp = format!("{path}[{i}]");
+                    let Some(mut imported) = self.transition(t, &tp, spath, event) else { continue };
+                    // An object without a guard before the last candidate would make the rest unreachable.
+                    let unguarded = t.as_object().is_some_and(|o| !["guard", "cond", "in"].iter().any(|k| o.contains_key(*k)));
+                    if unguarded && i + 1 < items.len() {
+                        let why = "this transition has no guard, yet candidates follow it, which it would leave unreachable";
+                        self.lost_guard(&mut imported, &tp, spath, event, why);
+                    }
+                    // A transition split by its `choose` is several candidates.
+                    match imported {
+                        Value::Array(split) => out.extend(split),
+                        one => out.push(one),
                     }
                 }
                 Some(Value::Array(out))
             }
             other => self.transition(other, path, spath, event),
         }
+    }
+
+    /// Eventless transitions. One without target and guard would be taken
+    /// again and again: its guard was lost in JSON (see [`Importer::lost_guard`]).
+    fn always(&mut self, v: &Value, path: &str, spath: &str) -> Option<Value> {
+        let mut ts = self.transitions(v, path, spath, None)?;
+        let (last, lp) = match &mut ts {
+            Value::Array(a) => {
+                let lp = format!("{path}[{}]", a.len().saturating_sub(1));
+                (a.last_mut(), lp)
+            }
+            one => (Some(one), path.to_string()),
+        };
+        if let Some(t) = last {
+            let endless = t.as_object().is_some_and(|o| !o.contains_key("guard") && !o.contains_key("target"));
+            if endless {
+                self.lost_guard(t, &lp, spath, None, "this eventless transition has no target and no guard, so it would be taken forever");
+            }
+        }
+        Some(ts)
     }
 
     /// A target: a state name as XState writes it (a sibling key, `.child`,
@@ -514,9 +725,106 @@ impl Importer {
 
     fn transition(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         self.kept.transitions += 1;
-        let t = self.transition_inner(v, path, spath, event);
+        // A `choose` among the actions splits the transition (see [`action`]): the rest is imported without them.
+        let choice = action::choice_at(v);
+        let base = match (choice, v) {
+            (Some(_), Value::Object(o)) => Value::Object(o.iter().filter(|(k, _)| k.as_str() != "actions").map(|(k, x)| (k.clone(), x.clone())).collect()),
+            _ => v.clone(),
+        };
+        let t = self.transition_inner(&base, path, spath, event).map(|t| self.external_v4(t, v, path, spath, event));
+        if let Some(t) = &t {
+            self.across_regions_v4(t, path, spath, event);
+        }
         if t.is_some() {
             self.kept.transitions_kept += 1;
+        }
+        match (t, choice) {
+            (Some(t), Some(at)) => Some(self.choices(t, v, at, path, spath, event)),
+            (t, _) => t,
+        }
+    }
+
+    /// XState 4 takes a transition whose targets are in several regions from
+    /// inside one of them by leaving only the source's side; idem, as XState 5,
+    /// leaves the parallel state that holds all the targets and enters it
+    /// again, so its other regions start over. Said, not rewritten.
+    fn across_regions_v4(&mut self, t: &Value, path: &str, spath: &str, event: Option<&str>) {
+        let Some(Value::Array(targets)) = t.get("target") else { return };
+        let resolved: Vec<String> = targets.iter().filter_map(Value::as_str).filter_map(|x| self.outline.resolve(&self.id, spath, x)).collect();
+        if !self.v4 || resolved.len() < 2 {
+            return;
+        }
+        // The deepest state that holds every target.
+        let mut common: Vec<&str> = resolved[0].split('.').collect();
+        for r in &resolved[1..] {
+            let n = common.iter().zip(r.split('.')).take_while(|(a, b)| *a == b).count();
+            common.truncate(n);
+        }
+        let holder = common.join(".");
+        if holder == spath || !outline::is_within(spath, &holder) {
+            return;
+        }
+        let whose = if holder.is_empty() { "the machine".to_string() } else { format!("\"{holder}\"") };
+        let message = format!(
+            "this transition's targets are in several regions of {whose}: XState 4 leaves only \"{spath}\"'s side and keeps the \
+             other regions where they are; idem, as XState 5, leaves {whose} and enters it again, so its other regions start over"
+        );
+        self.diag(Severity::Warning, spath, event, path, message, "Send an event that each region takes on its own.");
+    }
+
+    /// XState 4's external transition into its own state (see [`outline`]):
+    /// `t` imported from `source`, re-entering its state when XState 4 would.
+    fn external_v4(&mut self, t: Value, source: &Value, path: &str, spath: &str, event: Option<&str>) -> Value {
+        let explicit = source.as_object().is_some_and(|o| o.contains_key("internal") || o.contains_key("reenter"));
+        // Read as XState 5 because it says so, or because it says nothing: then this transition is where it shows.
+        let unsaid = self.outline.v4.is_empty() && self.outline.v5.is_empty();
+        if explicit || !(self.v4 || unsaid) {
+            return t;
+        }
+        let written = match source {
+            Value::Object(o) => o.get("target").unwrap_or(&Value::Null),
+            other => other,
+        };
+        let written: Vec<&str> = match written {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if written.is_empty() || written.iter().any(|w| w.starts_with('.')) {
+            return t;
+        }
+        let targets: Vec<String> = match &t {
+            Value::String(s) => vec![s.clone()],
+            Value::Object(o) => match o.get("target") {
+                Some(Value::String(s)) => vec![s.clone()],
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        let Some(inside) = targets.iter().find(|x| self.outline.resolve(&self.id, spath, x).is_some_and(|r| outline::is_within(&r, spath))) else {
+            return t;
+        };
+        let whose = if spath.is_empty() { "the machine".to_string() } else { format!("\"{spath}\"") };
+        if !self.v4 {
+            let message = format!(
+                "the config uses no idiom of XState 4 or 5 alone, and is read as XState 5: this transition to \"{inside}\" stays in \
+                 {whose}; XState 4 would leave {whose} and enter it again (entry and exit actions, invokes and delays start over)"
+            );
+            self.diag(Severity::Info, spath, event, path, message, "Write `reenter: true` if the machine is XState 4's and should start the state over.");
+            return t;
+        }
+        let message = format!(
+            "XState 4 takes this transition as external: its target \"{inside}\" is {whose} or a state inside it, so it leaves {whose} \
+             and enters it again (entry and exit actions, invokes and delays start over); read as `reenter: true`"
+        );
+        self.diag(Severity::Info, spath, event, path, message, "Write `internal: true` where the state should stay as it is.");
+        let mut t = match t {
+            Value::String(s) => json!({ "target": s }),
+            other => other,
+        };
+        if let Some(o) = t.as_object_mut() {
+            o.insert("reenter".into(), Value::Bool(true));
         }
         t
     }
@@ -559,17 +867,14 @@ impl Importer {
                             }
                         }
                         "internal" => {
-                            if val == &Value::Bool(false) {
+                            let message = if val == &Value::Bool(false) {
                                 out.insert("reenter".into(), Value::Bool(true));
-                            }
-                            self.diag(
-                                Severity::Info,
-                                spath,
-                                event,
-                                &p,
-                                "`internal` is XState v4 syntax; `internal: false` is read as `reenter: true`".into(),
-                                "",
-                            );
+                                "`internal: false` is XState v4 syntax; read as `reenter: true`"
+                            } else {
+                                "`internal: true` is XState v4 syntax for a transition that does not leave its state, as idem's do \
+                                 without `reenter: true`"
+                            };
+                            self.diag(Severity::Info, spath, event, &p, message.into(), "");
                         }
                         "description" | "meta" => {
                             out.insert(k.clone(), val.clone());
@@ -610,6 +915,16 @@ impl Importer {
                 self.diag(Severity::Warning, spath, event, path, format!("a transition cannot be {other}"), "");
                 None
             }
+        }
+    }
+}
+
+/// Add actions to the list under `key` (`entry`, `exit`), after any already there.
+fn extend(map: &mut Map<String, Value>, key: &str, actions: Vec<Value>) {
+    match map.get_mut(key) {
+        Some(Value::Array(a)) => a.extend(actions),
+        _ => {
+            map.insert(key.to_string(), Value::Array(actions));
         }
     }
 }
