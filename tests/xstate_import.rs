@@ -1174,3 +1174,47 @@ fn xstate_4_choose_on_a_transition_is_one_candidate_per_choice() {
     let types: Vec<&str> = o.effects.iter().map(|e| e.effect_type.as_str()).collect();
     assert_eq!(types, vec!["setSize", "showNotice", "log"], "the raised LARGE finds no transition in b");
 }
+
+#[test]
+fn a_guard_on_an_invoked_works_completion_reads_its_flag_from_what_the_work_reported() {
+    // XState 4's usual shape: the work's answer picks the way on. The flag is
+    // in the result (or error) the host reports, since the outbox writes the
+    // completion event's payload.
+    let out = xstate::import(&json!({
+        "id": "login",
+        "initial": "idle",
+        "states": {
+            "idle": { "on": { "LOAD": "loading" } },
+            "loading": {
+                "invoke": {
+                    "src": "fetchUser",
+                    "onDone": [{ "target": "admin", "cond": "isAdmin" }, { "target": "user" }],
+                    "onError": [{ "target": "locked", "cond": "isLocked" }, { "target": "idle" }]
+                }
+            },
+            "admin": { "on": { "GRANT": { "target": "admin", "actions": ["grantAccess"] } } }, "user": {}, "locked": {}
+        }
+    }))
+    .unwrap();
+    let says = |text: &str| out.diagnostics.iter().any(|d| d.message.contains(text));
+    assert!(says("a flag the invoked work's result carries (event.payload.result.$guard.isAdmin)"), "{:#?}", out.diagnostics);
+    assert!(says("a flag the invoked work's error carries (event.payload.error.$guard.isLocked)"), "{:#?}", out.diagnostics);
+    let run = |name: &'static str, report: &dyn Fn(&mut Process, &str) -> Outcome| {
+        let mut p = Process::new(&out, name);
+        let o = p.event("e1", "LOAD");
+        let key = effects(&o)[0].1.clone();
+        p.started(&key);
+        report(&mut p, &key).state
+    };
+    assert_eq!(run("a", &|p, k| p.succeeded(k, json!({ "name": "ada", "$guard": { "isAdmin": true } }))), json!("admin"));
+    assert_eq!(run("b", &|p, k| p.succeeded(k, json!({ "name": "bob" }))), json!("user"));
+    assert_eq!(run("c", &|p, k| p.send(json!({ "id": format!("{k}#1:result"), "type": "idem.effect.failed", "payload": { "key": k, "error": { "$guard": { "isLocked": true } } } }))), json!("locked"));
+    assert_eq!(run("d", &|p, k| p.failed(k)), json!("idle"));
+    // The analysis explores both answers of the work: past the guarded way, a
+    // hazard is shown by a run whose report carries the flag.
+    let m = Machine::from_value(out.definition.clone()).unwrap();
+    let found = idem::analyze::analyze(&m);
+    let at_admin = found.iter().find(|f| f.state == "admin" && f.witness.is_some()).unwrap_or_else(|| panic!("{found:#?}"));
+    let steps = &at_admin.witness.as_ref().unwrap().steps;
+    assert!(steps.iter().any(|s| s.event["payload"]["result"]["$guard"]["isAdmin"] == json!(true)), "{steps:#?}");
+}

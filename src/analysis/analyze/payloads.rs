@@ -86,7 +86,10 @@ pub(super) fn payload_specs(m: &Machine) -> BTreeMap<String, BTreeMap<String, Fi
         }
     }
     let mut out = BTreeMap::new();
-    for e in &m.event_types {
+    // The events outside sends, and those the outbox raises when an effect
+    // completes (`<effect>.succeeded`, `.failed`: their guards may read what
+    // the work reported).
+    for e in m.event_types.iter().chain(m.outcome_types.iter()) {
         let mut exprs = shared.clone();
         for s in &m.states {
             for (ev, ts) in &s.on {

@@ -239,10 +239,32 @@ impl<'m> Search<'m> {
                 now: at,
                 role: "effect",
             };
-            let results = [
-                json!({ "id": format!("{}#{n}:result", e.key), "type": outbox::SUCCEEDED, "payload": { "key": e.key, "attempt": n, "result": {} } }),
-                json!({ "id": format!("{}#{n}:result", e.key), "type": outbox::FAILED, "payload": { "key": e.key, "attempt": n, "retryable": false, "error": "declined" } }),
-            ];
+            // What the work reports: a plain result or error, or, where guards on its
+            // completion read flags from them (an imported invoke's), a few of each.
+            let reported = |suffix: &str, part: &str, plain: Value| -> Vec<Value> {
+                let specs = self.specs.get(&format!("{}.{suffix}", e.effect_type));
+                let below = format!("{part}.");
+                match specs {
+                    Some(specs) if specs.keys().any(|f| f.starts_with(&below)) => {
+                        let mut all: Vec<Value> = Vec::new();
+                        for p in payloads(specs, &context) {
+                            let v = p.get(part).cloned().unwrap_or_else(|| plain.clone());
+                            if !all.contains(&v) {
+                                all.push(v);
+                            }
+                        }
+                        all
+                    }
+                    _ => vec![plain],
+                }
+            };
+            let mut results = Vec::new();
+            for result in reported("succeeded", "result", json!({})) {
+                results.push(json!({ "id": format!("{}#{n}:result", e.key), "type": outbox::SUCCEEDED, "payload": { "key": e.key, "attempt": n, "result": result } }));
+            }
+            for error in reported("failed", "error", json!("declined")) {
+                results.push(json!({ "id": format!("{}#{n}:result", e.key), "type": outbox::FAILED, "payload": { "key": e.key, "attempt": n, "retryable": false, "error": error } }));
+            }
             for r in results {
                 let steps = vec![started.clone(), Step { event: r, now: at.saturating_add(1), role: "effect" }];
                 if let Some((snap, outcome)) = self.apply(node.snap.as_deref(), &steps) {

@@ -81,18 +81,35 @@ impl Importer {
             }
         };
         let what = if inline { format!("inline guard (a function) at {path}") } else { format!("guard `{name}`") };
+        let var = self.flag_var(&name);
         self.diag(
             Severity::Warning,
             spath,
             event,
             path,
-            format!(
-                "{what} is code the analysis cannot read; it is modelled as a flag the event carries \
-                 (event.payload.$guard.{name}), so both of its outcomes are explored"
-            ),
+            format!("{what} is code the analysis cannot read; it is modelled as a flag {} ({var}), so both of its outcomes are explored", self.flag_carrier()),
             "Write the guard as a JSONLogic expression over context and event to have it checked.",
         );
-        Some(json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] }))
+        Some(json!({ "===": [{ "var": var }, true] }))
+    }
+
+    /// The `var` path of the flag that stands for guard `name`: in the event's
+    /// payload, or in the result (or error) invoked work reports, whose
+    /// completion event's payload the outbox writes.
+    fn flag_var(&self, name: &str) -> String {
+        match self.flags_in {
+            Some(part) => format!("event.payload.{part}.$guard.{name}"),
+            None => format!("event.payload.$guard.{name}"),
+        }
+    }
+
+    /// Who sets a flag, for the diagnostics.
+    fn flag_carrier(&self) -> &'static str {
+        match self.flags_in {
+            Some("result") => "the invoked work's result carries",
+            Some(_) => "the invoked work's error carries",
+            None => "the event carries",
+        }
     }
 
     /// A guard the transition at `path` must have had, lost in JSON (a
@@ -101,18 +118,19 @@ impl Importer {
     /// says how the loss shows.
     pub(super) fn lost_guard(&mut self, t: &mut Value, path: &str, spath: &str, event: Option<&str>, why: &str) {
         let name = site_flag(&join(path, "guard"));
+        let var = self.flag_var(&name);
         self.diag(
             Severity::Warning,
             spath,
             event,
             path,
             format!(
-                "{why}: its guard was most likely a function, lost in JSON; it is modelled as a flag the event carries \
-                 (event.payload.$guard.{name}), so both of its outcomes are explored"
+                "{why}: its guard was most likely a function, lost in JSON; it is modelled as a flag {} ({var}), so both of its outcomes are explored",
+                self.flag_carrier()
             ),
             "Name the guard (`guards` in the options or setup), so that its name survives in JSON.",
         );
-        let flag = json!({ "===": [{ "var": format!("event.payload.$guard.{name}") }, true] });
+        let flag = json!({ "===": [{ "var": var }, true] });
         let candidates: Vec<&mut Value> = match t {
             // The candidates of a transition split by its `choose`: each keeps its choice's guard too.
             Value::Array(split) => split.iter_mut().collect(),

@@ -144,7 +144,10 @@ impl Importer {
         for (suffix, t, tp) in completions {
             let Some(t) = t else { continue };
             let event = format!("{ty}.{suffix}");
-            let Some(ts) = self.transitions(t, tp, spath, Some(&event)) else { continue };
+            self.flags_in = Some(if *suffix == "succeeded" { "result" } else { "error" });
+            let ts = self.transitions(t, tp, spath, Some(&event));
+            self.flags_in = None;
+            let Some(ts) = ts else { continue };
             let ts = match ts {
                 Value::Array(a) => a,
                 one => vec![one],

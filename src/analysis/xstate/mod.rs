@@ -168,6 +168,10 @@ struct Importer {
     outline: outline::Outline,
     /// Read as an XState 4 config (see [`outline`]).
     v4: bool,
+    /// Where the guards being read find their flags: the event's payload, or
+    /// for the completion of invoked work, what the work reported in it
+    /// (`result` or `error`), since the outbox writes that event's payload.
+    flags_in: Option<&'static str>,
 }
 
 fn join(path: &str, key: &str) -> String {
