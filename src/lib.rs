@@ -9,7 +9,8 @@
 //!
 //! - `engine/`: the definition (`machine`), `reduce` (an event validated, a
 //!   repeated id answered from the ledger, one macrostep, the id recorded),
-//!   the statechart algorithm (`interpreter`), the outbox, the expressions
+//!   what it gives back (`outcome`), the statechart algorithm
+//!   (`interpreter`), the outbox, the expressions
 //!   (`expr`) and the one error type;
 //! - `snapshot/`: the versioned wire format the state is encoded in, and the
 //!   ledger of applied event ids where a repeated event is recognised;
