@@ -355,27 +355,12 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The state whose active descendants a transition exits (`None`: above
-    /// the machine, for a `reenter` transition of the machine itself).
+    /// The transition's domain ([`Machine::transition_domain`]), its history
+    /// targets resolved to what they restore now.
     fn transition_domain(&self, t: &Transition) -> Option<StateIdx> {
-        let m = self.m;
         let mut targets = Vec::new();
         self.effective_targets(&t.targets, &mut targets);
-        let Some((&head, rest)) = targets.split_first() else { return Some(t.source) };
-        if !t.reenter && targets.iter().all(|&x| x == t.source || m.is_descendant(x, t.source)) {
-            return Some(t.source);
-        }
-        // The nearest proper ancestor of the first target that holds the other targets and the source.
-        let lca = m.ancestors(head).skip(1).find(|&a| rest.iter().chain([&t.source]).all(|&x| m.is_descendant(x, a)));
-        match lca {
-            Some(a) => Some(a),
-            None if t.reenter => None,
-            None => Some(m.root()),
-        }
-    }
-
-    fn within(&self, s: StateIdx, domain: Option<StateIdx>) -> bool {
-        domain.is_none_or(|d| self.m.is_descendant(s, d))
+        self.m.transition_domain(t, &targets)
     }
 
     /// The active states the transitions leave, in no particular order.
@@ -390,7 +375,7 @@ impl<'a> Run<'a> {
                 out.push(t.source);
             }
             for &s in &self.config {
-                if self.within(s, domain) && !out.contains(&s) {
+                if self.m.within(s, domain) && !out.contains(&s) {
                     out.push(s);
                 }
             }

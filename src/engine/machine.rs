@@ -549,6 +549,29 @@ impl Machine {
         parts.join(".")
     }
 
+    /// SCXML's transition domain: the state whose active descendants
+    /// transition `t` exits, its targets resolved to `targets` (a history
+    /// state to what it restores, as the caller knows it). `None` is above the
+    /// machine: a `reenter` transition of the machine itself.
+    pub fn transition_domain(&self, t: &Transition, targets: &[StateIdx]) -> Option<StateIdx> {
+        let Some((&head, rest)) = targets.split_first() else { return Some(t.source) };
+        if !t.reenter && targets.iter().all(|&x| x == t.source || self.is_descendant(x, t.source)) {
+            return Some(t.source);
+        }
+        // The nearest proper ancestor of the first target that holds the other targets and the source.
+        let lca = self.ancestors(head).skip(1).find(|&a| rest.iter().chain([&t.source]).all(|&x| self.is_descendant(x, a)));
+        match lca {
+            Some(a) => Some(a),
+            None if t.reenter => None,
+            None => Some(self.root()),
+        }
+    }
+
+    /// Whether state `s` lies inside `domain` (every state does inside `None`).
+    pub fn within(&self, s: StateIdx, domain: Option<StateIdx>) -> bool {
+        domain.is_none_or(|d| self.is_descendant(s, d))
+    }
+
     /// The state at dotted `path` below `from`.
     fn descend(&self, mut from: StateIdx, dotted: &str) -> Option<StateIdx> {
         let mut rest = dotted;

@@ -258,25 +258,11 @@ fn domain_target(m: &Machine, s: StateIdx) -> StateIdx {
     }
 }
 
-/// The state whose active descendants a transition exits (`None`: the machine
-/// itself is exited, a `reenter` transition of the machine), as `reduce` computes it.
+/// The state whose active descendants a transition exits, as `reduce`
+/// computes it ([`Machine::transition_domain`]), a history target taken as its parent.
 pub(super) fn domain(m: &Machine, t: &Transition) -> Option<StateIdx> {
     let targets: Vec<StateIdx> = t.targets.iter().map(|&s| domain_target(m, s)).collect();
-    let Some((&head, rest)) = targets.split_first() else { return Some(t.source) };
-    let inside = |x: StateIdx| x == t.source || m.is_descendant(x, t.source);
-    if !t.reenter && targets.iter().all(|&x| inside(x)) {
-        return Some(t.source);
-    }
-    let lca = m.ancestors(head).skip(1).find(|&a| rest.iter().chain([&t.source]).all(|&x| m.is_descendant(x, a)));
-    match lca {
-        Some(a) => Some(a),
-        None if t.reenter => None,
-        None => Some(m.root()),
-    }
-}
-
-pub(super) fn within(m: &Machine, s: StateIdx, dom: Option<StateIdx>) -> bool {
-    dom.is_none_or(|d| m.is_descendant(s, d))
+    m.transition_domain(t, &targets)
 }
 
 /// The active states a transition leaves, innermost first (reverse document order).
@@ -285,7 +271,7 @@ fn exit_set(m: &Machine, t: &Transition, config: &[StateIdx]) -> Vec<StateIdx> {
         return Vec::new();
     }
     let dom = domain(m, t);
-    let mut out: Vec<StateIdx> = config.iter().copied().filter(|&s| within(m, s, dom)).collect();
+    let mut out: Vec<StateIdx> = config.iter().copied().filter(|&s| m.within(s, dom)).collect();
     if t.reenter && dom == Some(t.source) {
         push_new(&mut out, t.source);
     }
@@ -309,7 +295,7 @@ fn entry_set(m: &Machine, t: &Transition, after: &[StateIdx]) -> Vec<StateIdx> {
             let mut v = m.initial_config(tg);
             let mut child = tg;
             for a in m.ancestors(tg).skip(1) {
-                if m.states[a].kind == Kind::Parallel && (within(m, a, dom) || Some(a) == dom) {
+                if m.states[a].kind == Kind::Parallel && (m.within(a, dom) || Some(a) == dom) {
                     for r in m.regions(a).filter(|&r| r != child) {
                         v.extend(m.initial_config(r));
                     }
@@ -319,7 +305,7 @@ fn entry_set(m: &Machine, t: &Transition, after: &[StateIdx]) -> Vec<StateIdx> {
             v
         };
         for s in from {
-            if within(m, s, dom) {
+            if m.within(s, dom) {
                 push_new(&mut out, s);
             }
         }

@@ -3,7 +3,7 @@
 //! that change something as candidates for findings (`report.rs`).
 
 use super::findings::{Change, Mode, ShownEffect, Shows, Step, Witness};
-use super::graph::{accepting, action_lists, closure, domain, macrostep_owners, select, settled_start, sites, within, Config, Owner};
+use super::graph::{accepting, action_lists, closure, domain, macrostep_owners, select, settled_start, sites, Config, Owner};
 use super::payloads::{payload_specs, payloads, FieldSpec};
 use super::Bounds;
 use crate::machine::{Action, Machine, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, TIMER_EVENT};
@@ -511,7 +511,7 @@ impl<'m> Search<'m> {
         if reps.len() > 1 {
             let explains = |r: &Repeated| {
                 let dom = domain(m, r.t);
-                let inside = |c: &Config| c.states.iter().copied().filter(|&s| within(m, s, dom)).collect::<Vec<_>>();
+                let inside = |c: &Config| c.states.iter().copied().filter(|&s| m.within(s, dom)).collect::<Vec<_>>();
                 r.owners.iter().any(|o| {
                     self.assigns.iter().any(|(ow, f)| ow == o && shows.changes.iter().any(|c| c.field == *f))
                         || self.emits.iter().any(|(ow, t)| ow == o && shows.effects.iter().any(|e| e.effect_type == *t))
