@@ -63,6 +63,15 @@ impl Order {
         }
     }
 
+    /// The shape of item `i` of an array of `len` items; `Leaf` when this is
+    /// not that array's shape.
+    fn item(&self, i: usize, len: usize) -> &Order {
+        match self {
+            Order::Array(items) if items.len() == len => &items[i],
+            _ => &LEAF,
+        }
+    }
+
     /// `value`, whose shape this is, as JSON text with its members in this
     /// order (where it is not `value`'s shape, in the map's order).
     pub fn write(&self, value: &Value, out: &mut Vec<u8>) {
@@ -79,23 +88,13 @@ impl Order {
                 }
                 out.push(b'}');
             }
-            (Value::Array(items), Order::Array(shapes)) if shapes.len() == items.len() => {
-                out.push(b'[');
-                for (i, (v, o)) in items.iter().zip(shapes).enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    o.write(v, out);
-                }
-                out.push(b']');
-            }
             (Value::Array(items), _) => {
                 out.push(b'[');
                 for (i, v) in items.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    LEAF.write(v, out);
+                    self.item(i, items.len()).write(v, out);
                 }
                 out.push(b']');
             }
