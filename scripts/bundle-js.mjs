@@ -167,6 +167,7 @@ for (const name of ENTRIES) {
   rewrite('"../dist/', '"../', "glue import");
   if (text.includes('from "./analysis.js"')) rewrite('from "./analysis.js"', 'from "./bundle.js"', "analysis import");
   if (text.includes('from "./error.js"')) rewrite('from "./error.js"', 'from "./bundle.js"', "IdemError import");
+  if (text.includes('from "./checks.js"')) rewrite('from "./checks.js"', 'from "./bundle.js"', "argument checks import");
   const left = /from "\.\/(?!bundle\.js")[^"]*"/.exec(text);
   if (left) throw new Error(`bundle-js: pkg/src/${name} imports ${left[0]}, which the bundle does not stand for`);
   writeFileSync(

@@ -2,8 +2,11 @@
 // speed) and keep the hazard analysis and the XState import in the full module, which the
 // node entry reads on first use and the web entry fetches on `loadAnalysis()`.
 
+import { checkedMachine, jsonArg } from "./checks.js";
+
 /**
- * The entry's `Machine` and `importXState` over the lean module's `Machine`.
+ * The entry's `Machine` and `importXState` over the lean module's `Machine`, their arguments
+ * checked (checks.js).
  * @param {{ Machine: new (definition: unknown) => { definition(): unknown } }} lean
  * @param {() => { Machine: new (definition: unknown) => { analyze(): unknown }, importXState(config: unknown): unknown }} full
  *   the full module's exports, instantiated (it throws when they cannot be had now)
@@ -12,7 +15,7 @@ export function withAnalysis(lean, full) {
   /** The full module's machine for each machine that was asked for its hazards (built once). */
   const analysed = new WeakMap();
 
-  class Machine extends lean.Machine {
+  class Machine extends checkedMachine(lean.Machine) {
     /**
      * The duplicate-delivery hazards of this machine (as `idem lint` reports them), errors first:
      * the full module builds the same definition and analyses it.
@@ -29,7 +32,7 @@ export function withAnalysis(lean, full) {
 
   /** Import the JSON form of an XState v5 config as an idem definition (see index.d.ts). */
   function importXState(config) {
-    return full().importXState(config);
+    return full().importXState(jsonArg(config, "config"));
   }
 
   return { Machine, importXState };

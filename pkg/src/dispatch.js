@@ -14,6 +14,7 @@
 // did not answer in time) and lets the engine decide what follows.
 
 import { apply, readClock } from "./host.js";
+import { dispatchOptionsArg, invalidArgument, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
 
 /** Default time a handler or verifier may take before its outcome is `unknown` (ms). */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -103,6 +104,10 @@ export const DEFAULT_STUCK_RETRY_MS = 30_000;
  * @returns {number | null}
  */
 export function nextDueAt(machine, snapshot, stuck = new Set(), stuckAt = 0) {
+  machineArg(machine, ["due"]);
+  storedSnapshotArg(snapshot);
+  if (!(stuck instanceof Set)) throw invalidArgument("stuck", "a Set of item ids", stuck);
+  if (!isDuration(stuckAt)) throw invalidArgument("stuckAt", "a number of ms", stuckAt);
   let min = null;
   for (const item of machine.due(snapshot, Number.MAX_SAFE_INTEGER)) {
     const at = stuck.has(itemId(item)) ? Math.max(item.dueAt, stuckAt) : item.dueAt;
@@ -152,6 +157,10 @@ export function nextDueAt(machine, snapshot, stuck = new Set(), stuckAt = 0) {
  * @returns {Promise<import("./index.d.ts").DispatchReport>}
  */
 export async function dispatch(store, machine, processId, options = {}) {
+  storeArg(store);
+  machineArg(machine, ["reduce", "due"]);
+  processIdArg(processId);
+  dispatchOptionsArg(options);
   const handlers = options.handlers ?? {};
   const verifiers = options.verifiers ?? {};
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -169,7 +178,7 @@ export async function dispatch(store, machine, processId, options = {}) {
 
   let loaded = await store.load(processId);
   for (let round = 0; loaded && round < maxRounds; round++) {
-    const items = machine.due(loaded.snapshot, readClock(options.now)).filter((i) => !seen.has(itemId(i)));
+    const items = machine.due(loaded.snapshot, readClock(options.now, "options.now")).filter((i) => !seen.has(itemId(i)));
     if (items.length === 0) break;
     for (const item of items) {
       seen.add(itemId(item));
@@ -232,7 +241,7 @@ export async function dispatch(store, machine, processId, options = {}) {
     }
     loaded = await store.load(processId);
   }
-  const stuckAt = readClock(options.now) + (options.stuckRetryMs ?? DEFAULT_STUCK_RETRY_MS);
+  const stuckAt = readClock(options.now, "options.now") + (options.stuckRetryMs ?? DEFAULT_STUCK_RETRY_MS);
   report.nextDueAt = loaded ? nextDueAt(machine, loaded.snapshot, stuck, stuckAt) : null;
   return report;
 }

@@ -22,6 +22,7 @@
 // in a lane are committed together (see applyGroup).
 
 import { IdemError } from "./error.js";
+import { applyOptionsArg, eventArg, invalidArgument, machineArg, nowArg, processIdArg, storeArg } from "./checks.js";
 
 /** Default number of compare-and-set retries after the first try. */
 export const DEFAULT_MAX_RETRIES = 16;
@@ -58,25 +59,39 @@ export class EventText {
    * @param {string} text the event's JSON text, `{ id, type, payload }`
    */
   constructor(id, type, text) {
+    for (const [name, v] of [["id", id], ["type", type], ["text", text]]) {
+      if (typeof v !== "string") throw invalidArgument(name, "a string", v);
+    }
     this.id = id;
     this.type = type;
     this.text = text;
   }
 }
 
-/** What `machine.reduce` is given for an event: an `EventText`'s text, any other event as it is. */
-const reduced = (event) => (event instanceof EventText ? event.text : event);
 
 /**
- * The host's clock: a function returning ms, or a fixed number.
+ * The host's clock: a function returning ms, or a fixed number (`Date.now()` when undefined).
+ * Anything else, or a function that returns anything but a number of ms, is an `invalid_argument`
+ * (a clock given as the string "123" must not become some other time).
  * @param {(() => number) | number | undefined} now
+ * @param {string} [name] how an error names it
  * @returns {number}
  */
-export function readClock(now) {
-  if (typeof now === "function") return now();
-  if (typeof now === "number") return now;
-  return Date.now();
+export function readClock(now, name = "now") {
+  if (now === undefined) return Date.now();
+  if (typeof now === "function") return nowArg(now(), `${name}()`);
+  if (typeof now === "number") return nowArg(now, name);
+  throw invalidArgument(name, "a function returning ms, a number of ms or undefined", now);
 }
+
+/**
+ * What `machine.reduce` is given for an event `apply` takes: an `EventText`'s text, a string as it
+ * is, an object as the JSON text it writes, made once on arrival (every try reduces that text; the
+ * stores log the event as it was given).
+ * @param {unknown} event
+ * @returns {string}
+ */
+const reducedText = (event) => (event instanceof EventText ? event.text : eventArg(event));
 
 /**
  * Full-jitter exponential backoff before retry `n` (1-based), in ms. Random
@@ -144,7 +159,7 @@ const answerableFromGuess = (out, seen, arrived) => out.status === "duplicate" &
 
 /**
  * One call to `apply`, as a lane sees it.
- * @typedef {{ machine: import("./index.d.ts").MachineLike, event: import("./index.d.ts").Event, options: import("./index.d.ts").ApplyOptions, arrived: number }} Call
+ * @typedef {{ machine: import("./index.d.ts").MachineLike, event: import("./index.d.ts").Event, text: string, options: import("./index.d.ts").ApplyOptions, arrived: number }} Call
  */
 /**
  * What a call taken into another's group gets instead of its turn.
@@ -291,19 +306,24 @@ async function enterLane(store, processId, stallMs, call) {
  * @throws {ContentionError} when every try lost the compare-and-set
  */
 export async function apply(store, machine, processId, event, options = {}) {
+  storeArg(store);
+  machineArg(machine, ["reduce"]);
+  processIdArg(processId);
+  const text = reducedText(event);
+  applyOptionsArg(options);
   const arrived = ++ticks;
-  if (options.lane === false || store.serial === true) return applyLoop(store, machine, processId, event, options, null, arrived);
+  if (options.lane === false || store.serial === true) return applyLoop(store, machine, processId, event, text, options, null, arrived);
   /** @type {Call} */
-  const call = { machine, event, options, arrived };
+  const call = { machine, event, text, options, arrived };
   const { lane, turn, held, settled } = await enterLane(store, processId, options.laneStallMs ?? DEFAULT_LANE_STALL_MS, call);
   if (settled) {
     if ("error" in settled) throw settled.error;
     return settled.outcome;
   }
-  if (!held) return applyLoop(store, machine, processId, event, options, null, arrived);
+  if (!held) return applyLoop(store, machine, processId, event, text, options, null, arrived);
   try {
     const taken = typeof store.commitMany === "function" ? takeGroup(lane, machine) : [];
-    if (taken.length === 0) return await applyLoop(store, machine, processId, event, options, lane, arrived);
+    if (taken.length === 0) return await applyLoop(store, machine, processId, event, text, options, lane, arrived);
     return await applyGroup(store, processId, lane, call, taken);
   } finally {
     lane.leave(turn);
@@ -360,7 +380,7 @@ async function applyGroup(store, processId, lane, holder, taken) {
     for (const c of calls) {
       if (lost && c.options.onConflict) c.options.onConflict({ processId, event: c.event, attempt: 1 });
       try {
-        settled.push({ outcome: await applyLoop(store, c.machine, processId, c.event, c.options, lane, c.arrived) });
+        settled.push({ outcome: await applyLoop(store, c.machine, processId, c.event, c.text, c.options, lane, c.arrived) });
       } catch (error) {
         settled.push({ error });
       }
@@ -398,8 +418,8 @@ async function commitGroup(store, processId, lane, calls) {
     const steps = [];
     for (const c of calls) {
       try {
-        const now = readClock(c.options.now);
-        const out = c.machine.reduce(snapshot, reduced(c.event), now, processId);
+        const now = readClock(c.options.now, "options.now");
+        const out = c.machine.reduce(snapshot, c.text, now, processId);
         if (out.changed) {
           snapshot = out.snapshot;
           steps.push({ outcome: out, extras: { event: c.event, now } });
@@ -440,11 +460,12 @@ async function commitGroup(store, processId, lane, calls) {
  * @param {import("./index.d.ts").MachineLike} machine
  * @param {string} processId
  * @param {import("./index.d.ts").Event} event
+ * @param {string} text what the machine reduces for it
  * @param {import("./index.d.ts").ApplyOptions} options
  * @param {Lane | null} lane
  * @param {number} arrived the tick at which the call arrived
  */
-async function applyLoop(store, machine, processId, event, options, lane, arrived) {
+async function applyLoop(store, machine, processId, event, text, options, lane, arrived) {
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   const backoff = options.backoff ?? jitteredBackoff;
   // What the previous call in the lane read or wrote; unknown again unless this call succeeds.
@@ -455,8 +476,8 @@ async function applyLoop(store, machine, processId, event, options, lane, arrive
     const seen = guessed ? guess.seen : ++ticks;
     const loaded = guessed ? guess.loaded : await store.load(processId);
     guess = null;
-    const now = readClock(options.now);
-    const out = machine.reduce(loaded ? loaded.snapshot : null, reduced(event), now, processId);
+    const now = readClock(options.now, "options.now");
+    const out = machine.reduce(loaded ? loaded.snapshot : null, text, now, processId);
     if (!out.changed) {
       // Nothing to write, so nothing would check the guess: read the store instead (not a
       // try), unless this is a duplicate and the guess is from after the call arrived.
@@ -492,6 +513,9 @@ async function applyLoop(store, machine, processId, event, options, lane, arrive
  * @param {string} processId
  */
 export async function inspect(store, machine, processId) {
+  storeArg(store);
+  machineArg(machine, ["inspect"]);
+  processIdArg(processId);
   const loaded = await store.load(processId);
   if (!loaded) return null;
   return { ...machine.inspect(loaded.snapshot), version: loaded.version };

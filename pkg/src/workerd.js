@@ -3,10 +3,14 @@
 // newEventId() must be called inside a request. The lean module: the engine without
 // hazard analysis and XState import (see scripts/build-wasm.sh).
 import wasm from "../dist/lean/idem_bg.wasm";
-import { initSync } from "../dist/lean/idem.js";
+import { initSync, Machine as LeanMachine } from "../dist/lean/idem.js";
+import { checkedMachine } from "./checks.js";
 
 initSync({ module: wasm });
 
-export { Machine, newEventId, version } from "../dist/lean/idem.js";
+/** The lean module's `Machine`, its arguments checked before they cross (checks.js). */
+export const Machine = checkedMachine(LeanMachine);
+
+export { newEventId, version } from "../dist/lean/idem.js";
 
 export * from "./hosting.js";
