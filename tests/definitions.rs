@@ -100,6 +100,7 @@ fn error_codes_are_stable() {
             "missing_event_id", "missing_event_type", "event_id_too_long", "payload_too_large", "nesting_too_deep",
             "number_out_of_range", "unknown_event_type", "invalid_payload", "id_conflict", "reserved_event", "invalid_snapshot", "snapshot_too_large",
             "unsupported_snapshot_format", "wrong_machine", "missing_state", "missing_process_id", "missing_now", "invalid_now",
+            "invalid_argument",
             "expression_failed", "microstep_limit",
             "unknown_effect", "invalid_effect_report", "usage", "io",
         ]

@@ -54,6 +54,9 @@ export type ErrorCode =
   | "missing_process_id"
   | "missing_now"
   | "invalid_now"
+  // an argument of the wrong type or shape (a process id that is not a string or is over 256
+  // bytes, nowMs given as a string, a snapshot that is not null, a string or a Uint8Array, ...)
+  | "invalid_argument"
   // runtime
   | "expression_failed"
   | "microstep_limit"

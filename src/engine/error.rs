@@ -41,6 +41,7 @@ pub enum Code {
     MissingProcessId,
     MissingNow,
     InvalidNow,
+    InvalidArgument,
     // runtime
     ExpressionFailed,
     MicrostepLimit,
@@ -84,6 +85,7 @@ impl Code {
             MissingProcessId => "missing_process_id",
             MissingNow => "missing_now",
             InvalidNow => "invalid_now",
+            InvalidArgument => "invalid_argument",
             ExpressionFailed => "expression_failed",
             MicrostepLimit => "microstep_limit",
             UnknownEffect => "unknown_effect",
@@ -124,6 +126,7 @@ impl Code {
         Code::MissingProcessId,
         Code::MissingNow,
         Code::InvalidNow,
+        Code::InvalidArgument,
         Code::ExpressionFailed,
         Code::MicrostepLimit,
         Code::UnknownEffect,

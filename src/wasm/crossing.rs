@@ -157,7 +157,7 @@ pub(super) fn snapshot_text(v: &JsValue) -> Result<Option<(String, bool)>, JsVal
         }
         buf
     } else {
-        return Err(js_error(&Error::new(Code::InvalidSnapshot, "snapshot must be a string, a Uint8Array or null")));
+        return Err(invalid_argument("snapshot", "a string or a Uint8Array", v));
     };
     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
     Ok(Some((String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false)))

@@ -67,7 +67,7 @@ impl Machine {
         #[wasm_bindgen(unchecked_param_type = "string | null")] snapshot: JsValue,
         event: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now: f64,
-        #[wasm_bindgen(js_name = processId)] process: Option<String>,
+        #[wasm_bindgen(js_name = processId, unchecked_param_type = "string")] process: JsValue,
     ) -> Result<JsValue, JsValue> {
         self.reduce_js(snapshot, &event, now, process, false)
     }
@@ -88,7 +88,7 @@ impl Machine {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | null")] snapshot: JsValue,
         event: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now: f64,
-        #[wasm_bindgen(js_name = processId)] process: Option<String>,
+        #[wasm_bindgen(js_name = processId, unchecked_param_type = "string")] process: JsValue,
     ) -> Result<JsValue, JsValue> {
         self.reduce_js(snapshot, &event, now, process, true)
     }
@@ -135,9 +135,9 @@ impl Machine {
 impl Machine {
     /// `reduce` and `reduceBytes`: the time checked, the event's text read
     /// into the reusable buffer, then [`Machine::reduce_resident`].
-    fn reduce_js(&self, snapshot: JsValue, event: &JsValue, now: f64, process: Option<String>, bytes: bool) -> Result<JsValue, JsValue> {
+    fn reduce_js(&self, snapshot: JsValue, event: &JsValue, now: f64, process: JsValue, bytes: bool) -> Result<JsValue, JsValue> {
         let now = now_ms(now)?;
-        let process = process_id(process)?;
+        let process = process_id(&process)?;
         let mut buf = self.event_buf.take();
         let out = event_text(event, &mut buf).and_then(|n| {
             // SAFETY: TextEncoder wrote these n bytes: UTF-8, whole characters.
@@ -196,7 +196,7 @@ impl Machine {
             Some(k) => (Current::Loaded(Box::new(k.loaded)), true, k.ascii, k.records, Some((k.len, k.check))),
             None if code == -1.0 => (Current::None, false, false, None, None),
             None if code == -3.0 => {
-                return Err(js_error(&Error::new(Code::InvalidSnapshot, "snapshot must be a string, a Uint8Array or null")))
+                return Err(invalid_argument("snapshot", "null, a string or a Uint8Array", &snapshot))
             }
             None if copied => {
                 // SAFETY: JavaScript wrote n bytes at the start of the buffer's

@@ -80,6 +80,9 @@ fn json_text(v: &JsValue, what: &str) -> Result<String, JsValue> {
 
 /// `nowMs` as the engine's clock: missing (JavaScript's `undefined` arrives as
 /// NaN) is `missing_now`; negative, infinite or past 2^53 − 1 is `invalid_now`.
+/// It stays an `f64` parameter: the glue converts it with `+nowMs`, which may
+/// throw (a BigInt, a Symbol) but writes nothing to wasm memory; the entries'
+/// `Machine` (pkg/src/checks.js) refuses anything but a number before that.
 fn now_ms(now: f64) -> Result<u64, JsValue> {
     if (0.0..=9_007_199_254_740_991.0).contains(&now) {
         Ok(now as u64)
@@ -90,18 +93,51 @@ fn now_ms(now: f64) -> Result<u64, JsValue> {
     }
 }
 
+/// The longest process id, in bytes of UTF-8 (an event id's limit; pkg/src/checks.js says the same).
+const MAX_PROCESS_ID_BYTES: usize = 256;
+
 /// The process id a reduce scopes its effect keys with (`<process>/<event>:<n>`):
 /// required, so two processes that reuse an event id never share a key at the
-/// gateway.
-fn process_id(process: Option<String>) -> Result<String, JsValue> {
-    match process {
-        Some(p) if !p.is_empty() => Ok(p),
-        _ => {
-            let mut e = Error::new(Code::MissingProcessId, "processId is missing or empty: reduce scopes the effect keys it makes by it");
-            e.path = Some("processId".into());
-            Err(js_error(&e))
-        }
+/// gateway. Taken as a `JsValue` and read only when it is a string: a `String`
+/// parameter is converted by the glue without a look at its type, and a number
+/// there made it `realloc` memory it never allocated (a trap, and a broken
+/// allocator for every later call).
+fn process_id(process: &JsValue) -> Result<String, JsValue> {
+    let coded = |code, message: String| {
+        let mut e = Error::new(code, message);
+        e.path = Some("processId".into());
+        Err(js_error(&e))
+    };
+    match process.as_string() {
+        Some(p) if !p.is_empty() && p.len() <= MAX_PROCESS_ID_BYTES => Ok(p),
+        Some(p) if !p.is_empty() => coded(Code::InvalidArgument, format!("processId must be at most {MAX_PROCESS_ID_BYTES} bytes of UTF-8, got {}", p.len())),
+        Some(_) => coded(Code::MissingProcessId, "processId is missing or empty: reduce scopes the effect keys it makes by it".into()),
+        None if process.is_undefined() || process.is_null() => coded(Code::MissingProcessId, "processId is missing or empty: reduce scopes the effect keys it makes by it".into()),
+        None => Err(invalid_argument("processId", "a non-empty string", process)),
     }
+}
+
+/// What kind of JavaScript value `v` is, for a message (`a number`, `an object`).
+fn type_name(v: &JsValue) -> String {
+    if v.is_null() {
+        return "null".into();
+    }
+    if js_sys::Array::is_array(v) {
+        return "an array".into();
+    }
+    match v.js_typeof().as_string().as_deref() {
+        Some("object") => "an object".into(),
+        Some("undefined") => "undefined".into(),
+        Some(t) => format!("a {t}"),
+        None => "a value".into(),
+    }
+}
+
+/// The `invalid_argument` error for the argument `name`, which must be `expected` and is `got`.
+fn invalid_argument(name: &str, expected: &str, got: &JsValue) -> JsValue {
+    let mut e = Error::new(Code::InvalidArgument, format!("{name} must be {expected}, got {}", type_name(got)));
+    e.path = Some(name.into());
+    js_error(&e)
 }
 
 /// Import the JSON form of an XState v5 config (`JSON.stringify(machine.config)`)

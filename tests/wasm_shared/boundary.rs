@@ -88,17 +88,17 @@ fn a_definition_as_object_or_text_is_the_same_machine() {
 #[wasm_bindgen_test]
 fn bad_now_ms_throws_with_a_code() {
     let m = order();
-    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, JsValue::from("o")));
     let snapshot = first["snapshot"].as_str().unwrap().to_string();
     // NaN is what a missing nowMs (undefined) arrives as.
     for (now, code) in [(-1.0, "invalid_now"), (f64::NAN, "missing_now"), (f64::INFINITY, "invalid_now"), (f64::NEG_INFINITY, "invalid_now"), (9_007_199_254_740_992.0, "invalid_now")] {
-        let Err(e) = m.reduce(JsValue::from(snapshot.clone()), pay("e2", "p2", 10), now, Some("o".into())) else { panic!("reduce accepted nowMs {now}") };
+        let Err(e) = m.reduce(JsValue::from(snapshot.clone()), pay("e2", "p2", 10), now, JsValue::from("o")) else { panic!("reduce accepted nowMs {now}") };
         assert_idem_error(&e, code);
         let Err(e) = m.due(JsValue::from(snapshot.clone()), now) else { panic!("due accepted nowMs {now}") };
         assert_idem_error(&e, code);
     }
     // The largest safe integer is a valid time.
-    assert!(m.reduce(JsValue::from(snapshot), pay("e2", "p2", 10), 9_007_199_254_740_991.0, Some("o".into())).is_ok());
+    assert!(m.reduce(JsValue::from(snapshot), pay("e2", "p2", 10), 9_007_199_254_740_991.0, JsValue::from("o")).is_ok());
 }
 
 #[wasm_bindgen_test]
@@ -106,7 +106,7 @@ fn reduce_without_a_process_id_throws_missing_process_id() {
     // Effect keys are `<process>/<event>:<n>`: without the process two processes reusing an event id
     // would share a key at the gateway, so the call is refused rather than answered.
     let m = order();
-    for process in [None, Some(String::new())] {
+    for process in [JsValue::UNDEFINED, JsValue::NULL, JsValue::from("")] {
         for bytes in [false, true] {
             let out = if bytes { m.reduce_bytes(JsValue::NULL, pay("e1", "p1", 40), 1000.0, process.clone()) } else { m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, process.clone()) };
             let Err(e) = out else { panic!("reduce accepted processId {process:?}") };
@@ -117,15 +117,43 @@ fn reduce_without_a_process_id_throws_missing_process_id() {
 }
 
 #[wasm_bindgen_test]
+fn a_process_id_or_snapshot_of_the_wrong_type_throws_invalid_argument_and_the_machine_goes_on() {
+    // The bindings take the process id as a JavaScript value and read it only when it is a
+    // string: the glue used to convert any value as a string (a number made it realloc memory it
+    // never allocated). pkg/src/checks.js refuses these first; this is for a caller of the raw module.
+    let m = order();
+    let object: JsValue = Object::new().into();
+    let long = JsValue::from("p".repeat(257));
+    for (process, path) in [(JsValue::from(1_700_000_000_000.0), "processId"), (object.clone(), "processId"), (js_sys::Array::of1(&"p".into()).into(), "processId"), (JsValue::TRUE, "processId"), (long, "processId")] {
+        for bytes in [false, true] {
+            let out = if bytes { m.reduce_bytes(JsValue::NULL, pay("e1", "p1", 40), 1000.0, process.clone()) } else { m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, process.clone()) };
+            let Err(e) = out else { panic!("reduce accepted processId {process:?}") };
+            assert_idem_error(&e, "invalid_argument");
+            assert_eq!(prop(&e, "path").as_deref(), Some(path));
+        }
+    }
+    for snapshot in [JsValue::from(42), object, JsValue::TRUE] {
+        let Err(e) = m.reduce(snapshot.clone(), pay("e1", "p1", 40), 1000.0, JsValue::from("o")) else { panic!("reduce accepted snapshot {snapshot:?}") };
+        assert_idem_error(&e, "invalid_argument");
+        assert_eq!(prop(&e, "path").as_deref(), Some("snapshot"));
+        let Err(e) = m.inspect(snapshot.clone()) else { panic!("inspect accepted snapshot {snapshot:?}") };
+        assert_idem_error(&e, "invalid_argument");
+    }
+    // 256 bytes is the longest process id, and the machine still reduces.
+    let out = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, JsValue::from("é".repeat(128))));
+    assert_eq!(out["status"], "applied");
+}
+
+#[wasm_bindgen_test]
 fn a_duplicate_replays_the_identical_response() {
     let m = order();
-    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, JsValue::from("o")));
     assert_eq!((first["status"].as_str(), first["changed"].as_bool()), (Some("applied"), Some(true)));
     let stored = first["snapshot"].as_str().unwrap().to_string();
     // The client retries the same event, as an object and as JSON text.
     let retry_text = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 40 } }).to_string();
     for event in [pay("e1", "p1", 40), JsValue::from_str(&retry_text)] {
-        let again = outcome(m.reduce(JsValue::from(stored.clone()), event, 2000.0, Some("o".into())));
+        let again = outcome(m.reduce(JsValue::from(stored.clone()), event, 2000.0, JsValue::from("o")));
         assert_eq!(again["status"], "duplicate");
         assert_eq!(again["duplicate"], true);
         assert_eq!(again["changed"], false);
@@ -137,7 +165,7 @@ fn a_duplicate_replays_the_identical_response() {
         assert_eq!(again["snapshot"].as_str(), Some(stored.as_str()));
     }
     // Same id, different payload: a conflict, never applied.
-    let clash = outcome(m.reduce(JsValue::from(stored.clone()), pay("e1", "p1", 41), 3000.0, Some("o".into())));
+    let clash = outcome(m.reduce(JsValue::from(stored.clone()), pay("e1", "p1", 41), 3000.0, JsValue::from("o")));
     assert_eq!((clash["status"].as_str(), clash["changed"].as_bool()), (Some("conflict"), Some(false)));
     assert_eq!(clash["error"]["code"], "id_conflict");
     assert_eq!(clash["snapshot"].as_str(), Some(stored.as_str()));
@@ -146,7 +174,7 @@ fn a_duplicate_replays_the_identical_response() {
 #[wasm_bindgen_test]
 fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
     let m = order();
-    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    let first = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, JsValue::from("o")));
     let stored = first["snapshot"].as_str().unwrap().to_string();
     let cases: [(Option<String>, JsValue, &str); 7] = [
         (Some(stored.clone()), js(r#"{"type":"PAYMENT_PARTIAL","payload":{}}"#), "missing_event_id"),
@@ -158,7 +186,7 @@ fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
         (Some(stored.replacen("order", "other", 1)), pay("e9", "p9", 1), "invalid_snapshot"),
     ];
     for (snapshot, event, code) in cases {
-        let out = outcome(m.reduce(snap(snapshot.clone()), event, 2000.0, Some("o".into())));
+        let out = outcome(m.reduce(snap(snapshot.clone()), event, 2000.0, JsValue::from("o")));
         assert_eq!(out["status"], "rejected", "{code}: {out}");
         assert_eq!(out["error"]["code"], code, "{out}");
         assert_eq!(out["changed"], false);
@@ -169,7 +197,7 @@ fn bad_events_and_snapshots_are_rejected_outcomes_not_throws() {
 #[wasm_bindgen_test]
 fn the_snapshot_is_an_opaque_ascii_string_and_inspect_reads_it() {
     let m = order();
-    let out = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, Some("o".into())));
+    let out = outcome(m.reduce(JsValue::NULL, pay("e1", "p1", 40), 1000.0, JsValue::from("o")));
     let snapshot = out["snapshot"].as_str().unwrap();
     assert!(snapshot.starts_with("idem3\n"), "{snapshot}");
     assert!(snapshot.is_ascii());
@@ -242,7 +270,7 @@ fn a_hazard_witness_replays_through_reduce() {
     let mut snapshot: Option<String> = None;
     let mut statuses = Vec::new();
     for step in finding["witness"]["steps"].as_array().unwrap() {
-        let out = outcome(m.reduce(snap(snapshot.clone()), js(&step["event"].to_string()), step["now"].as_f64().unwrap(), Some("witness".into())));
+        let out = outcome(m.reduce(snap(snapshot.clone()), js(&step["event"].to_string()), step["now"].as_f64().unwrap(), JsValue::from("witness")));
         statuses.push(out["status"].as_str().unwrap().to_string());
         snapshot = out["snapshot"].as_str().map(str::to_string);
     }
@@ -272,18 +300,18 @@ fn every_record_is_found_whatever_its_length() {
     let mut stored: Option<String> = None;
     for n in 1..=90 {
         let snap = stored.clone().map(JsValue::from).unwrap_or(JsValue::NULL);
-        let o = outcome(m.reduce(snap, pay(&id(n), &format!("p{n}"), 1), 1000.0 + n as f64, Some("o".into())));
+        let o = outcome(m.reduce(snap, pay(&id(n), &format!("p{n}"), 1), 1000.0 + n as f64, JsValue::from("o")));
         assert_eq!(o["status"], "applied", "{n}: {:?}", o["error"]);
         stored = Some(o["snapshot"].as_str().unwrap().to_string());
     }
     let stored = stored.unwrap();
     for n in (1..=90).rev() {
         // A new Machine: nothing resident, the stored string is decoded.
-        let again = outcome(order().reduce(JsValue::from(stored.as_str()), pay(&id(n), &format!("p{n}"), 1), 5000.0, Some("o".into())));
+        let again = outcome(order().reduce(JsValue::from(stored.as_str()), pay(&id(n), &format!("p{n}"), 1), 5000.0, JsValue::from("o")));
         assert_eq!(again["status"], "duplicate", "id of {n} characters: {:?}", again["error"]);
         assert_eq!(again["snapshot"].as_str(), Some(stored.as_str()));
     }
-    let fresh = outcome(order().reduce(JsValue::from(stored.as_str()), pay(&id(91), "p91", 1), 5000.0, Some("o".into())));
+    let fresh = outcome(order().reduce(JsValue::from(stored.as_str()), pay(&id(91), "p91", 1), 5000.0, JsValue::from("o")));
     assert_eq!(fresh["status"], "applied", "{:?}", fresh["error"]);
 }
 
@@ -323,7 +351,7 @@ fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
             let want = native.reduce_in("o", stored.as_deref(), event, now);
             let m = &machines[usize::from(*text != v1)];
             let ev = js(&event.to_string());
-            let out = if bytes { m.reduce_bytes(held.clone(), ev, now as f64, Some("o".into())) } else { m.reduce(held.clone(), ev, now as f64, Some("o".into())) };
+            let out = if bytes { m.reduce_bytes(held.clone(), ev, now as f64, JsValue::from("o")) } else { m.reduce(held.clone(), ev, now as f64, JsValue::from("o")) };
             let out = out.unwrap_or_else(|e| panic!("step {i} threw {e:?}"));
             let obj: &Object = out.unchecked_ref();
             let keys: Vec<String> = Object::keys(obj).iter().filter_map(|k| k.as_string()).collect();
@@ -383,7 +411,7 @@ fn kept_snapshots_never_change_an_outcome() {
                 let now = (1_000 + round * 2 + step) as u64;
                 let want = native.reduce_in(&process, text.as_deref(), &event, now);
                 assert_eq!(want.status.as_str(), "applied", "{process} event {round}{step}: {:?}", want.error);
-                let out = m.reduce(given, js(&event.to_string()), now as f64, Some(process.clone()));
+                let out = m.reduce(given, js(&event.to_string()), now as f64, JsValue::from(process.as_str()));
                 let out = out.unwrap_or_else(|e| panic!("{process} event {round}{step} threw {e:?}"));
                 let mut got = value(&out);
                 let snapshot = got.as_object_mut().and_then(|o| o.remove("snapshot"));

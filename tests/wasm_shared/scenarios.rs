@@ -104,7 +104,7 @@ struct Js(Machine);
 
 impl Api for Js {
     fn reduce(&self, snapshot: Option<&str>, event: &Value, now: u64, process: Option<&str>) -> Value {
-        let out = self.0.reduce(snap(snapshot.map(str::to_string)), js(&event.to_string()), now as f64, process.map(str::to_string));
+        let out = self.0.reduce(snap(snapshot.map(str::to_string)), js(&event.to_string()), now as f64, process.map_or(JsValue::UNDEFINED, JsValue::from));
         out.map_or_else(|e| thrown(&e), |o| value(&o))
     }
 

@@ -73,6 +73,7 @@
 // `snapshot_corrupt`, HTTP 500) naming the process and the revision.
 
 import { KeptSnapshots } from "./kept.js";
+import { eventsOptionsArg, invalidArgument, isCount, nowArg, processIdArg, stepsArg, versionArg, withMethods } from "../checks.js";
 import { StoreCorruptError } from "./limit.js";
 
 export { StoreCorruptError };
@@ -90,7 +91,7 @@ export class D1Store {
    * @param {D1Database} db the binding (`env.DB`)
    */
   constructor(db) {
-    this.db = db;
+    this.db = withMethods(db, "db", ["prepare", "batch"], "a D1 binding (env.DB)");
     this.kept = new KeptSnapshots();
     /** Kept entries whose text is stored in chunks of CHUNK characters at their revision. */
     this.cut = new WeakSet();
@@ -102,6 +103,7 @@ export class D1Store {
 
   /** @param {string} processId */
   async load(processId) {
+    processIdArg(processId);
     const kept = this.kept.get(processId);
     const { results: rows } = await this.db
       .prepare(
@@ -156,6 +158,9 @@ export class D1Store {
    * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
    */
   async commitMany(processId, expectedVersion, steps) {
+    processIdArg(processId);
+    versionArg(expectedVersion);
+    stepsArg(steps);
     const last = steps[steps.length - 1];
     const eventOf = (step) => step.extras?.event ?? { id: `revision-${step.outcome.revision}`, type: "unknown" };
     const now = last.extras?.now ?? Date.now();
@@ -247,6 +252,8 @@ export class D1Store {
    * @param {{ after?: number, limit?: number }} [options]
    */
   async events(processId, options = {}) {
+    processIdArg(processId);
+    eventsOptionsArg(options);
     const { results } = await this.db
       .prepare(
         "SELECT event_id, revision, type, status, response, received_at FROM events WHERE process_id = ?1 AND revision > ?2 ORDER BY revision LIMIT ?3",
@@ -270,6 +277,8 @@ export class D1Store {
    * @returns {Promise<string[]>}
    */
   async due(now, limit = 100) {
+    nowArg(now, "now");
+    if (!isCount(limit)) throw invalidArgument("limit", "a whole number", limit);
     const { results } = await this.db
       .prepare("SELECT process_id FROM processes WHERE next_due_at IS NOT NULL AND next_due_at <= ?1 ORDER BY next_due_at LIMIT ?2")
       .bind(now, limit)

@@ -69,6 +69,7 @@
 import { dispatch } from "../dispatch.js";
 import { KeptSnapshots } from "./kept.js";
 import { StoreCorruptError, StoreLimitError } from "./limit.js";
+import { eventsOptionsArg, invalidArgument, isBoolean, isRecord, isDuration, isFunction, optionalField, optionsArg, processIdArg, stepsArg, versionArg, withMethods } from "../checks.js";
 
 export { StoreCorruptError, StoreLimitError };
 
@@ -228,7 +229,12 @@ export class DenoKvStore {
    *   (see {@link DenoKvQueue}), so no effect waits on a lost kick.
    */
   constructor(kv, options = {}) {
-    this.kv = kv;
+    this.kv = withMethods(kv, "kv", ["get", "atomic", "list"], "a Deno.Kv (await Deno.openKv())");
+    optionsArg(options);
+    optionalField(options, "prefix", (v) => typeof v === "string", "a string");
+    optionalField(options, "machine", (v) => typeof v?.retention === "function", "a Machine");
+    optionalField(options, "machineFor", isFunction, "a function");
+    optionalField(options, "queue", isBoolean, "true or false");
     this.prefix = options.prefix ?? "idem";
     this.machineFor = options.machineFor ?? (options.machine ? () => options.machine : null);
     this.queue = options.queue ?? false;
@@ -282,6 +288,7 @@ export class DenoKvStore {
 
   /** @param {string} processId */
   async load(processId) {
+    processIdArg(processId);
     const kept = this.kept.get(processId);
     if (kept) {
       const head = await whileBusy(() => this.kv.get(this.headKey(processId), { consistency: "strong" }), 50, this.onBusy);
@@ -345,6 +352,9 @@ export class DenoKvStore {
    * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
    */
   async commitMany(processId, expectedVersion, steps) {
+    processIdArg(processId);
+    versionArg(expectedVersion);
+    stepsArg(steps);
     const { outcome, extras = {} } = steps[steps.length - 1];
     const now = extras.now ?? Date.now();
     const headKey = this.headKey(processId);
@@ -480,6 +490,8 @@ export class DenoKvStore {
    * @returns {Promise<import("../index.d.ts").EventLogRow[]>}
    */
   async events(processId, options = {}) {
+    processIdArg(processId);
+    eventsOptionsArg(options);
     const prefix = [this.prefix, "log", processId];
     const rows = [];
     const iter = this.kv.list({ prefix, start: [...prefix, (options.after ?? 0) + 1] }, { limit: options.limit ?? 100 });
@@ -495,6 +507,8 @@ export class DenoKvStore {
    * @returns {Promise<import("../index.d.ts").EventLogRow | null>}
    */
   async eventRecord(processId, eventId) {
+    processIdArg(processId);
+    if (typeof eventId !== "string") throw invalidArgument("eventId", "a string", eventId);
     const e = await this.kv.get([this.prefix, "event", processId, eventId]);
     if (e.value === null) return null;
     const row = await this.kv.get([this.prefix, "log", processId, e.value.revision]);
@@ -554,6 +568,11 @@ export class DenoKvQueue {
    * }} config
    */
   constructor(kv, config) {
+    this.kv = withMethods(kv, "kv", ["enqueue", "listenQueue"], "a Deno.Kv (await Deno.openKv())");
+    if (!isRecord(config)) throw invalidArgument("config", "an object { store, machineFor }", config);
+    withMethods(config.store, "config.store", ["load", "commit"], "a store (an object with load and commit)");
+    if (!isFunction(config.machineFor)) throw invalidArgument("config.machineFor", "a function", config.machineFor);
+    for (const key of ["options", "now", "onReport"]) optionalField(config, key, isFunction, "a function", "config");
     this.kv = kv;
     this.store = config.store;
     this.machineFor = config.machineFor;
@@ -570,6 +589,8 @@ export class DenoKvQueue {
    * @param {number} [at]
    */
   async kick(processId, at = this.now()) {
+    processIdArg(processId);
+    if (!isDuration(at)) throw invalidArgument("at", "a number of ms", at);
     await this.kv.enqueue({ idem: "dispatch", processId, at }, { delay: delayFor(at, this.now()) });
   }
 

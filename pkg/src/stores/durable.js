@@ -46,6 +46,8 @@
 // reduces from its decoded copy instead of decoding the text again.
 
 import { StoreCorruptError, StoreLimitError } from "./limit.js";
+import { IdemError } from "../error.js";
+import { commitArgs, eventsOptionsArg, processIdArg, versionArg, withMethods } from "../checks.js";
 
 export { StoreCorruptError, StoreLimitError };
 
@@ -68,8 +70,8 @@ export class DurableObjectStore {
    * @param {string} [processId] the one process this object owns (checked on every call when given)
    */
   constructor(storage, processId) {
-    this.storage = storage;
-    this.processId = processId;
+    this.storage = withMethods(storage, "storage", ["get", "put", "delete", "list"], "a Durable Object's storage (ctx.storage)");
+    this.processId = processId === undefined ? undefined : processIdArg(processId);
     /** The object runs its process's calls one at a time already: `apply` keeps no lane for it. */
     this.serial = true;
     /**
@@ -83,9 +85,11 @@ export class DurableObjectStore {
     this.chunksSkipped = 0;
   }
 
+  /** Throws unless `processId` is a process id, and this object's when it was given one. */
   check(processId) {
+    processIdArg(processId);
     if (this.processId !== undefined && processId !== this.processId) {
-      throw new Error(`this object owns process "${this.processId}", not "${processId}"`);
+      throw new IdemError("invalid_argument", `processId: this object owns process "${this.processId}", not "${processId}"`, { path: "processId" });
     }
   }
 
@@ -132,6 +136,8 @@ export class DurableObjectStore {
    */
   async commit(processId, expectedVersion, outcome, extras = {}) {
     this.check(processId);
+    versionArg(expectedVersion);
+    commitArgs(outcome, extras);
     const snapshot = outcome.snapshot;
     const count = chunkCount(snapshot);
     if (count > MAX_CHUNKS) {
@@ -187,6 +193,7 @@ export class DurableObjectStore {
    */
   async events(processId, options = {}) {
     this.check(processId);
+    eventsOptionsArg(options);
     const rows = await this.storage.list({
       start: `log:${pad((options.after ?? 0) + 1)}`,
       end: "log;",

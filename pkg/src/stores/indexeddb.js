@@ -27,6 +27,7 @@
 
 import { KeptSnapshots } from "./kept.js";
 import { IdemError } from "../error.js";
+import { eventsOptionsArg, optionalField, optionsArg, processIdArg } from "../checks.js";
 
 const PROCESSES = "processes";
 const LOG = "log";
@@ -45,7 +46,9 @@ function stamp() {
 }
 
 /** Open (or create) the database and return a store bound to it. */
-export async function openIndexedDBStore({ name = "idem", indexedDB: idb = globalThis.indexedDB } = {}) {
+export async function openIndexedDBStore(options = {}) {
+  optionalField(optionsArg(options), "name", (v) => typeof v === "string", "a string");
+  const { name = "idem", indexedDB: idb = globalThis.indexedDB } = options;
   if (!idb) throw new IdemError("store_unavailable", "IndexedDB is not available in this runtime");
   const db = await request(
     (() => {
@@ -82,6 +85,7 @@ export class IndexedDBStore {
    * reduces from the decoded copy it keeps.
    */
   async load(processId) {
+    processIdArg(processId);
     const kept = this.kept.get(processId);
     if (kept) {
       const [version, keptStamp] = /** @type {[number, string]} */ (kept.version);
@@ -105,6 +109,11 @@ export class IndexedDBStore {
    * (null: the process must not exist). One readwrite transaction.
    */
   commit(processId, expectedVersion, outcome, extras = {}) {
+    try {
+      processIdArg(processId);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const snapshot = typeof outcome === "string" ? outcome : outcome?.snapshot;
     if (typeof snapshot !== "string") {
       return Promise.reject(new IdemError("store_bad_input", "commit needs an outcome with a snapshot string"));
@@ -181,7 +190,9 @@ export class IndexedDBStore {
    * [{ eventId, revision, type, status, response, receivedAt }] (as the in-memory store).
    * `after`: only rows whose revision is greater; `limit`: at most this many.
    */
-  async events(processId, { after = 0, limit = 100 } = {}) {
+  async events(processId, options = {}) {
+    processIdArg(processId);
+    const { after = 0, limit = 100 } = eventsOptionsArg(options);
     const tx = this.db.transaction(LOG, "readonly");
     const range = IDBKeyRange.bound([processId, 0], [processId, Infinity]);
     const rows = await request(tx.objectStore(LOG).getAll(range));

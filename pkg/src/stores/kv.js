@@ -18,6 +18,8 @@
 // Values are the snapshot text; the version (the revision) is in the key's
 // metadata. Values are limited to 25 MiB by KV.
 
+import { commitArgs, isBoolean, optionalField, optionsArg, processIdArg, versionArg, withMethods } from "../checks.js";
+
 const PREFIX = "process:";
 
 /**
@@ -33,9 +35,10 @@ export class KVStore {
    *   latest commit even where KV has not caught up yet.
    */
   constructor(kv, options = {}) {
-    this.kv = kv;
-    this.prefix = options.prefix ?? PREFIX;
-    this.singleWriter = options.singleWriter ?? false;
+    this.kv = withMethods(kv, "kv", ["getWithMetadata", "put"], "a Workers KV binding (env.KV)");
+    const o = optionsArg(options);
+    this.prefix = optionalField(o, "prefix", (v) => typeof v === "string", "a string") ?? PREFIX;
+    this.singleWriter = optionalField(o, "singleWriter", isBoolean, "true or false") ?? false;
     /** @type {Map<string, { snapshot: string, version: number } | "writing">} single-writer cache */
     this.cache = new Map();
   }
@@ -51,6 +54,7 @@ export class KVStore {
 
   /** @param {string} processId */
   async load(processId) {
+    processIdArg(processId);
     if (this.singleWriter) {
       const hit = this.cache.get(processId);
       if (hit && hit !== "writing") return { ...hit };
@@ -67,6 +71,9 @@ export class KVStore {
    * @param {import("../index.d.ts").Outcome} outcome
    */
   async commit(processId, expectedVersion, outcome) {
+    processIdArg(processId);
+    versionArg(expectedVersion);
+    commitArgs(outcome, undefined);
     const version = outcome.revision;
     if (this.singleWriter) {
       // Check and reserve synchronously: nothing can interleave between them.

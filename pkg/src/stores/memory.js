@@ -2,6 +2,8 @@
 // tests and for single-process tools. Versions are revisions (1, 2, 3, ...).
 // It also keeps the event log the HTTP API serves (`events`).
 
+import { eventsOptionsArg, processIdArg, stepsArg, versionArg } from "../checks.js";
+
 /**
  * @implements {import("../index.d.ts").Store}
  */
@@ -19,6 +21,7 @@ export class MemoryStore {
 
   /** @param {string} processId */
   async load(processId) {
+    processIdArg(processId);
     const row = this.rows.get(processId);
     return row ? { snapshot: row.snapshot, version: row.version } : null;
   }
@@ -44,6 +47,9 @@ export class MemoryStore {
    * @returns {Promise<import("../index.d.ts").CommitResult>}
    */
   async commitMany(processId, expectedVersion, steps) {
+    processIdArg(processId);
+    versionArg(expectedVersion);
+    stepsArg(steps);
     const row = this.rows.get(processId);
     const current = row ? row.version : null;
     if (current !== expectedVersion) {
@@ -82,6 +88,8 @@ export class MemoryStore {
    * @param {{ after?: number, limit?: number }} [options] revisions after `after`, at most `limit`
    */
   async events(processId, options = {}) {
+    processIdArg(processId);
+    eventsOptionsArg(options);
     const after = options.after ?? 0;
     const limit = options.limit ?? 100;
     return (this.log.get(processId) ?? []).filter((r) => r.revision > after).slice(0, limit);

@@ -18,6 +18,10 @@
 // verifier, classifying answers the way a production adapter would.
 
 /** An error answered by the gateway (it has an HTTP status). */
+import { invalidArgument, isBoolean, isCount, isDuration, optionalField, optionsArg } from "../checks.js";
+
+const FAULTS = ["timeout", "drop", "transient", "permanent"];
+
 export class GatewayError extends Error {
   /**
    * @param {number} status
@@ -63,8 +67,9 @@ export class FakeGateway {
    *   `timeoutMs` is how long a "timeout" fault waits before answering (null: never)
    */
   constructor(options = {}) {
-    this.idempotent = options.idempotent ?? true;
-    this.timeoutMs = options.timeoutMs ?? null;
+    optionsArg(options);
+    this.idempotent = optionalField(options, "idempotent", isBoolean, "true or false") ?? true;
+    this.timeoutMs = optionalField(options, "timeoutMs", (v) => v === null || isDuration(v), "a number of ms or null") ?? null;
     /** @type {Map<string, object>} every charge made, by charge id */
     this.charges = new Map();
     /** @type {Map<string, { chargeId: string, request: string }>} */
@@ -82,6 +87,8 @@ export class FakeGateway {
    * @param {number} [times]
    */
   failNext(fault, times = 1) {
+    if (!FAULTS.includes(/** @type {any} */ (fault))) throw invalidArgument("fault", `one of ${FAULTS.join(", ")}`, fault);
+    if (!isCount(times)) throw invalidArgument("times", "a whole number", times);
     for (let i = 0; i < times; i++) this.faults.push(fault);
     return this;
   }
@@ -106,6 +113,7 @@ export class FakeGateway {
    * @returns {Promise<{ id: string, amount: number, currency: string, reference: string | null, status: "succeeded" }>}
    */
   async charge(request, options = {}) {
+    optionalField(optionsArg(options), "idempotencyKey", (v) => typeof v === "string", "a string");
     this.requests++;
     const fault = this.faults.shift();
     if (fault === "transient") throw new GatewayError(503, "temporarily_unavailable", "the gateway is temporarily unavailable");
