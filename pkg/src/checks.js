@@ -98,6 +98,20 @@ export function nowArg(value, name = "nowMs") {
 }
 
 /**
+ * The time a host clock gives (`readClock`, `apply`'s `options.now`): a function returning ms, a
+ * number of ms, or undefined for `Date.now()`; its errors name the clock `name`.
+ * @param {unknown} now
+ * @param {string} name
+ * @returns {number}
+ */
+export function clockArg(now, name) {
+  if (now === undefined) return Date.now();
+  if (typeof now === "function") return nowArg(now(), `${name}()`);
+  if (typeof now === "number") return nowArg(now, name);
+  throw invalidArgument(name, "a function returning ms, a number of ms or undefined", now);
+}
+
+/**
  * A snapshot as `reduce` and `reduceBytes` take it: `null` for a new process, the stored string,
  * or its bytes as a `Uint8Array`. (`undefined` is refused: a misspelt field must not start a new
  * process.)
@@ -197,8 +211,11 @@ export function withMethods(value, name, methods, what = `an object with ${metho
 
 /** A store (`load`, `commit`), as `apply`, `inspect` and `dispatch` take it. */
 export const storeArg = (value, name = "store") => withMethods(value, name, ["load", "commit"], "a store (an object with load and commit)");
-/** A machine as `apply`, `inspect`, `dispatch` and `nextDueAt` take it: an object with the methods each calls. */
-export const machineArg = (value, methods, name = "machine") => withMethods(value, name, methods, `a Machine (an object with ${methods.join(", ")})`);
+/**
+ * A machine as `apply`, `inspect`, `dispatch` and `nextDueAt` take it: an object with `reduce`,
+ * `due` and `inspect` (a `reduce` alone is no sign: every typed array has one).
+ */
+export const machineArg = (value, name = "machine") => withMethods(value, name, ["reduce", "due", "inspect"], "a Machine (an object with reduce, due and inspect)");
 
 /**
  * `apply`'s options (and the same fields of `dispatch`'s and `createHttpApi`'s), each checked.

@@ -13,8 +13,8 @@
 // the outside world answered (resolved / threw retryable / threw permanent /
 // did not answer in time) and lets the engine decide what follows.
 
-import { apply, readClock } from "./host.js";
-import { dispatchOptionsArg, invalidArgument, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
+import { apply } from "./host.js";
+import { clockArg, dispatchOptionsArg, invalidArgument, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
 
 /** Default time a handler or verifier may take before its outcome is `unknown` (ms). */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -104,7 +104,7 @@ export const DEFAULT_STUCK_RETRY_MS = 30_000;
  * @returns {number | null}
  */
 export function nextDueAt(machine, snapshot, stuck = new Set(), stuckAt = 0) {
-  machineArg(machine, ["due"]);
+  machineArg(machine);
   storedSnapshotArg(snapshot);
   if (!(stuck instanceof Set)) throw invalidArgument("stuck", "a Set of item ids", stuck);
   if (!isDuration(stuckAt)) throw invalidArgument("stuckAt", "a number of ms", stuckAt);
@@ -158,7 +158,7 @@ export function nextDueAt(machine, snapshot, stuck = new Set(), stuckAt = 0) {
  */
 export async function dispatch(store, machine, processId, options = {}) {
   storeArg(store);
-  machineArg(machine, ["reduce", "due"]);
+  machineArg(machine);
   processIdArg(processId);
   dispatchOptionsArg(options);
   const handlers = options.handlers ?? {};
@@ -178,7 +178,7 @@ export async function dispatch(store, machine, processId, options = {}) {
 
   let loaded = await store.load(processId);
   for (let round = 0; loaded && round < maxRounds; round++) {
-    const items = machine.due(loaded.snapshot, readClock(options.now, "options.now")).filter((i) => !seen.has(itemId(i)));
+    const items = machine.due(loaded.snapshot, clockArg(options.now, "options.now")).filter((i) => !seen.has(itemId(i)));
     if (items.length === 0) break;
     for (const item of items) {
       seen.add(itemId(item));
@@ -241,7 +241,7 @@ export async function dispatch(store, machine, processId, options = {}) {
     }
     loaded = await store.load(processId);
   }
-  const stuckAt = readClock(options.now, "options.now") + (options.stuckRetryMs ?? DEFAULT_STUCK_RETRY_MS);
+  const stuckAt = clockArg(options.now, "options.now") + (options.stuckRetryMs ?? DEFAULT_STUCK_RETRY_MS);
   report.nextDueAt = loaded ? nextDueAt(machine, loaded.snapshot, stuck, stuckAt) : null;
   return report;
 }

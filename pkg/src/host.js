@@ -22,7 +22,7 @@
 // in a lane are committed together (see applyGroup).
 
 import { IdemError } from "./error.js";
-import { applyOptionsArg, eventArg, invalidArgument, machineArg, nowArg, processIdArg, storeArg } from "./checks.js";
+import { applyOptionsArg, clockArg, eventArg, invalidArgument, machineArg, processIdArg, storeArg } from "./checks.js";
 
 /** Default number of compare-and-set retries after the first try. */
 export const DEFAULT_MAX_RETRIES = 16;
@@ -74,14 +74,10 @@ export class EventText {
  * Anything else, or a function that returns anything but a number of ms, is an `invalid_argument`
  * (a clock given as the string "123" must not become some other time).
  * @param {(() => number) | number | undefined} now
- * @param {string} [name] how an error names it
  * @returns {number}
  */
-export function readClock(now, name = "now") {
-  if (now === undefined) return Date.now();
-  if (typeof now === "function") return nowArg(now(), `${name}()`);
-  if (typeof now === "number") return nowArg(now, name);
-  throw invalidArgument(name, "a function returning ms, a number of ms or undefined", now);
+export function readClock(now) {
+  return clockArg(now, "now");
 }
 
 /**
@@ -307,7 +303,7 @@ async function enterLane(store, processId, stallMs, call) {
  */
 export async function apply(store, machine, processId, event, options = {}) {
   storeArg(store);
-  machineArg(machine, ["reduce"]);
+  machineArg(machine);
   processIdArg(processId);
   const text = reducedText(event);
   applyOptionsArg(options);
@@ -418,7 +414,7 @@ async function commitGroup(store, processId, lane, calls) {
     const steps = [];
     for (const c of calls) {
       try {
-        const now = readClock(c.options.now, "options.now");
+        const now = clockArg(c.options.now, "options.now");
         const out = c.machine.reduce(snapshot, c.text, now, processId);
         if (out.changed) {
           snapshot = out.snapshot;
@@ -476,7 +472,7 @@ async function applyLoop(store, machine, processId, event, text, options, lane, 
     const seen = guessed ? guess.seen : ++ticks;
     const loaded = guessed ? guess.loaded : await store.load(processId);
     guess = null;
-    const now = readClock(options.now, "options.now");
+    const now = clockArg(options.now, "options.now");
     const out = machine.reduce(loaded ? loaded.snapshot : null, text, now, processId);
     if (!out.changed) {
       // Nothing to write, so nothing would check the guess: read the store instead (not a
@@ -514,7 +510,7 @@ async function applyLoop(store, machine, processId, event, text, options, lane, 
  */
 export async function inspect(store, machine, processId) {
   storeArg(store);
-  machineArg(machine, ["inspect"]);
+  machineArg(machine);
   processIdArg(processId);
   const loaded = await store.load(processId);
   if (!loaded) return null;

@@ -21,6 +21,8 @@
 import { invalidArgument, isBoolean, isCount, isDuration, optionalField, optionsArg } from "../checks.js";
 
 const FAULTS = ["timeout", "drop", "transient", "permanent"];
+/** The most faults one `failNext` queues (each is an entry in a list kept in memory). */
+const MAX_FAULTS = 10_000;
 
 export class GatewayError extends Error {
   /**
@@ -88,7 +90,7 @@ export class FakeGateway {
    */
   failNext(fault, times = 1) {
     if (!FAULTS.includes(/** @type {any} */ (fault))) throw invalidArgument("fault", `one of ${FAULTS.join(", ")}`, fault);
-    if (!isCount(times)) throw invalidArgument("times", "a whole number", times);
+    if (!isCount(times) || times > MAX_FAULTS) throw invalidArgument("times", `a whole number up to ${MAX_FAULTS}`, times);
     for (let i = 0; i < times; i++) this.faults.push(fault);
     return this;
   }

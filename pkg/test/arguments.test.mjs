@@ -1,0 +1,386 @@
+// No call from JavaScript traps a wasm module: every export, called over 100,000 times with
+// random argument shapes and orders (undefined, null, NaN, BigInt, Symbol, functions, 100 KB
+// strings, typed arrays, objects where strings belong, and good values so that calls get deep),
+// either answers or throws an IdemError with a code. Afterwards the machines that took those calls
+// reduce a known stream byte for byte as fresh ones do: nothing broke their memory.
+//
+// The raw bindings (the wasm modules' own `Machine`, which a caller could reach without an entry)
+// are called too: they may throw a TypeError from the glue's `+nowMs`, never a
+// `WebAssembly.RuntimeError`, and they too reduce the known stream as fresh ones do after.
+//
+//   SEED=123 node --test pkg/test/arguments.test.mjs     replay one run (the seed is printed)
+//   CALLS=1000000 node --test pkg/test/arguments.test.mjs more calls
+import test from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import * as idem from "../src/node.js";
+import * as lean from "../dist/lean/idem.js";
+import * as full from "../dist/idem.js";
+import { checkedMachine } from "../src/checks.js";
+import { DenoKvQueue, DenoKvStore } from "../src/stores/denokv.js";
+import { openIndexedDBStore } from "../src/stores/indexeddb.js";
+
+const { IdemError } = idem;
+const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
+const CALLS = Number(process.env.CALLS ?? 120_000);
+const RAW_CALLS = Math.ceil(CALLS / 4);
+
+const machineText = (name) => readFileSync(new URL(`../../tests/machines/${name}`, import.meta.url), "utf8");
+const PAYMENT = JSON.parse(machineText("payment.json"));
+const ORDER = JSON.parse(machineText("order.json"));
+
+/** mulberry32: a small seeded generator, so that a failing run replays from its seed. */
+function rng(seed) {
+  let a = seed;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  next.int = (n) => Math.floor(next() * n);
+  next.pick = (list) => list[next.int(list.length)];
+  next.chance = (p) => next() < p;
+  return next;
+}
+
+const T0 = 1_700_000_000_000;
+const BIG = "x".repeat(100 * 1024);
+const cyclic = { id: "e1", type: "CHECKOUT" };
+cyclic.self = cyclic;
+
+/** Good values per kind, and the snapshots the run has made so far (to pass back). */
+function pools(r) {
+  const snapshots = [];
+  const keep = (out) => {
+    if (out && (typeof out.snapshot === "string" || out.snapshot instanceof Uint8Array)) {
+      if (snapshots.length < 16) snapshots.push(out.snapshot);
+      else snapshots[r.int(16)] = out.snapshot;
+    }
+  };
+  const event = () =>
+    r.pick([
+      () => ({ id: `e${r.int(40)}`, type: "CHECKOUT", payload: { amount: r.int(100) } }),
+      () => ({ id: `e${r.int(40)}`, type: r.pick(["RETRY", "NOPE", "charge.failed"]) }),
+      () => ({ id: `e${r.int(40)}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `p${r.int(5)}`, amount: 40 } }),
+      () => JSON.stringify({ id: `e${r.int(40)}`, type: "CHECKOUT", payload: { amount: 5 } }),
+    ])();
+  const good = {
+    processId: () => `p-${r.int(8)}`,
+    now: () => T0 + r.int(200_000),
+    event,
+    snapshot: () => (snapshots.length > 0 && r.chance(0.7) ? r.pick(snapshots) : null),
+    stored: () => (snapshots.length > 0 ? r.pick(snapshots) : "idem3\n"),
+    definition: () => r.pick([PAYMENT, ORDER, machineText("payment.json")]),
+  };
+  return { good, keep, snapshots };
+}
+
+/** Every odd value the run draws from: wrong types, wrong shapes, edge numbers, hostile objects. */
+function oddValues(r, ctx) {
+  const list = [
+    () => undefined,
+    () => null,
+    () => NaN,
+    () => Infinity,
+    () => -Infinity,
+    () => -1,
+    () => 0,
+    () => 1.5,
+    () => 2 ** 53,
+    () => Date.now(),
+    () => -0,
+    () => 10n,
+    () => Symbol("odd"),
+    () => () => {},
+    () => () => 5,
+    () => function named() {},
+    () => BIG,
+    () => "",
+    () => "123",
+    () => "p1",
+    () => "p".repeat(300),
+    () => "é".repeat(129),
+    () => "\uD800",
+    () => "{",
+    () => "idem3\ngarbage",
+    () => true,
+    () => false,
+    () => ({}),
+    () => ({ x: 1 }),
+    () => [],
+    () => ["p1"],
+    () => [1, 2, 3],
+    () => new Uint8Array(8),
+    () => new Uint8Array(0),
+    () => new Int8Array(2),
+    () => new Float64Array(1),
+    () => new Uint8ClampedArray(3),
+    () => new DataView(new ArrayBuffer(2)),
+    () => new ArrayBuffer(8),
+    () => new Date(),
+    () => new String("p1"),
+    () => new Number(5),
+    () => Object.create(null),
+    () => new Map(),
+    () => Promise.resolve(1),
+    () => ({ toJSON() { throw new Error("no json for you"); } }),
+    () => ({ toJSON: () => undefined }),
+    () => cyclic,
+    () => ({ id: "e1", type: "CHECKOUT", payload: { n: 5n } }),
+    () => ({ id: 1, type: [] }),
+    () => ({ id: "e1" }),
+    () => ({ type: "CHECKOUT" }),
+    () => ({ id: BIG, type: "CHECKOUT" }),
+    () => ({ now: "123" }),
+    () => ({ now: () => "123" }),
+    () => ({ now: -5 }),
+    () => ({ maxRetries: -1 }),
+    () => ({ lane: "yes", laneStallMs: NaN }),
+    () => ({ handlers: { charge: 5 } }),
+    () => ({ handlers: { charge: () => ({ ok: true }) }, verifiers: { charge: () => ({ exists: false }) }, now: T0 + 100_000 }),
+    () => ({ timeoutMs: "1s", onStep: 3 }),
+    () => ({ after: -1, limit: 1.5 }),
+    () => ({ snapshot: 5, revision: "x" }),
+    () => ({ snapshot: "idem3\n", revision: 1, status: "applied" }),
+    () => [{ outcome: { snapshot: 1 } }],
+    () => new idem.MemoryStore(),
+    () => ({ load: () => null, commit: () => ({ ok: true, version: 1 }) }),
+    () => ctx.machine,
+    () => ctx.raw,
+    () => ctx.good.event(),
+    () => ctx.good.snapshot(),
+    () => ctx.good.stored(),
+    () => ctx.good.processId(),
+    () => ctx.good.now(),
+    () => (ctx.snapshots.length > 0 ? new TextEncoder().encode(String(r.pick(ctx.snapshots))) : new Uint8Array(1)),
+    () => (ctx.snapshots.length > 0 ? String(r.pick(ctx.snapshots)).slice(0, -3) : "idem3"),
+  ];
+  return () => r.pick(list)();
+}
+
+/**
+ * The arguments of one call: each position good (60%) or odd; sometimes shuffled, cut short or
+ * given one more.
+ * @param {(() => unknown)[]} slots good value makers, in order
+ */
+function argumentsFor(r, slots, odd) {
+  let args = slots.map((good) => (r.chance(0.6) ? good() : odd()));
+  if (r.chance(0.15)) args = args.sort(() => r() - 0.5);
+  if (r.chance(0.08)) args = args.slice(0, r.int(args.length + 1));
+  if (r.chance(0.05)) args.push(odd());
+  return args;
+}
+
+/** What a thrown value must be: an IdemError with a code (never a trap, never a bare TypeError). */
+function badThrow(err) {
+  if (err instanceof WebAssembly.RuntimeError) return `WebAssembly.RuntimeError: ${err.message}`;
+  if (!(err instanceof IdemError)) return `not an IdemError: ${err?.constructor?.name} ${err?.message ?? String(err)}`;
+  if (typeof err.code !== "string" || err.code === "") return `IdemError without a code: ${err.message}`;
+  return null;
+}
+
+/** The known stream: three processes, interleaved, with duplicates, a conflict, rejects and due work. */
+function knownStream(m, bytes) {
+  const out = [];
+  const held = new Map();
+  const reduce = (pid, event, now) => {
+    const o = bytes ? m.reduceBytes(held.get(pid) ?? null, event, now, pid) : m.reduce(held.get(pid) ?? null, event, now, pid);
+    held.set(pid, o.snapshot);
+    const snapshot = bytes ? Buffer.from(o.snapshot ?? []).toString("latin1") : o.snapshot;
+    out.push(JSON.stringify({ ...o, snapshot }));
+  };
+  for (let i = 0; i < 12; i++) {
+    const now = T0 + 1_000 * i;
+    reduce("stream-a", { id: `a${i % 9}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `pa${i % 9}`, amount: 10 + (i % 3) } }, now);
+    reduce("stream-b", JSON.stringify({ id: `b${i}`, type: i % 4 === 3 ? "NOPE" : "PAYMENT_PARTIAL", payload: { paymentId: `pb${i}`, amount: 30 } }), now);
+    reduce("stream-c", { id: `c${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: "same", amount: i } }, now);
+  }
+  reduce("stream-a", { id: "a1", type: "PAYMENT_PARTIAL", payload: { paymentId: "pa1", amount: 99 } }, T0 + 50_000);
+  for (const [pid, s] of held) out.push(JSON.stringify([pid, m.inspect(s), m.due(s, T0 + 90_000)]));
+  return out;
+}
+
+/** The same stream on `used` and on a fresh machine of `Make`: equal, outcome by outcome. */
+function assertSameAsFresh(used, Make, what) {
+  for (const bytes of [false, true]) {
+    const fresh = new Make(ORDER);
+    const a = knownStream(used, bytes);
+    const b = knownStream(fresh, bytes);
+    assert.equal(a.length, b.length);
+    a.forEach((line, i) => assert.equal(line, b[i], `${what} (${bytes ? "reduceBytes" : "reduce"}) step ${i}`));
+  }
+}
+
+test(`every export, called with random arguments, answers or throws an IdemError with a code (SEED=${SEED})`, async () => {
+  console.log(`arguments fuzz: SEED=${SEED} CALLS=${CALLS}`);
+  const r = rng(SEED);
+  const { good, keep, snapshots } = pools(r);
+  const LeanMachine = checkedMachine(lean.Machine); // what the workerd and deno entries export
+  const machines = { node: new idem.Machine(ORDER), lean: new LeanMachine(ORDER) };
+  const payment = { node: new idem.Machine(PAYMENT), lean: new LeanMachine(PAYMENT) };
+  const ctx = { good, snapshots, machine: machines.node, raw: new lean.Machine(ORDER) };
+  const odd = oddValues(r, ctx);
+  const store = new idem.MemoryStore();
+  const gateway = new idem.FakeGateway();
+  const m = () => r.pick([machines.node, machines.lean, payment.node, payment.lean]);
+
+  /** [name, good slots, call(args)]: each export of the entries. */
+  const calls = [
+    ["new Machine (node)", [good.definition], (a) => new idem.Machine(...a)],
+    ["new Machine (lean)", [good.definition], (a) => new LeanMachine(...a)],
+    ["machine.reduce", [good.snapshot, good.event, good.now, good.processId], (a) => keep(m().reduce(...a))],
+    ["machine.reduceBytes", [good.snapshot, good.event, good.now, good.processId], (a) => keep(m().reduceBytes(...a))],
+    ["machine.due", [good.stored, good.now], (a) => m().due(...a)],
+    ["machine.inspect", [good.stored], (a) => m().inspect(...a)],
+    ["machine.retention/definition/eventTypes/id", [], () => [m().retention(), m().definition(), m().eventTypes(), m().id, m().hash, m().version]],
+    ["Machine.prototype.reduce on another this", [odd, good.snapshot, good.event, good.now, good.processId], ([self, ...a]) => idem.Machine.prototype.reduce.apply(self, a)],
+    ["Machine.prototype.inspect on another this", [odd, good.stored], ([self, ...a]) => LeanMachine.prototype.inspect.apply(self, a)],
+    ["importXState", [() => JSON.stringify({ id: "x", initial: "a", states: { a: {} } })], (a) => idem.importXState(...a)],
+    ["readClock", [good.now], (a) => idem.readClock(...a)],
+    ["new EventText", [() => "e1", () => "CHECKOUT", () => '{"id":"e1","type":"CHECKOUT"}'], (a) => new idem.EventText(...a)],
+    ["nextDueAt", [m, good.stored], (a) => idem.nextDueAt(...a)],
+    ["apply", [() => store, m, good.processId, good.event, () => ({ now: good.now() })], (a) => idem.apply(...a)],
+    ["inspect", [() => store, m, good.processId], (a) => idem.inspect(...a)],
+    ["dispatch", [() => store, m, good.processId, () => ({ now: good.now(), handlers: { charge: () => ({ id: "ch" }) } })], (a) => idem.dispatch(...a)],
+    ["MemoryStore.load", [good.processId], (a) => store.load(...a)],
+    ["MemoryStore.commit", [good.processId, () => null, () => ({ snapshot: good.stored(), revision: 1 }), () => ({})], (a) => new idem.MemoryStore().commit(...a)],
+    ["MemoryStore.commitMany", [good.processId, () => null, () => [{ outcome: { snapshot: good.stored(), revision: 1 } }]], (a) => new idem.MemoryStore().commitMany(...a)],
+    ["MemoryStore.events", [good.processId, () => ({ after: 0, limit: 5 })], (a) => store.events(...a)],
+    ["new D1Store", [odd], (a) => new idem.D1Store(...a)],
+    ["new KVStore", [odd, odd], (a) => new idem.KVStore(...a)],
+    ["new DurableObjectStore", [odd, good.processId], (a) => new idem.DurableObjectStore(...a)],
+    ["new DenoKvStore", [odd, odd], (a) => new DenoKvStore(...a)],
+    ["new DenoKvQueue", [odd, odd], (a) => new DenoKvQueue(...a)],
+    ["openIndexedDBStore", [odd], (a) => openIndexedDBStore(...a)],
+    ["new FakeGateway", [() => ({ idempotent: true })], (a) => new idem.FakeGateway(...a)],
+    ["FakeGateway.failNext", [() => "drop", () => 0], (a) => gateway.failNext(...a)],
+  ];
+
+  const counts = new Map();
+  const failures = new Map();
+  const started = performance.now();
+  for (let i = 0; i < CALLS; i++) {
+    const [name, slots, call] = calls[i % calls.length];
+    const args = argumentsFor(r, slots, odd);
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+    let bad = null;
+    try {
+      const result = call(args);
+      if (result && typeof result.then === "function") await result;
+    } catch (err) {
+      bad = badThrow(err);
+    }
+    if (bad !== null && !failures.has(`${name}: ${bad}`)) failures.set(`${name}: ${bad}`, args.map((a) => describeArg(a)));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  console.log(`arguments fuzz: ${total} calls to ${counts.size} exports in ${seconds.toFixed(1)} s`);
+  assert.deepEqual([...failures].slice(0, 10), [], `SEED=${SEED}: calls that trapped or threw without a code`);
+  assert.ok(total >= 100_000 || process.env.CALLS !== undefined, `${total} calls`);
+
+  assertSameAsFresh(machines.node, idem.Machine, "node entry Machine");
+  assertSameAsFresh(machines.lean, LeanMachine, "lean Machine (workerd, deno)");
+});
+
+test(`the raw bindings never trap, whatever they are given (SEED=${SEED})`, async () => {
+  await idem.loadAnalysis(); // the full module, instantiated
+  const r = rng(SEED ^ 0x5eed);
+  const { good, keep, snapshots } = pools(r);
+  const raws = { lean: new lean.Machine(ORDER), full: new full.Machine(ORDER) };
+  const ctx = { good, snapshots, machine: raws.lean, raw: raws.full };
+  const odd = oddValues(r, ctx);
+  const m = () => r.pick([raws.lean, raws.full]);
+  const calls = [
+    [[good.snapshot, good.event, good.now, good.processId], (a) => keep(m().reduce(...a))],
+    [[good.snapshot, good.event, good.now, good.processId], (a) => keep(m().reduceBytes(...a))],
+    [[good.stored, good.now], (a) => m().due(...a)],
+    [[good.stored], (a) => m().inspect(...a)],
+    [[good.definition], (a) => new (r.pick([lean.Machine, full.Machine]))(...a)],
+    [[() => "{}"], (a) => full.importXState(...a)],
+  ];
+  const traps = [];
+  let plain = 0;
+  for (let i = 0; i < RAW_CALLS; i++) {
+    const [slots, call] = calls[i % calls.length];
+    const args = argumentsFor(r, slots, odd);
+    try {
+      call(args);
+    } catch (err) {
+      if (err instanceof WebAssembly.RuntimeError) traps.push(args.map(describeArg));
+      else if (!(err instanceof IdemError)) plain++;
+    }
+  }
+  console.log(`raw bindings: ${RAW_CALLS} calls, ${plain} threw a plain error (the glue's +nowMs), none may trap`);
+  assert.deepEqual(traps.slice(0, 5), [], `SEED=${SEED}: calls that trapped`);
+  assertSameAsFresh(raws.lean, lean.Machine, "raw lean Machine");
+  assertSameAsFresh(raws.full, full.Machine, "raw full Machine");
+});
+
+test("the checks name the argument and what it got", async () => {
+  const m = new idem.Machine(ORDER);
+  const event = { id: "e1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 40 } };
+  const cases = [
+    [() => m.reduce(null, event, "p1", Date.now()), "invalid_argument", "nowMs", 'nowMs must be a number of milliseconds, got the string "p1"'],
+    [() => m.reduce(null, event, Date.now(), { x: 1 }), "invalid_argument", "processId", "processId must be a non-empty string, got an object"],
+    [() => m.reduce(null, event, "123", "o1"), "invalid_argument", "nowMs", 'nowMs must be a number of milliseconds, got the string "123"'],
+    [() => m.reduce(null, event, 10n, "o1"), "invalid_argument", "nowMs", "nowMs must be a number of milliseconds, got a bigint"],
+    [() => m.reduce(null, event, 1000, "p".repeat(257)), "invalid_argument", "processId", "processId must be at most 256 bytes of UTF-8, got a string of 257 characters"],
+    [() => m.reduce(null, event, 1000, "\uD800x"), "invalid_argument", "processId", 'processId must be a well-formed string (no lone surrogate), got the string "\\ud800x"'],
+    [() => m.reduce(undefined, event, 1000, "o1"), "invalid_argument", "snapshot", "snapshot must be null, a string or a Uint8Array, got undefined"],
+    [() => m.reduce(new Int8Array(2), event, 1000, "o1"), "invalid_argument", "snapshot", "snapshot must be null, a string or a Uint8Array, got a Int8Array"],
+    [() => m.reduce(null, 42, 1000, "o1"), "invalid_argument", "event", "event must be an object { id, type, payload } or its JSON text, got the number 42"],
+    [() => m.reduce(null, { ...event, payload: { n: 1n } }, 1000, "o1"), "invalid_argument", "event", "event cannot be written as JSON: Do not know how to serialize a BigInt"],
+    [() => m.inspect(null), "invalid_argument", "snapshot", "snapshot must be a string or a Uint8Array, got null"],
+    [() => m.due("idem3", "5"), "invalid_argument", "nowMs", 'nowMs must be a number of milliseconds, got the string "5"'],
+    [() => new idem.Machine(undefined), "invalid_argument", "definition", "definition must be an object or its JSON text, got undefined"],
+    [() => idem.importXState(7), "invalid_argument", "config", "config must be an object or its JSON text, got the number 7"],
+    [() => idem.readClock("123"), "invalid_argument", "now", 'now must be a function returning ms, a number of ms or undefined, got the string "123"'],
+    [() => idem.readClock(() => "123"), "invalid_argument", "now()", 'now() must be a number of milliseconds, got the string "123"'],
+    [() => new idem.EventText("e1", 5, "{}"), "invalid_argument", "type", "type must be a string, got the number 5"],
+    [() => new idem.KVStore({}), "invalid_argument", "kv", "kv must be a Workers KV binding (env.KV), got an object"],
+  ];
+  for (const [call, code, path, message] of cases) {
+    assert.throws(call, (err) => {
+      assert.ok(err instanceof IdemError, String(err));
+      assert.deepEqual([err.code, err.path, err.message], [code, path, message]);
+      return true;
+    });
+  }
+  // apply and the stores reject their promise; nothing is stored.
+  const store = new idem.MemoryStore();
+  await assert.rejects(idem.apply(store, m, event), { code: "invalid_argument", path: "processId", message: "processId must be a non-empty string, got an object" });
+  await assert.rejects(idem.apply(store, m, "o1", event, { now: "123" }), { code: "invalid_argument", path: "options.now" });
+  await assert.rejects(idem.apply(store, m, "o1", event, { now: () => "123" }), { code: "invalid_argument", path: "options.now()" });
+  await assert.rejects(idem.apply(store, {}, "o1", event), { code: "invalid_argument", path: "machine" });
+  await assert.rejects(idem.dispatch(store, m, "o1", { handlers: { ship: "yes" } }), { code: "invalid_argument", path: "options.handlers" });
+  await assert.rejects(store.commit("o1", null, { snapshot: 5 }), { code: "invalid_argument", path: "steps[0].outcome.snapshot" });
+  await assert.rejects(store.events("o1", { limit: -1 }), { code: "invalid_argument", path: "options.limit" });
+  assert.equal(store.rows.size, 0);
+  assert.equal(store.writes, 0);
+  // The codes the engine had for these stay: a missing process id, a missing or out-of-range clock.
+  assert.throws(() => m.reduce(null, event, 1000), { code: "missing_process_id" });
+  assert.throws(() => m.reduce(null, event, undefined, "o1"), { code: "missing_now" });
+  assert.throws(() => m.reduce(null, event, -1, "o1"), { code: "invalid_now" });
+  // A freed machine refuses rather than following a null pointer into wasm memory.
+  const freed = new idem.Machine(ORDER);
+  freed.free();
+  assert.throws(() => freed.reduce(null, event, 1000, "o1"), { code: "invalid_argument", path: "this" });
+  // A bad event's *content* is still the engine's to judge: a rejected outcome with its code.
+  assert.equal(m.reduce(null, { type: "PAYMENT_PARTIAL" }, 1000, "o1").error.code, "missing_event_id");
+});
+
+/** An argument, for a failure message. */
+function describeArg(a) {
+  if (typeof a === "string") return a.length > 40 ? `string(${a.length})` : JSON.stringify(a);
+  if (typeof a === "bigint" || typeof a === "symbol" || typeof a === "function") return typeof a;
+  if (a instanceof Uint8Array) return `Uint8Array(${a.length})`;
+  if (ArrayBuffer.isView(a)) return a.constructor.name;
+  try {
+    const s = JSON.stringify(a);
+    return s === undefined ? String(a) : s.length > 60 ? `${s.slice(0, 60)}...` : s;
+  } catch {
+    return Object.prototype.toString.call(a);
+  }
+}
