@@ -5,7 +5,8 @@
 // that every entry and subpath shares:
 //
 //   pkg/dist/js/bundle.js        the host modules every entry loads (host, dispatch,
-//                                http, the stores of hosting.js, testing/*, analysis)
+//                                http, the stores of hosting.js, testing/*, analysis,
+//                                checks)
 //                                in one module, all their exports
 //   pkg/dist/js/stores/{denokv,indexeddb}.js
 //                                the stores for one runtime, as in pkg/src, importing
