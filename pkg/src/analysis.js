@@ -23,7 +23,8 @@ export function withAnalysis(lean, full) {
     analyze() {
       let m = analysed.get(this);
       if (m === undefined) {
-        m = new (full().Machine)(this.definition());
+        // Through the checked class's own method: `this` must be a machine that is not freed.
+        m = new (full().Machine)(Machine.prototype.definition.call(this));
         analysed.set(this, m);
       }
       return m.analyze();

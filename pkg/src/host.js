@@ -87,7 +87,7 @@ export function readClock(now) {
  * @param {unknown} event
  * @returns {string}
  */
-const reducedText = (event) => (event instanceof EventText ? event.text : eventArg(event));
+const reducedText = (event) => (event instanceof EventText ? eventArg(event.text, "event.text") : eventArg(event));
 
 /**
  * Full-jitter exponential backoff before retry `n` (1-based), in ms. Random

@@ -352,6 +352,8 @@ test("the checks name the argument and what it got", async () => {
   const freed = new idem.Machine(ORDER);
   freed.free();
   assert.throws(() => freed.reduce(null, event, 1000, "o1"), { code: "invalid_argument", path: "this" });
+  assert.throws(() => idem.Machine.prototype.analyze.call({}), { code: "invalid_argument", path: "this" });
+  assert.throws(() => freed.analyze(), { code: "invalid_argument", path: "this" });
   // A bad event's *content* is still the engine's to judge: a rejected outcome with its code.
   assert.equal(m.reduce(null, { type: "PAYMENT_PARTIAL" }, 1000, "o1").error.code, "missing_event_id");
 });
