@@ -158,6 +158,22 @@ function argumentsFor(r, slots, odd) {
   return args;
 }
 
+/**
+ * A platform binding (D1, KV, Durable Object storage, Deno KV) that is out of reach: every method
+ * throws `store_unavailable`, and `touched` counts the calls. A store's argument checks come first,
+ * so a wrong argument never gets this far; a right one gets this coded error.
+ */
+function offline() {
+  const binding = { touched: 0 };
+  for (const name of ["prepare", "batch", "getWithMetadata", "put", "get", "delete", "list", "atomic", "enqueue", "listenQueue"]) {
+    binding[name] = () => {
+      binding.touched++;
+      throw new IdemError("store_unavailable", `${name}: this binding is offline`);
+    };
+  }
+  return binding;
+}
+
 /** What a thrown value must be: an IdemError with a code (never a trap, never a bare TypeError). */
 function badThrow(err) {
   if (err instanceof WebAssembly.RuntimeError) return `WebAssembly.RuntimeError: ${err.message}`;
@@ -210,6 +226,8 @@ test(`every export, called with random arguments, answers or throws an IdemError
   const store = new idem.MemoryStore();
   const gateway = new idem.FakeGateway();
   const m = () => r.pick([machines.node, machines.lean, payment.node, payment.lean]);
+  const outcome = () => ({ snapshot: good.stored(), revision: 1, status: "applied", nextDueAt: null });
+  const stores = { d1: new idem.D1Store(offline()), kv: new idem.KVStore(offline(), { singleWriter: r.chance(0.5) }), durable: new idem.DurableObjectStore(offline()), denokv: new DenoKvStore(offline()) };
 
   /** [name, good slots, call(args)]: each export of the entries. */
   const calls = [
@@ -233,6 +251,11 @@ test(`every export, called with random arguments, answers or throws an IdemError
     ["MemoryStore.commit", [good.processId, () => null, () => ({ snapshot: good.stored(), revision: 1 }), () => ({})], (a) => new idem.MemoryStore().commit(...a)],
     ["MemoryStore.commitMany", [good.processId, () => null, () => [{ outcome: { snapshot: good.stored(), revision: 1 } }]], (a) => new idem.MemoryStore().commitMany(...a)],
     ["MemoryStore.events", [good.processId, () => ({ after: 0, limit: 5 })], (a) => store.events(...a)],
+    ["D1Store.load/events/due", [good.processId, () => ({ limit: 3 })], ([a, b]) => r.pick([() => stores.d1.load(a), () => stores.d1.events(a, b), () => stores.d1.due(a, b)])()],
+    ["D1Store.commit", [good.processId, () => null, outcome, () => ({})], (a) => stores.d1.commit(...a)],
+    ["KVStore.load/commit", [good.processId, () => null, outcome], (a) => (r.chance(0.5) ? stores.kv.load(a[0]) : stores.kv.commit(...a))],
+    ["DurableObjectStore.load/commit/events", [good.processId, () => null, outcome, () => ({})], (a) => r.pick([() => stores.durable.load(a[0]), () => stores.durable.commit(...a), () => stores.durable.events(a[0], a[3])])()],
+    ["DenoKvStore.load/commit/events/eventRecord", [good.processId, () => null, outcome, () => ({ now: good.now() })], (a) => r.pick([() => stores.denokv.load(a[0]), () => stores.denokv.commit(...a), () => stores.denokv.events(a[0], a[3]), () => stores.denokv.eventRecord(a[0], a[1])])()],
     ["new D1Store", [odd], (a) => new idem.D1Store(...a)],
     ["new KVStore", [odd, odd], (a) => new idem.KVStore(...a)],
     ["new DurableObjectStore", [odd, good.processId], (a) => new idem.DurableObjectStore(...a)],
@@ -344,6 +367,28 @@ test("the checks name the argument and what it got", async () => {
   await assert.rejects(store.events("o1", { limit: -1 }), { code: "invalid_argument", path: "options.limit" });
   assert.equal(store.rows.size, 0);
   assert.equal(store.writes, 0);
+  // The platform stores check before they touch their binding.
+  const made = [
+    ["D1Store", (b) => new idem.D1Store(b)],
+    ["KVStore", (b) => new idem.KVStore(b)],
+    ["DurableObjectStore", (b) => new idem.DurableObjectStore(b)],
+    ["DenoKvStore", (b) => new DenoKvStore(b)],
+  ];
+  for (const [name, make] of made) {
+    const binding = offline();
+    const s = make(binding);
+    await assert.rejects(s.load(5), { code: "invalid_argument", path: "processId" }, name);
+    await assert.rejects(s.load(""), { code: "missing_process_id" }, name);
+    await assert.rejects(s.commit("o1", null, { snapshot: new Int8Array(2), revision: 1 }), { code: "invalid_argument" }, name);
+    await assert.rejects(s.commit("o1", {}, { snapshot: "idem3", revision: 1 }), { code: "invalid_argument", path: "expectedVersion" }, name);
+    if (s.events) await assert.rejects(s.events("o1", { after: "1" }), { code: "invalid_argument", path: "options.after" }, name);
+    assert.equal(binding.touched, 0, `${name} touched its binding for a wrong argument`);
+    await assert.rejects(s.load("o1"), { code: "store_unavailable" }, name);
+    assert.equal(binding.touched, 1, name);
+  }
+  await assert.rejects(new idem.D1Store(offline()).due("soon"), { code: "invalid_argument", path: "now" });
+  assert.throws(() => new idem.DurableObjectStore(offline(), 5), { code: "invalid_argument", path: "processId" });
+  await assert.rejects(new idem.DurableObjectStore(offline(), "o1").load("o2"), { code: "invalid_argument", path: "processId" });
   // The codes the engine had for these stay: a missing process id, a missing or out-of-range clock.
   assert.throws(() => m.reduce(null, event, 1000), { code: "missing_process_id" });
   assert.throws(() => m.reduce(null, event, undefined, "o1"), { code: "missing_now" });
