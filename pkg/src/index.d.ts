@@ -92,7 +92,8 @@ export type HostErrorCode =
 
 /**
  * Every error idem throws: the engine's (invalid definitions, a bad `nowMs`, unreadable snapshots
- * in `due`/`inspect`), from either wasm module, and the hosts' and stores' coded errors
+ * in `due`/`inspect`), from either wasm module, an argument of the wrong type or shape for any
+ * function or constructor (`invalid_argument`, its `path` the argument's name), and the hosts' and stores' coded errors
  * (`ContentionError`, `StoreLimitError`, ...). A real `Error`, with a stable `code`.
  *
  * ```js
@@ -218,6 +219,8 @@ export declare class Machine implements MachineLike {
    * A new snapshot string shares the unchanged part of the previous one, so only what changed crosses.
    * `processId` scopes the effect keys (`<process>/<event>:<n>`): without it (or empty) the call
    * throws `missing_process_id`; a missing `nowMs` throws `missing_now`, one out of range `invalid_now`.
+   * An argument of another type (a `nowMs` given as a string, a process id over 256 bytes, a snapshot
+   * that is `undefined`) throws `invalid_argument`, naming it, before anything reaches the engine.
    */
   reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId: string): Outcome;
   /**
