@@ -109,8 +109,15 @@ export const ATTEMPTS_HEADER = "Idem-Attempts";
 
 /** Longest principal `authorize` may answer (characters): a user's or a tenant's id, not a token. */
 export const MAX_PRINCIPAL_LENGTH = 256;
-/** What a request asks, by route, as `authorize` is told. */
-export const ACTIONS = Object.freeze(["describe", "event", "read", "log"]);
+/** What each action a request asks (as `authorize` is told it) is, for the messages of a refusal. */
+const ASKED = {
+  describe: () => "describe this API",
+  event: (id) => `send events to process "${id}"`,
+  read: (id) => `read process "${id}"`,
+  log: (id) => `read the event log of process "${id}"`,
+};
+/** What a request asks, by route, as `authorize` is told: "describe", "event", "read", "log". */
+export const ACTIONS = Object.freeze(Object.keys(ASKED));
 /** What GET shows: the summary (default), or the ledger and outbox in full. */
 export const VIEWS = Object.freeze(["summary", "full"]);
 
@@ -565,18 +572,18 @@ export function createHttpApi(options) {
    */
   async function caller(request, processId, action) {
     if (!authorize) return { principal: null, scope: "" };
-    const what = processId === null ? "this API" : `process "${processId}"`;
+    const what = ASKED[action](processId);
     let who;
     try {
       who = await authorize(request, { processId, action });
     } catch (err) {
       (options.onError ?? console.error)(err);
-      return problem(500, "authorize_failed", `authorize failed on a request to ${action} ${what}; nothing was read or written`);
+      return problem(500, "authorize_failed", `authorize failed on a request to ${what}; nothing was read or written`);
     }
     if (who === null || who === undefined) {
-      return problem(401, "unauthorized", `the request carries no credentials this API accepts (to ${action} ${what})`, {}, { "www-authenticate": "Bearer" });
+      return problem(401, "unauthorized", `the request carries no credentials this API accepts (to ${what})`, {}, { "www-authenticate": "Bearer" });
     }
-    if (who === false) return problem(403, "forbidden", `this caller may not ${action} ${what}`);
+    if (who === false) return problem(403, "forbidden", `this caller may not ${what}`);
     if (who instanceof Response) return who;
     if (typeof who !== "string" || who === "" || who.length > MAX_PRINCIPAL_LENGTH || !wellFormed(who)) {
       return problem(

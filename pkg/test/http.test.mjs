@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { Machine } from "../src/node.js";
 import { IdemError } from "../src/error.js";
 import {
+  ACTIONS,
   createHttpApi,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_HEADER_BYTES,
@@ -653,4 +654,19 @@ test("handle, matches and refuseOversized take a Request: anything else is inval
   assert.throws(() => refuseOversized(new Request("http://x/"), { maxUrlBytes: "8k" }), (err) => err.path === "limits.maxUrlBytes");
   assert.throws(() => problem(200, "fine", "ok"), (err) => err instanceof IdemError && err.path === "status");
   assert.throws(() => parseIdempotencyKey(undefined), (err) => err instanceof IdemError && err.path === "raw");
+});
+
+test("a refusal says what was asked: 401 and 403 details name the action and the process", async () => {
+  const { post, get } = setup({ api: { authorize: (request) => (request.headers.get("x-who") === "known" ? false : null) } });
+  const details = [];
+  for (const res of [await post("o1", "k1", pay("p1")), await get("/processes/o1"), await get("/processes/o1/events", { "x-who": "known" }), await get("/")]) {
+    details.push([res.status, (await res.json()).detail]);
+  }
+  assert.deepEqual(details, [
+    [401, 'the request carries no credentials this API accepts (to send events to process "o1")'],
+    [401, 'the request carries no credentials this API accepts (to read process "o1")'],
+    [403, 'this caller may not read the event log of process "o1"'],
+    [401, "the request carries no credentials this API accepts (to describe this API)"],
+  ]);
+  assert.deepEqual(ACTIONS, ["describe", "event", "read", "log"]);
 });
