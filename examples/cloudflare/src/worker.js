@@ -23,7 +23,7 @@
 //
 // Who calls: with the API_TOKENS secret set (`wrangler secret put API_TOKENS`;
 // locally `.dev.vars` or `wrangler dev --var`), as "alice=<token>,bob=<token>",
-// every API route wants `Authorization: Bearer <token>` (401 without a known one),
+// every process route wants `Authorization: Bearer <token>` (401 without a known one),
 // each caller's Idempotency-Keys are its own, and GET shows a process's summary
 // (no ledger, no outbox payloads). Without it the demo is open to anyone, one
 // caller for all, and GET shows the process in full, as the demo page draws it.
@@ -85,7 +85,9 @@ const utf8 = new TextEncoder();
 const sha256 = async (text) =>
   Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", utf8.encode(text))), (b) => b.toString(16).padStart(2, "0")).join("");
 
-let tokens = null; // { spec, principals: Map<sha256(token), principal> }, read once per value of API_TOKENS
+// { spec, principals: Map<sha256(token), principal> }, read once per value of API_TOKENS, inside a
+// request and kept as a plain Map (a request must not wait on a promise another request made).
+let tokens = null;
 /**
  * The caller a request's bearer token names, or null (401). Tokens are looked up by their hash,
  * so how long a lookup takes says nothing about a token.
