@@ -670,3 +670,52 @@ test("a refusal says what was asked: 401 and 403 details name the action and the
   ]);
   assert.deepEqual(ACTIONS, ["describe", "event", "read", "log"]);
 });
+
+test("law: under authorize, every (caller, key) is answered by its own first answer, whatever others send", async () => {
+  // Notes whose frozen response names the caller's text; callers pick keys from a small shared pool,
+  // so keys collide across callers all the time. Seeded xorshift: the run is the same every time.
+  const board = {
+    id: "board", version: "1", initial: "open", context: { n: 0 },
+    states: { open: { on: { NOTE: { actions: [{ assign: { n: { "+": [{ var: "context.n" }, 1] } } }, { respond: { var: "event.payload.text" } }] } } } },
+  };
+  const principals = ["alice", "bob", "carol", "dave"];
+  const { api } = setup({ definition: board, api: { authorize: (r) => r.headers.get("x-principal") } });
+  let seed = 0x2545f491;
+  const next = (n) => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const first = new Map(); // "pid principal key" -> [status, body]
+  const applied = new Map(); // pid -> count of first deliveries
+  for (let i = 0; i < 400; i++) {
+    const pid = `b${next(3)}`;
+    const who = principals[next(principals.length)];
+    const key = `k${next(6)}`;
+    const text = `${who} says ${key}`; // the same request on every retry of (who, key)
+    const res = await api.handle(
+      new Request(`http://x/api/processes/${pid}/events`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": key, "x-principal": who },
+        body: JSON.stringify({ type: "NOTE", payload: { text } }),
+      }),
+    );
+    const body = await res.text();
+    const seen = first.get(`${pid} ${who} ${key}`);
+    if (seen) {
+      assert.equal(res.headers.get("idempotency-replayed"), "true", `${pid} ${who} ${key}`);
+      assert.deepEqual([res.status, body], seen, `${pid} ${who} ${key}: its own first answer`);
+    } else {
+      assert.equal(res.headers.get("idempotency-replayed"), null, `${pid} ${who} ${key}: a new event`);
+      assert.equal(JSON.parse(body).response, text, `${pid} ${who} ${key}: its own response`);
+      first.set(`${pid} ${who} ${key}`, [res.status, body]);
+      applied.set(pid, (applied.get(pid) ?? 0) + 1);
+    }
+  }
+  for (const [pid, n] of applied) {
+    const view = await (await api.handle(new Request(`http://x/api/processes/${pid}`, { headers: { "x-principal": "alice" } }))).json();
+    assert.equal(view.context.n, n, `${pid}: each (caller, key) applied once`);
+  }
+  assert.ok(first.size > 40 && first.size <= 3 * principals.length * 6, `${first.size} distinct (process, caller, key)`);
+});
