@@ -602,6 +602,13 @@ test("GET with authorize: no caller sees another's key or response; the log name
   assert.doesNotMatch(JSON.stringify(bobLog), /alice-key|recorded/);
   const aliceLog = await (await get("/processes/o1/events", as("tok-alice"))).json();
   assert.deepEqual(aliceLog.events.map((e) => e.eventId), ["alice-key", null]);
+  // A store without an event log (Workers KV): the ledger serves as the log, shown the same way.
+  const memory = new MemoryStore();
+  const bare = setup({ store: { load: (pid) => memory.load(pid), commit: (...args) => memory.commit(...args) }, api: { authorize: bearer } });
+  await bare.post("o1", "alice-key", pay("p1"), as("tok-alice"));
+  await bare.post("o1", "bob-key", pay("p2"), as("tok-bob"));
+  const ledgerLog = await (await bare.get("/processes/o1/events", as("tok-bob"))).json();
+  assert.deepEqual(ledgerLog.events.map((e) => [e.eventId, e.revision, "response" in e]), [[null, 1, false], ["bob-key", 2, false]]);
   // view: "full" is the operator's: the ids as recorded, scoped.
   const full = setup({ api: { authorize: bearer, view: "full" } });
   await full.post("o1", "alice-key", pay("p1"), as("tok-alice"));
