@@ -434,16 +434,26 @@ const utf8 = new TextEncoder();
 /** Hex digits of the principal's hash that scope its keys: 128 bits. */
 const SCOPE_HEX = 32;
 
+/** Scopes of the principals seen last (a pure function of the principal, so shared by every API). */
+const scopes = new Map();
+const MAX_SCOPES = 1024;
+
 /**
  * The prefix of the event ids recorded for `principal`'s keys: the first 128 bits of SHA-256 of
- * the principal (as UTF-8), in hex, and `:`.
+ * the principal (as UTF-8), in hex, and `:`. Kept for the principals seen last: a caller's
+ * retry is then answered without hashing again.
  * @param {string} principal
  */
 async function scopeOf(principal) {
+  const kept = scopes.get(principal);
+  if (kept !== undefined) return kept;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", utf8.encode(principal)));
   let hex = "";
   for (const b of digest) hex += b.toString(16).padStart(2, "0");
-  return `${hex.slice(0, SCOPE_HEX)}:`;
+  const scope = `${hex.slice(0, SCOPE_HEX)}:`;
+  if (scopes.size >= MAX_SCOPES) scopes.clear();
+  scopes.set(principal, scope);
+  return scope;
 }
 
 /**
