@@ -16,6 +16,13 @@
 // (BODY_TIMEOUT_MS, default 10 s) to arrive whole, else 408. Each route answers
 // only its methods (405 with Allow). The Worker answers the same statuses.
 //
+// Who calls, as in the Worker: with `apiTokens` (API_TOKENS in main.js),
+// "alice=<token>,bob=<token>", every process route wants `Authorization: Bearer
+// <token>` (401 without a known one), each caller's Idempotency-Keys are its
+// own, and GET shows a process's summary (no ledger, no outbox payloads).
+// Without it the demo is open to anyone, one caller for all, and GET shows the
+// process in full, as the demo page draws it.
+//
 // Which machine runs a process is demo configuration, as in the Worker: ids
 // ending in "-fragile" run www/machines/order-fragile.json, "-robust-nokeys"
 // run order-robust-nokeys.json (a gateway without idempotency keys: the
@@ -100,6 +107,33 @@ async function serveFile(request, url) {
   }
 }
 
+const utf8 = new TextEncoder();
+const sha256 = async (text) =>
+  Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", utf8.encode(text))), (b) => b.toString(16).padStart(2, "0")).join("");
+
+/**
+ * `authorize` for bearer tokens given as "alice=<token>,bob=<token>": the caller a request's token
+ * names, or null (401). The API description is anyone's. Tokens are looked up by their hash, so
+ * how long a lookup takes says nothing about a token.
+ * @param {string} spec
+ */
+function bearerTokens(spec) {
+  const principals = (async () => {
+    const map = new Map();
+    for (const pair of spec.split(",")) {
+      const at = pair.indexOf("=");
+      const [principal, token] = [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
+      if (at > 0 && principal && token) map.set(await sha256(token), principal);
+    }
+    return map;
+  })();
+  return async (request, { action }) => {
+    if (action === "describe") return "anyone";
+    const m = /^Bearer +(\S+)$/i.exec(request.headers.get("authorization") ?? "");
+    return m ? ((await principals).get(await sha256(m[1])) ?? null) : null;
+  };
+}
+
 /**
  * Build the server.
  *
@@ -109,6 +143,7 @@ async function serveFile(request, url) {
  *   gatewayNokeysUrl?: string,  // the gateway without idempotency keys, for "-robust-nokeys" processes
  *   maxRetries?: number,        // compare-and-set retries per request (default 64)
  *   bodyTimeoutMs?: number,     // how long a request body may take to arrive (default 10 s, then 408)
+ *   apiTokens?: string,         // "alice=<token>,bob=<token>": callers by bearer token (else open to anyone)
  * }} config
  * @returns {{ fetch: (request: Request) => Promise<Response>, handleMessage: (msg: unknown) => Promise<boolean>, store: DenoKvStore, queue: DenoKvQueue }}
  */
@@ -149,11 +184,13 @@ export function createApp(config) {
     machineFor,
     options: (processId) => effects[variantOf(processId)],
   });
+  // Who may call and what GET shows (see the top of this file).
+  const access = config.apiTokens ? { authorize: bearerTokens(config.apiTokens) } : { view: "full" };
   const apis = Object.fromEntries(
     Object.entries(machines).map(([variant, machine]) => [
       variant,
       // afterCommit: null: the store's commits enqueue their dispatch (queue: true).
-      createHttpApi({ machine, store, maxRetries, bodyTimeoutMs: config.bodyTimeoutMs, afterCommit: null, onError: (err) => console.error("idem:", err) }),
+      createHttpApi({ machine, store, maxRetries, bodyTimeoutMs: config.bodyTimeoutMs, afterCommit: null, onError: (err) => console.error("idem:", err), ...access }),
     ]),
   );
 

@@ -9,6 +9,9 @@
 //   GATEWAY_NOKEYS_URL    payment gateway without idempotency keys (default: an in-process fake)
 //   MAX_RETRIES           compare-and-set retries per request (default 64)
 //   BODY_TIMEOUT_MS       how long a request body may take to arrive, whole (default 10000; then 408)
+//   API_TOKENS            callers by bearer token, "alice=<token>,bob=<token>" (a secret: on Deno Deploy,
+//                         an environment variable of the project); each caller's Idempotency-Keys are its
+//                         own and GET shows summaries. Unset: the demo is open to anyone
 import { createApp } from "./app.js";
 
 const env = (name) => Deno.env.get(name) || undefined;
@@ -20,6 +23,7 @@ const app = createApp({
   gatewayNokeysUrl: env("GATEWAY_NOKEYS_URL"),
   maxRetries: env("MAX_RETRIES") === undefined ? undefined : Number(env("MAX_RETRIES")),
   bodyTimeoutMs: env("BODY_TIMEOUT_MS") === undefined ? undefined : Number(env("BODY_TIMEOUT_MS")),
+  apiTokens: env("API_TOKENS"),
 });
 
 // Effects: every commit that leaves work due enqueued a message for its due time.

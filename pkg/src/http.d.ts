@@ -1,6 +1,6 @@
 // Types for `idem/http` (http.js): the HTTP API (IETF Idempotency-Key draft, RFC 9457 problems).
 export { createHttpApi, problem, refuseOversized, STATUS_BY_CODE, REPLAY_HEADER, OUTCOME_HEADER, ATTEMPTS_HEADER } from "./index.js";
-export type { HttpApi, HttpApiOptions } from "./index.js";
+export type { HttpAction, HttpApi, HttpApiOptions, HttpCaller } from "./index.js";
 
 /** Largest POST body accepted by default (bytes): the engine's 64 KiB payload limit plus room for the envelope. */
 export declare const DEFAULT_MAX_BODY_BYTES: number;
@@ -22,3 +22,15 @@ export declare function parseIdempotencyKey(raw: string | null): { key: string }
 
 /** A whole number of seconds from 1 to `RETRY_AFTER_MAX_SECONDS`, drawn anew for each answer (the 409 `Retry-After`). */
 export declare function retryAfterSeconds(): number;
+
+/** Longest principal `authorize` may answer (characters). */
+export declare const MAX_PRINCIPAL_LENGTH: number;
+/** What a request asks, as `authorize` is told. */
+export declare const ACTIONS: readonly ["describe", "event", "read", "log"];
+/** What `GET` shows (the `view` option). */
+export declare const VIEWS: readonly ["summary", "full"];
+/**
+ * The event id recorded for an Idempotency-Key that `principal` sent when `authorize` answers it:
+ * `<32 hex digits of SHA-256(principal)>:<key>`, the same on every retry.
+ */
+export declare function scopedEventId(principal: string, key: string): Promise<string>;

@@ -1,10 +1,32 @@
 // The HTTP mapping shared by every server host (Cloudflare Worker, Durable
 // Object, Deno): a standard `Request -> Response` function, no runtime APIs.
 //
-//   GET  {base}/                          what this API is: machine, retention window, limits
-//   POST {base}/processes/:id/events      apply an event; the event id is the Idempotency-Key header
-//   GET  {base}/processes/:id             the process as `machine.inspect` shows it (+ version)
-//   GET  {base}/processes/:id/events      the event log (?after=<revision>&limit=<n>)
+//   route                                 action      what
+//   GET  {base}/                          "describe"  what this API is: machine, retention window, limits
+//   POST {base}/processes/:id/events      "event"     apply an event; the event id is the Idempotency-Key header
+//   GET  {base}/processes/:id             "read"      the process: state, context, revision, done, due times (+ version)
+//   GET  {base}/processes/:id/events      "log"       the event log (?after=<revision>&limit=<n>)
+//
+// Who calls (the `authorize` option): every request that names a route is first
+// handed to `authorize(request, { processId, action })` (processId null for
+// "describe"), which answers the caller's principal, a string, or refuses:
+// `null`/`undefined` is 401 `unauthorized` (+ `WWW-Authenticate: Bearer`),
+// `false` 403 `forbidden`, a `Response` is sent as it is; a throw is 500
+// `authorize_failed`, any other answer 500 `invalid_principal`. A refused
+// request reads nothing from the store and writes nothing. Without the
+// option every caller is one and the same: an Idempotency-Key is the
+// process's, whoever sends it.
+//
+// With a principal, the event id recorded is the key scoped by it
+// (`scopedEventId`), so two callers that send the same key are two events,
+// each judged on its own; responses still say the key as it was sent.
+//
+// What GET shows (the `view` option): "summary" (the default) is the state,
+// the context, the revision, done and the due times, and an event log without
+// responses in which only the caller's own events carry their key; "full" adds
+// the ledger (every event's id, fingerprint and frozen response), the outbox
+// (effect payloads, results, errors) and the timers, as `machine.inspect`
+// shows them, and the log's responses and recorded ids.
 //
 // POST follows the IETF draft "The Idempotency-Key HTTP Header Field":
 //
@@ -21,6 +43,9 @@
 //   the store cannot hold the new snapshot    507     problem `snapshot_too_large` (nothing written)
 //   the stored snapshot is damaged            500     problem `snapshot_corrupt` (nothing written; GETs too:
 //   (a chunk missing or cut short)                    the store's StoreCorruptError)
+//   no credentials (authorize answered null)  401     problem `unauthorized` + WWW-Authenticate (nothing read)
+//   refused (authorize answered false)        403     problem `forbidden` (nothing read)
+//   authorize threw / answered no principal   500     problem `authorize_failed` / `invalid_principal`
 //   missing Idempotency-Key                   400     problem `missing_idempotency_key`
 //   malformed Idempotency-Key                 400     problem `invalid_idempotency_key`
 //   body not UTF-8, or not JSON               400     problem `invalid_json` (a fatal decoder: nothing replaced by U+FFFD)
@@ -62,6 +87,7 @@
 // `<effect>.succeeded` / `<effect>.failed` for the machine's effect types are
 // raised by the engine when an effect finishes: clients cannot send either (422).
 
+import { IdemError } from "./error.js";
 import { apply, ContentionError, EventText } from "./host.js";
 
 /** Largest POST body accepted by default (bytes): the engine's 64 KiB payload limit plus room for the envelope. */
@@ -80,6 +106,20 @@ export const REPLAY_HEADER = "Idempotency-Replayed";
 export const OUTCOME_HEADER = "Idem-Outcome";
 /** Load-reduce-commit tries the request took (1 without contention). */
 export const ATTEMPTS_HEADER = "Idem-Attempts";
+
+/** Longest principal `authorize` may answer (characters): a user's or a tenant's id, not a token. */
+export const MAX_PRINCIPAL_LENGTH = 256;
+/** What each action a request asks (as `authorize` is told it) is, for the messages of a refusal. */
+const ASKED = {
+  describe: () => "describe this API",
+  event: (id) => `send events to process "${id}"`,
+  read: (id) => `read process "${id}"`,
+  log: (id) => `read the event log of process "${id}"`,
+};
+/** What a request asks, by route, as `authorize` is told: "describe", "event", "read", "log". */
+export const ACTIONS = Object.freeze(Object.keys(ASKED));
+/** What GET shows: the summary (default), or the ledger and outbox in full. */
+export const VIEWS = Object.freeze(["summary", "full"]);
 
 /** HTTP status of a `rejected` outcome, by engine error code (others: 422). */
 export const STATUS_BY_CODE = {
@@ -107,6 +147,8 @@ export const STATUS_BY_CODE = {
 
 const TITLES = {
   400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
   404: "Not Found",
   405: "Method Not Allowed",
   408: "Request Timeout",
@@ -120,6 +162,98 @@ const TITLES = {
   507: "Insufficient Storage",
 };
 
+// Argument checks: a wrong argument or option is an `IdemError` with code `invalid_argument`
+// (path: the argument's name) whose message names it and what it got, never a TypeError from
+// somewhere inside. (The same shape as the other exports' checks.)
+
+/** What `value` is, for a message, without repeating a string that may be a secret. */
+function described(value) {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  switch (typeof value) {
+    case "string":
+      return value === "" ? "an empty string" : `a string of ${value.length} characters`;
+    case "number":
+    case "boolean":
+      return `${typeof value} ${value}`;
+    case "object":
+      return "an object";
+    default:
+      return typeof value === "undefined" ? "undefined" : `a ${typeof value}`;
+  }
+}
+
+/** The `invalid_argument` error for `name`, which must be `expected` and is `value`. */
+function invalidArgument(name, expected, value) {
+  return new IdemError("invalid_argument", `${name} must be ${expected}, got ${described(value)}`, { path: name });
+}
+
+const isRecord = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+/** Whether a string has no lone surrogate (UTF-8 would replace it, so two principals could read as one). */
+const wellFormed = (s) => !/[\uD800-\uDFFF]/.test(s.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ""));
+
+/**
+ * A request as `handle` and `refuseOversized` take it: a fetch `Request` (or an object shaped as
+ * one: `url` absolute, `method`, iterable `headers` with `get`, `body` null or a stream).
+ * @param {unknown} request
+ * @returns {URL} its URL
+ */
+function requestArg(request) {
+  const shaped =
+    isRecord(request) &&
+    typeof request.url === "string" &&
+    typeof request.method === "string" &&
+    isRecord(request.headers) &&
+    typeof request.headers.get === "function" &&
+    typeof request.headers[Symbol.iterator] === "function" &&
+    (request.body === null || request.body === undefined || typeof request.body.getReader === "function");
+  if (!shaped) throw invalidArgument("request", "a Request", request);
+  try {
+    return new URL(request.url);
+  } catch {
+    throw invalidArgument("request.url", "an absolute URL", request.url);
+  }
+}
+
+const isFunction = (v) => typeof v === "function";
+const isPositiveInteger = (v) => Number.isSafeInteger(v) && v > 0;
+const isCount = (v) => Number.isSafeInteger(v) && v >= 0;
+const isDuration = (v) => typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER;
+const hasMethods = (methods) => (v) => (typeof v === "object" || typeof v === "function") && v !== null && methods.every((m) => typeof v[m] === "function");
+
+/** `createHttpApi`'s options, and `apply`'s among them: `[name, ok, expected]`, each optional unless `required`. */
+const OPTION_RULES = [
+  ["machine", hasMethods(["reduce", "due", "inspect", "retention", "eventTypes"]), "a Machine (an object with reduce, due, inspect, retention and eventTypes)", true],
+  ["store", hasMethods(["load", "commit"]), "a store (an object with load and commit)", true],
+  ["basePath", (v) => typeof v === "string" && (v === "" || /^\/[^?#]*$/.test(v)), 'a path starting with "/" (or "")'],
+  ["maxBodyBytes", isPositiveInteger, "a whole number of bytes above 0"],
+  ["bodyTimeoutMs", isPositiveInteger, "a whole number of ms above 0"],
+  ["maxUrlBytes", isPositiveInteger, "a whole number of bytes above 0"],
+  ["maxHeaderBytes", isPositiveInteger, "a whole number of bytes above 0"],
+  ["afterCommit", (v) => v === null || isFunction(v), "a function or null"],
+  ["onError", isFunction, "a function"],
+  ["onWarning", isFunction, "a function"],
+  ["authorize", isFunction, "a function (request, { processId, action }) => principal"],
+  ["view", (v) => VIEWS.includes(v), `one of ${VIEWS.map((v) => `"${v}"`).join(", ")}`],
+  // apply's, read by apply on every request: checked here once so a mistake is found at start.
+  ["now", (v) => isFunction(v) || isDuration(v), "a function returning ms or a number of ms"],
+  ["maxRetries", isCount, "a whole number"],
+  ["backoff", isFunction, "a function"],
+  ["onConflict", isFunction, "a function"],
+  ["lane", (v) => typeof v === "boolean", "true or false"],
+  ["laneStallMs", isDuration, "a number of ms"],
+];
+
+/** @param {unknown} options */
+function checkOptions(options) {
+  if (!isRecord(options)) throw invalidArgument("options", "an object { machine, store, ... }", options);
+  for (const [key, ok, expected, required] of OPTION_RULES) {
+    const v = options[key];
+    if ((v !== undefined || required) && !ok(v)) throw invalidArgument(`options.${key}`, expected, v);
+  }
+  return options;
+}
+
 /**
  * An `application/problem+json` response (RFC 9457) with a stable `code`.
  * @param {number} status
@@ -129,6 +263,11 @@ const TITLES = {
  * @param {Record<string, string>} [headers]
  */
 export function problem(status, code, detail, extra = {}, headers = {}) {
+  if (!Number.isInteger(status) || status < 400 || status > 599) throw invalidArgument("status", "an error status from 400 to 599", status);
+  if (typeof code !== "string" || code === "") throw invalidArgument("code", "a non-empty string", code);
+  if (typeof detail !== "string") throw invalidArgument("detail", "a string", detail);
+  if (!isRecord(extra)) throw invalidArgument("extra", "an object", extra);
+  if (!isRecord(headers)) throw invalidArgument("headers", "an object", headers);
   const body = { type: "about:blank", title: TITLES[status] ?? "Error", status, code, detail, ...extra };
   return new Response(JSON.stringify(body), {
     status,
@@ -143,6 +282,7 @@ function json(status, body, headers = {}) {
 /** The Idempotency-Key header value: a bare token or a structured-field string. */
 export function parseIdempotencyKey(raw) {
   if (raw === null) return { missing: true };
+  if (typeof raw !== "string") throw invalidArgument("raw", "a header value (a string) or null", raw);
   let v = raw.trim();
   if (v.length >= 2 && v.startsWith('"') && v.endsWith('"')) v = v.slice(1, -1).replace(/\\(["\\])/g, "$1");
   return KEY_PATTERN.test(v) ? { key: v } : { invalid: true };
@@ -158,9 +298,13 @@ export function parseIdempotencyKey(raw) {
  * @returns {Response | null}
  */
 export function refuseOversized(request, limits = {}) {
+  const url = requestArg(request);
+  if (!isRecord(limits)) throw invalidArgument("limits", "an object { maxUrlBytes, maxHeaderBytes }", limits);
+  for (const key of ["maxUrlBytes", "maxHeaderBytes"]) {
+    if (limits[key] !== undefined && !isPositiveInteger(limits[key])) throw invalidArgument(`limits.${key}`, "a whole number of bytes above 0", limits[key]);
+  }
   const maxUrl = limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
   const maxHeaders = limits.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
-  const url = new URL(request.url);
   // The request target as sent: ASCII once parsed (anything else is percent-encoded).
   const target = url.pathname.length + url.search.length;
   if (target > maxUrl) {
@@ -266,18 +410,87 @@ async function readBody(request, max, timeoutMs) {
 }
 
 /**
- * The event's JSON text for the engine: the body's own text, with `"id":<key>` written in front of
- * its members when it has no id (the header carries it). `body` is the same text parsed, to know
- * whether it has members.
+ * The event's JSON text for the engine: the body's own text, with `"id":<id>` written in front of
+ * its members when it has no id (the header carries it). A body that has one has the caller's key
+ * there (checked before); when the recorded id is another (scoped by the caller), it is written
+ * after the last member: a member given twice keeps its last value, in the engine's parser as in
+ * JSON.parse. `body` is the same text parsed, to know whether it has members.
  * @param {string} text
  * @param {object} body
- * @param {string} key
+ * @param {string} id the event id recorded
  */
-function eventText(text, body, key) {
-  if (Object.hasOwn(body, "id")) return text;
-  const open = text.indexOf("{"); // JSON text that parsed to an object: only whitespace before it
-  const id = `"id":${JSON.stringify(key)}`;
-  return `${text.slice(0, open)}{${id}${Object.keys(body).length === 0 ? "" : ","}${text.slice(open + 1)}`;
+function eventText(text, body, id) {
+  const member = `"id":${JSON.stringify(id)}`;
+  if (Object.hasOwn(body, "id")) {
+    if (body.id === id) return text;
+    const close = text.lastIndexOf("}"); // JSON text that parsed to an object: only whitespace after it
+    return `${text.slice(0, close)},${member}${text.slice(close)}`;
+  }
+  const open = text.indexOf("{"); // only whitespace before it
+  return `${text.slice(0, open)}{${member}${Object.keys(body).length === 0 ? "" : ","}${text.slice(open + 1)}`;
+}
+
+const utf8 = new TextEncoder();
+/** Hex digits of the principal's hash that scope its keys: 128 bits. */
+const SCOPE_HEX = 32;
+
+/** Scopes of the principals seen last (a pure function of the principal, so shared by every API). */
+const scopes = new Map();
+const MAX_SCOPES = 1024;
+
+/**
+ * The prefix of the event ids recorded for `principal`'s keys: the first 128 bits of SHA-256 of
+ * the principal (as UTF-8), in hex, and `:`. Kept for the principals seen last: a caller's
+ * retry is then answered without hashing again.
+ * @param {string} principal
+ */
+async function scopeOf(principal) {
+  const kept = scopes.get(principal);
+  if (kept !== undefined) return kept;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", utf8.encode(principal)));
+  let hex = "";
+  for (const b of digest) hex += b.toString(16).padStart(2, "0");
+  const scope = `${hex.slice(0, SCOPE_HEX)}:`;
+  if (scopes.size >= MAX_SCOPES) scopes.clear();
+  scopes.set(principal, scope);
+  return scope;
+}
+
+/**
+ * The event id recorded for an Idempotency-Key that `principal` sent: `<scope>:<key>`.
+ *
+ * The engine's ledger knows an event by its id alone, so a key is made the caller's by the id it
+ * is recorded under (as Stripe-style stores index the user and the key together), in the host,
+ * with no change to the engine. The scope has one length whatever the principal (the id stays
+ * within the engine's 256 bytes: 33 and a key's 128), and `:` is never in a key (KEY_PATTERN), so
+ * no key one caller sends can be read as another's id, nor as a scoped one. The same principal and
+ * key always give the same id: a retry is a duplicate, and the effect keys made from the id
+ * (`<process>/<id>:<n>`) are the same on every retry.
+ * @param {string} principal
+ * @param {string} key
+ * @returns {Promise<string>}
+ */
+export async function scopedEventId(principal, key) {
+  if (typeof principal !== "string" || principal === "" || principal.length > MAX_PRINCIPAL_LENGTH || !wellFormed(principal)) {
+    throw invalidArgument("principal", `a well-formed string of 1 to ${MAX_PRINCIPAL_LENGTH} characters`, principal);
+  }
+  if (typeof key !== "string" || !KEY_PATTERN.test(key)) throw invalidArgument("key", `an Idempotency-Key (${KEY_PATTERN.source})`, key);
+  return `${await scopeOf(principal)}${key}`;
+}
+
+/**
+ * What GET shows of a process by default: its state, context, revision, whether it is done and
+ * when work is due (effects to perform or retry, timers), from `machine.inspect`. Not the ledger
+ * (event ids, fingerprints, the responses frozen for every caller) nor the outbox's payloads,
+ * results and errors, nor anything that names an event id.
+ * @param {import("./index.d.ts").Inspection} v
+ */
+function summary(v) {
+  const due = [
+    ...v.outbox.filter((e) => typeof e.dueAt === "number").map((e) => ({ kind: "effect", type: e.type, state: e.state, dueAt: e.dueAt })),
+    ...v.timers.map((t) => ({ kind: "timer", state: t.state, dueAt: t.dueAt })),
+  ].sort((a, b) => a.dueAt - b.dueAt);
+  return { machine: v.machine, value: v.value, context: v.context, revision: v.revision, done: v.done, nextDueAt: due[0]?.dueAt ?? null, due };
 }
 
 /**
@@ -293,10 +506,15 @@ function eventText(text, body, key) {
  * for a request (never before it, never for a duplicate); when it returns a
  * promise, that promise is handed to `waitUntil` so the reply is not delayed.
  *
+ * `authorize(request, { processId, action })` says who calls (see the top of
+ * this file): each caller's Idempotency-Keys are its own. `view: "full"` lets
+ * GET show the ledger and the outbox whole.
+ *
  * @param {import("./index.d.ts").HttpApiOptions} options
  */
 export function createHttpApi(options) {
-  const { machine, store } = options;
+  const { machine, store, authorize } = checkOptions(options);
+  const view = options.view ?? "summary";
   const base = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const bodyTimeout = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
@@ -357,7 +575,37 @@ export function createHttpApi(options) {
     return json(a.status, a.body, headers);
   }
 
-  async function postEvent(request, processId, hooks) {
+  /**
+   * Who sends `request`, as `authorize` says: `{ principal, scope }` (null and "" without
+   * `authorize`), or the Response that refuses the request. Asked before anything is read.
+   * @returns {Promise<{ principal: string | null, scope: string } | Response>}
+   */
+  async function caller(request, processId, action) {
+    if (!authorize) return { principal: null, scope: "" };
+    const what = ASKED[action](processId);
+    let who;
+    try {
+      who = await authorize(request, { processId, action });
+    } catch (err) {
+      (options.onError ?? console.error)(err);
+      return problem(500, "authorize_failed", `authorize failed on a request to ${what}; nothing was read or written`);
+    }
+    if (who === null || who === undefined) {
+      return problem(401, "unauthorized", `the request carries no credentials this API accepts (to ${what})`, {}, { "www-authenticate": "Bearer" });
+    }
+    if (who === false) return problem(403, "forbidden", `this caller may not ${what}`);
+    if (who instanceof Response) return who;
+    if (typeof who !== "string" || who === "" || who.length > MAX_PRINCIPAL_LENGTH || !wellFormed(who)) {
+      return problem(
+        500,
+        "invalid_principal",
+        `authorize must answer a principal (a well-formed string of 1 to ${MAX_PRINCIPAL_LENGTH} characters), null, false or a Response; it answered ${described(who)}`,
+      );
+    }
+    return { principal: who, scope: await scopeOf(who) };
+  }
+
+  async function postEvent(request, processId, hooks, who) {
     const k = parseIdempotencyKey(request.headers.get("idempotency-key"));
     if (k.missing) return problem(400, "missing_idempotency_key", "the Idempotency-Key header is required; reuse the same value when you retry");
     if (k.invalid) return problem(400, "invalid_idempotency_key", `Idempotency-Key must match ${KEY_PATTERN.source}`);
@@ -385,7 +633,9 @@ export function createHttpApi(options) {
       return problem(400, "invalid_event", "the body's id differs from the Idempotency-Key header; send the id in the header only");
     }
     if (typeof body.type === "string" && reserved(body.type)) return reservedType(body.type);
-    const event = new EventText(k.key, typeof body.type === "string" ? body.type : "", eventText(read.text, body, k.key));
+    // The id the event is recorded under: the caller's key, in the caller's scope (scopedEventId).
+    const recorded = `${who.scope}${k.key}`;
+    const event = new EventText(recorded, typeof body.type === "string" ? body.type : "", eventText(read.text, body, recorded));
 
     let out;
     try {
@@ -460,23 +710,24 @@ export function createHttpApi(options) {
       return storeFailure(err, processId);
     }
     if (!loaded) return problem(404, "process_not_found", `no process "${processId}"`, { processId });
-    return json(200, { processId, version: loaded.version, ...machine.inspect(loaded.snapshot) });
+    const inspected = machine.inspect(loaded.snapshot);
+    return json(200, { processId, version: loaded.version, ...(view === "full" ? inspected : summary(inspected)) });
   }
 
-  async function getEvents(processId, url) {
+  async function getEvents(processId, url, who) {
     const after = Number(url.searchParams.get("after") ?? 0);
     const limit = Math.min(Number(url.searchParams.get("limit") ?? 100), 1000);
     if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1) {
       return problem(400, "invalid_query", "after must be a revision (integer >= 0) and limit an integer from 1 to 1000");
     }
     try {
-      return await eventLog(processId, after, limit);
+      return await eventLog(processId, after, limit, who);
     } catch (err) {
       return storeFailure(err, processId);
     }
   }
 
-  async function eventLog(processId, after, limit) {
+  async function eventLog(processId, after, limit, who) {
     let events;
     if (typeof store.events === "function") {
       events = await store.events(processId, { after, limit });
@@ -495,7 +746,18 @@ export function createHttpApi(options) {
       return problem(404, "process_not_found", `no process "${processId}"`, { processId });
     }
     const next = events.length === limit ? events[events.length - 1].revision : null;
-    return json(200, { processId, events, next });
+    return json(200, { processId, events: view === "full" ? events : events.map((e) => summaryRow(e, who)), next });
+  }
+
+  /**
+   * A row of the event log as the summary shows it: no response, and an event id only where the
+   * caller may see it: every id without `authorize`, else the caller's own events, by their key.
+   */
+  function summaryRow(row, who) {
+    const { response: _response, ...rest } = row;
+    if (who.principal === null) return rest;
+    const own = typeof row.eventId === "string" && row.eventId.startsWith(who.scope);
+    return { ...rest, eventId: own ? row.eventId.slice(who.scope.length) : null };
   }
 
   function describeApi() {
@@ -510,6 +772,8 @@ export function createHttpApi(options) {
         windowMs: retention.defaultMs,
         windowMsByType: retention.perType,
         maxRememberedPerProcess: retention.maxEntries,
+        // "caller": a key is the caller's (authorize); "process": one key is one event, whoever sends it.
+        keyScope: authorize ? "caller" : "process",
       },
       limits: { maxBodyBytes: maxBody, processIdPattern: PROCESS_ID_PATTERN.source },
       routes: {
@@ -528,14 +792,38 @@ export function createHttpApi(options) {
    * @returns {Promise<Response>}
    */
   async function handle(request, hooks = {}) {
+    const url = requestArg(request);
+    if (!isRecord(hooks) || (hooks.waitUntil !== undefined && !isFunction(hooks.waitUntil))) {
+      throw invalidArgument("hooks", "an object { waitUntil?: function }", hooks);
+    }
     const oversized = refuseOversized(request, options);
     if (oversized) return oversized;
-    const url = new URL(request.url);
     const path = url.pathname.slice(base.length) || "/";
     if (!url.pathname.startsWith(base)) return problem(404, "not_found", `no route for ${url.pathname}`);
+    const route = routeOf(request.method, path, url);
+    if (route instanceof Response) return route;
+    const who = await caller(request, route.processId, route.action);
+    if (who instanceof Response) return who;
+    switch (route.action) {
+      case "describe":
+        return describeApi();
+      case "event":
+        return postEvent(request, route.processId, hooks, who);
+      case "log":
+        return getEvents(route.processId, url, who);
+      default:
+        return getProcess(route.processId);
+    }
+  }
+
+  /**
+   * The route a request names: `{ action, processId }`, or the 400/404/405 problem (answered before
+   * `authorize` is asked: they depend on the path and the method alone).
+   */
+  function routeOf(method, path, url) {
     if (path === "/") {
-      if (request.method !== "GET") return problem(405, "method_not_allowed", "use GET", {}, { allow: "GET" });
-      return describeApi();
+      if (method !== "GET") return problem(405, "method_not_allowed", "use GET", {}, { allow: "GET" });
+      return { action: "describe", processId: null };
     }
     const m = /^\/processes\/([^/]+)(\/events)?\/?$/.exec(path);
     if (!m) return problem(404, "not_found", `no route for ${url.pathname}`);
@@ -544,17 +832,17 @@ export function createHttpApi(options) {
       return problem(400, "invalid_process_id", `process ids must match ${PROCESS_ID_PATTERN.source}`);
     }
     if (m[2]) {
-      if (request.method === "POST") return postEvent(request, processId, hooks);
-      if (request.method === "GET") return getEvents(processId, url);
+      if (method === "POST") return { action: "event", processId };
+      if (method === "GET") return { action: "log", processId };
       return problem(405, "method_not_allowed", "use POST or GET", {}, { allow: "GET, POST" });
     }
-    if (request.method === "GET") return getProcess(processId);
+    if (method === "GET") return { action: "read", processId };
     return problem(405, "method_not_allowed", "use GET", {}, { allow: "GET" });
   }
 
   /** Whether a request is for this API (its path is under `basePath`). */
   function matches(request) {
-    const p = new URL(request.url).pathname;
+    const p = requestArg(request).pathname;
     return base === "" ? p === "/" || p.startsWith("/processes/") : p === base || p.startsWith(`${base}/`);
   }
 

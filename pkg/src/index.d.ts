@@ -519,11 +519,34 @@ export interface HttpApiOptions extends ApplyOptions {
    * elsewhere (a cron, an alarm, a queue) and keeps that warning quiet.
    */
   afterCommit?: ((processId: string, outcome: AppliedOutcome) => Promise<unknown> | void) | null;
-  /** Errors of `afterCommit`'s promise (default: dropped). */
+  /** Errors of `afterCommit`'s promise (default: dropped), and an error `authorize` throws (default: `console.error`). */
   onError?: (err: unknown) => void;
+  /**
+   * Who calls: asked for every request that names a route, before anything is read. Answer the
+   * caller's principal (a user's or tenant's id: a well-formed string of 1 to 256 characters), or
+   * refuse: `null`/`undefined` is 401 `unauthorized` (+ `WWW-Authenticate: Bearer`), `false` 403
+   * `forbidden`, a `Response` is sent as it is. A throw is 500 `authorize_failed`, any other answer
+   * 500 `invalid_principal`; nothing is stored either way. With a principal, an Idempotency-Key is
+   * the caller's: the event is recorded as `scopedEventId(principal, key)`, so another caller's same
+   * key is another event. Without `authorize`, a key is the process's, whoever sends it. It reads
+   * the request's headers; the body is the API's to read.
+   */
+  authorize?: (request: Request, context: { processId: string | null; action: HttpAction }) => HttpCaller | Promise<HttpCaller>;
+  /**
+   * What GET shows: `"summary"` (default) the state, context, revision, done and due times, and an
+   * event log without responses whose ids are the caller's own only; `"full"` also the ledger (ids,
+   * fingerprints, frozen responses), the outbox (payloads, results) and timers, and the log's
+   * responses and recorded ids.
+   */
+  view?: "summary" | "full";
   /** Where the API's one warning goes (default `console.warn`). */
   onWarning?: (message: string) => void;
 }
+
+/** What a request asks, by route: `GET /` describe, `POST .../events` event, `GET /processes/:id` read, `GET .../events` log. */
+export type HttpAction = "describe" | "event" | "read" | "log";
+/** What `authorize` answers: a principal, or a refusal (`null`/`undefined` 401, `false` 403, a `Response`). */
+export type HttpCaller = string | null | undefined | false | Response;
 
 export interface HttpApi {
   /** Answer one request (pass `ctx.waitUntil` in a Worker, so `afterCommit`'s work outlives the reply). */

@@ -2,7 +2,19 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Machine } from "../src/node.js";
-import { createHttpApi, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, RETRY_AFTER_MAX_SECONDS, refuseOversized } from "../src/http.js";
+import { IdemError } from "../src/error.js";
+import {
+  ACTIONS,
+  createHttpApi,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_HEADER_BYTES,
+  DEFAULT_MAX_URL_BYTES,
+  parseIdempotencyKey,
+  problem,
+  RETRY_AFTER_MAX_SECONDS,
+  refuseOversized,
+  scopedEventId,
+} from "../src/http.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { fixture } from "./helpers.mjs";
 
@@ -18,7 +30,7 @@ function setup(options = {}) {
         body: typeof body === "string" ? body : JSON.stringify(body),
       }),
     );
-  const get = (path) => api.handle(new Request(`http://x/api${path}`));
+  const get = (path, headers = {}) => api.handle(new Request(`http://x/api${path}`, { headers }));
   return { store, machine, api, post, get };
 }
 const pay = (paymentId, amount = 10) => ({ type: "PAYMENT_PARTIAL", payload: { paymentId, amount } });
@@ -381,4 +393,336 @@ test("afterCommit runs after the commit, handed to waitUntil; never for duplicat
   await api.handle(req(), { waitUntil: (p) => waited.push(p) });
   await Promise.all(waited);
   assert.deepEqual(calls, [["o1", "applied", 1]]);
+});
+
+// --- Who calls: `authorize`, keys scoped by the caller, what GET shows ---
+
+/** A bearer token per caller, as the examples read them from a secret. */
+const TOKENS = { "tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol" };
+const bearer = (request) => TOKENS[(request.headers.get("authorization") ?? "").replace(/^Bearer /, "")] ?? null;
+const as = (token) => ({ authorization: `Bearer ${token}` });
+
+/** A store that counts what the API asked of it. */
+function countingStore() {
+  const store = new MemoryStore();
+  const calls = { load: 0, commit: 0, events: 0 };
+  for (const name of Object.keys(calls)) {
+    const f = store[name].bind(store);
+    store[name] = (...args) => {
+      calls[name]++;
+      return f(...args);
+    };
+  }
+  return { store, calls };
+}
+
+test("authorize: two callers sending the same key are two events; each replay is the caller's own", async () => {
+  const { post, store, machine } = setup({ api: { authorize: bearer } });
+  const alice = await post("o1", "k1", pay("p1", 10), as("tok-alice"));
+  assert.equal(alice.status, 201);
+  const aliceBody = await alice.text();
+  assert.deepEqual(JSON.parse(aliceBody), { processId: "o1", eventId: "k1", status: "applied", revision: 1, response: "recorded p1" });
+  // Bob's k1 is not Alice's: applied on its own, never her frozen answer.
+  const bob = await post("o1", "k1", pay("p2", 5), as("tok-bob"));
+  assert.equal(bob.status, 200);
+  assert.equal(bob.headers.get("idempotency-replayed"), null);
+  const bobBody = await bob.text();
+  assert.deepEqual(JSON.parse(bobBody), { processId: "o1", eventId: "k1", status: "applied", revision: 2, response: "recorded p2" });
+  // Each replay answers its own caller's first answer.
+  const aliceAgain = await post("o1", "k1", pay("p1", 10), as("tok-alice"));
+  assert.equal(aliceAgain.status, 201);
+  assert.equal(aliceAgain.headers.get("idempotency-replayed"), "true");
+  assert.equal(await aliceAgain.text(), aliceBody);
+  const bobAgain = await post("o1", "k1", pay("p2", 5), as("tok-bob"));
+  assert.equal(bobAgain.status, 200);
+  assert.equal(bobAgain.headers.get("idempotency-replayed"), "true");
+  assert.equal(await bobAgain.text(), bobBody);
+  // Alice's exact request from Carol is Carol's event, judged by the state: p1 is paid already.
+  const carol = await post("o1", "k1", pay("p1", 10), as("tok-carol"));
+  assert.equal(carol.status, 409);
+  assert.equal(carol.headers.get("idem-outcome"), "ignored");
+  assert.deepEqual(await carol.json().then((p) => [p.code, p.eventId]), ["event_not_accepted", "k1"]);
+  // Bob reusing his own key for another request is his conflict.
+  const bobConflict = await post("o1", "k1", pay("p1", 10), as("tok-bob"));
+  assert.equal(bobConflict.status, 422);
+  assert.equal((await bobConflict.json()).code, "id_conflict");
+  // The ledger holds each key under its caller's scope, and the context both payments.
+  const v = machine.inspect((await store.load("o1")).snapshot);
+  assert.deepEqual(v.ledger.map((e) => e.id), [await scopedEventId("alice", "k1"), await scopedEventId("bob", "k1")]);
+  assert.deepEqual(v.context.payments, ["p1", "p2"]);
+  assert.equal(v.context.paid, 15);
+});
+
+test("scopedEventId: one scope per principal, a fixed length, a separator no key contains", async () => {
+  const a = await scopedEventId("alice", "k1");
+  assert.match(a, /^[0-9a-f]{32}:k1$/);
+  assert.equal(await scopedEventId("alice", "k1"), a, "the same principal and key, the same id");
+  assert.notEqual(await scopedEventId("bob", "k1"), a);
+  assert.notEqual(await scopedEventId("alice", "k2"), a);
+  assert.equal((await scopedEventId("x".repeat(256), "k".repeat(128))).length, 33 + 128);
+  for (const [principal, key] of [["", "k1"], ["a\uD800", "k1"], ["x".repeat(257), "k1"], [7, "k1"], ["alice", "a:b"], ["alice", ""]]) {
+    await assert.rejects(scopedEventId(principal, key), (err) => err instanceof IdemError && err.code === "invalid_argument");
+  }
+});
+
+test("authorize: a key sent in the body as well is recorded in the caller's scope too", async () => {
+  const { post, store, machine } = setup({ api: { authorize: bearer } });
+  const body = { id: "k1", ...pay("p1") };
+  const first = await post("o1", "k1", body, as("tok-alice"));
+  assert.equal(first.status, 201);
+  assert.equal((await first.json()).eventId, "k1");
+  const again = await post("o1", "k1", body, as("tok-alice"));
+  assert.equal(again.headers.get("idempotency-replayed"), "true");
+  const other = await post("o1", "k1", { id: "k1", ...pay("p2") }, as("tok-bob"));
+  assert.equal(other.status, 200);
+  const v = machine.inspect((await store.load("o1")).snapshot);
+  assert.deepEqual(v.ledger.map((e) => e.id), [await scopedEventId("alice", "k1"), await scopedEventId("bob", "k1")]);
+  // A body whose id is not the header's key is still refused, whoever sends it.
+  const differs = await post("o1", "k1", { id: "k2", ...pay("p3") }, as("tok-alice"));
+  assert.equal(differs.status, 400);
+  assert.equal((await differs.json()).code, "invalid_event");
+});
+
+test("authorize: the effect keys of a caller's event come from its scoped id, the same on every retry", async () => {
+  const effects = [];
+  const { post } = setup({ api: { authorize: bearer, afterCommit: (_pid, out) => effects.push(...out.effects.map((e) => e.key)) } });
+  const checkout = { type: "CHECKOUT", payload: { amount: 5 } };
+  assert.equal((await post("o1", "c1", checkout, as("tok-alice"))).status, 201);
+  assert.equal((await post("o1", "c1", checkout, as("tok-alice"))).headers.get("idempotency-replayed"), "true");
+  assert.deepEqual(effects, [`o1/${await scopedEventId("alice", "c1")}:0`]);
+});
+
+test("authorize refuses: null -> 401 + WWW-Authenticate, false -> 403, a Response as it is; nothing read, written or consumed", async () => {
+  const { store, calls } = countingStore();
+  const answers = { none: null, undef: undefined, no: false, custom: new Response("slow down", { status: 429, headers: { "retry-after": "7" } }) };
+  const { post, get, api } = setup({ store, api: { authorize: (request) => answers[request.headers.get("x-who")] } });
+  for (const [who, status, code] of [["none", 401, "unauthorized"], ["undef", 401, "unauthorized"], ["no", 403, "forbidden"]]) {
+    const request = new Request("http://x/api/processes/o1/events", {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": "k1", "x-who": who },
+      body: JSON.stringify(pay("p1")),
+    });
+    const res = await api.handle(request);
+    assert.equal(res.status, status, who);
+    isProblem(res);
+    assert.equal((await res.json()).code, code);
+    assert.equal(res.headers.get("www-authenticate"), status === 401 ? "Bearer" : null);
+    assert.equal(request.bodyUsed, false, "the body is not read for a refused caller");
+    for (const path of ["/processes/o1", "/processes/o1/events", "/"]) {
+      const r = await get(path, { "x-who": who });
+      assert.equal(r.status, status, `${who} GET ${path}`);
+    }
+  }
+  const custom = await post("o1", "k1", pay("p1"), { "x-who": "custom" });
+  assert.equal(custom.status, 429);
+  assert.equal(custom.headers.get("retry-after"), "7");
+  assert.deepEqual(calls, { load: 0, commit: 0, events: 0 });
+});
+
+test("authorize that throws -> 500 authorize_failed (onError told); an answer that is no principal -> 500 invalid_principal; nothing stored", async () => {
+  const { store, calls } = countingStore();
+  const seen = [];
+  const boom = new Error("token service down");
+  const { post } = setup({ store, api: { authorize: async () => { throw boom; }, onError: (err) => seen.push(err) } });
+  const res = await post("o1", "k1", pay("p1"));
+  assert.equal(res.status, 500);
+  isProblem(res);
+  const p = await res.json();
+  assert.equal(p.code, "authorize_failed");
+  assert.doesNotMatch(p.detail, /token service/, "the error's message stays on the server");
+  assert.deepEqual(seen, [boom]);
+  for (const [answer, said] of [["", "an empty string"], ["x".repeat(257), "a string of 257 characters"], ["a\uDC00b", "a string of 3 characters"], [42, "number 42"], [true, "boolean true"], [{ id: "alice" }, "an object"], [["alice"], "an array"]]) {
+    const { post: send } = setup({ store, api: { authorize: () => answer } });
+    const bad = await send("o1", "k1", pay("p1"));
+    assert.equal(bad.status, 500, said);
+    const body = await bad.json();
+    assert.equal(body.code, "invalid_principal");
+    assert.ok(body.detail.endsWith(`it answered ${said}`), body.detail);
+  }
+  assert.deepEqual(calls, { load: 0, commit: 0, events: 0 });
+});
+
+test("authorize is asked once per request, with the route's action and process id; route errors are answered before it", async () => {
+  const asked = [];
+  const { post, get, api } = setup({ api: { authorize: async (request, context) => (asked.push([request.method, context]), "alice") } });
+  await post("o1", "k1", pay("p1"));
+  await get("/processes/o1");
+  await get("/processes/o1/events");
+  await get("/");
+  assert.deepEqual(asked, [
+    ["POST", { processId: "o1", action: "event" }],
+    ["GET", { processId: "o1", action: "read" }],
+    ["GET", { processId: "o1", action: "log" }],
+    ["GET", { processId: null, action: "describe" }],
+  ]);
+  asked.length = 0;
+  assert.equal((await get("/nowhere")).status, 404);
+  assert.equal((await get("/processes/-bad")).status, 400);
+  assert.equal((await api.handle(new Request("http://x/api/processes/o1", { method: "DELETE" }))).status, 405);
+  assert.deepEqual(asked, []);
+  assert.equal((await (await get("/")).json()).idempotency.keyScope, "caller");
+  assert.equal((await (await setup().get("/")).json()).idempotency.keyScope, "process");
+});
+
+test("GET by default: state, context, revision, done and due times; no ledger, no outbox payloads; view: full shows them", async () => {
+  const now = 1_700_000_000_000;
+  const { post, get } = setup({ api: { now, afterCommit: null } });
+  await post("o1", "k1", pay("p1"));
+  await post("o1", "c1", { type: "CHECKOUT", payload: { amount: 5, card: "4242" } });
+  const view = await (await get("/processes/o1")).json();
+  assert.deepEqual(Object.keys(view).sort(), ["context", "done", "due", "machine", "nextDueAt", "processId", "revision", "value", "version"]);
+  assert.equal(view.value, "charging");
+  assert.equal(view.revision, 2);
+  assert.equal(view.done, false);
+  assert.deepEqual(view.due, [{ kind: "effect", type: "charge", state: "pending", dueAt: now }]);
+  assert.equal(view.nextDueAt, now);
+  assert.doesNotMatch(JSON.stringify(view), /recorded p1|k1|c1/, "no response, no event id");
+  const log = await (await get("/processes/o1/events")).json();
+  assert.deepEqual(log.events.map((e) => [e.eventId, e.revision, e.status, "response" in e]), [["k1", 1, "applied", false], ["c1", 2, "applied", false]]);
+
+  const full = setup({ store: undefined, api: { now, afterCommit: null, view: "full" } });
+  await full.post("o1", "k1", pay("p1"));
+  await full.post("o1", "c1", { type: "CHECKOUT", payload: { amount: 5, card: "4242" } });
+  const whole = await (await full.get("/processes/o1")).json();
+  assert.deepEqual(whole.ledger.map((e) => [e.id, e.response]), [["k1", "recorded p1"], ["c1", "charging"]]);
+  assert.deepEqual(whole.outbox.map((e) => e.payload), [{ amount: 5, card: "4242" }]);
+  const fullLog = await (await full.get("/processes/o1/events")).json();
+  assert.deepEqual(fullLog.events.map((e) => e.response), ["recorded p1", "charging"]);
+});
+
+test("GET with authorize: no caller sees another's key or response; the log names only the caller's own events, by their key", async () => {
+  const { post, get } = setup({ api: { authorize: bearer } });
+  await post("o1", "alice-key", pay("p1"), as("tok-alice"));
+  await post("o1", "bob-key", pay("p2"), as("tok-bob"));
+  const seenByBob = await (await get("/processes/o1", as("tok-bob"))).text();
+  assert.doesNotMatch(seenByBob, /alice-key|recorded p1|recorded p2/);
+  assert.deepEqual(JSON.parse(seenByBob).context.payments, ["p1", "p2"]);
+  const bobLog = await (await get("/processes/o1/events", as("tok-bob"))).json();
+  assert.deepEqual(bobLog.events.map((e) => [e.eventId, e.revision, e.type]), [[null, 1, "PAYMENT_PARTIAL"], ["bob-key", 2, "PAYMENT_PARTIAL"]]);
+  assert.doesNotMatch(JSON.stringify(bobLog), /alice-key|recorded/);
+  const aliceLog = await (await get("/processes/o1/events", as("tok-alice"))).json();
+  assert.deepEqual(aliceLog.events.map((e) => e.eventId), ["alice-key", null]);
+  // A store without an event log (Workers KV): the ledger serves as the log, shown the same way.
+  const memory = new MemoryStore();
+  const bare = setup({ store: { load: (pid) => memory.load(pid), commit: (...args) => memory.commit(...args) }, api: { authorize: bearer } });
+  await bare.post("o1", "alice-key", pay("p1"), as("tok-alice"));
+  await bare.post("o1", "bob-key", pay("p2"), as("tok-bob"));
+  const ledgerLog = await (await bare.get("/processes/o1/events", as("tok-bob"))).json();
+  assert.deepEqual(ledgerLog.events.map((e) => [e.eventId, e.revision, "response" in e]), [[null, 1, false], ["bob-key", 2, false]]);
+  // view: "full" is the operator's: the ids as recorded, scoped.
+  const full = setup({ api: { authorize: bearer, view: "full" } });
+  await full.post("o1", "alice-key", pay("p1"), as("tok-alice"));
+  const rows = (await (await full.get("/processes/o1/events", as("tok-bob"))).json()).events;
+  assert.deepEqual(rows.map((e) => [e.eventId, e.response]), [[await scopedEventId("alice", "alice-key"), "recorded p1"]]);
+});
+
+test("createHttpApi checks its options: invalid_argument naming the option and what it got", () => {
+  const machine = new Machine(fixture("checkout.json"));
+  const store = new MemoryStore();
+  const cases = [
+    [undefined, "options", "undefined"],
+    [null, "options", "null"],
+    [{ store }, "options.machine", "undefined"],
+    [{ machine: fixture("checkout.json"), store }, "options.machine", "an object"],
+    [{ machine }, "options.store", "undefined"],
+    [{ machine, store: { load() {} } }, "options.store", "an object"],
+    [{ machine, store, authorize: "Bearer x" }, "options.authorize", "a string of 8 characters"],
+    [{ machine, store, view: "everything" }, "options.view", "a string of 10 characters"],
+    [{ machine, store, basePath: "api" }, "options.basePath", "a string of 3 characters"],
+    [{ machine, store, maxBodyBytes: "65536" }, "options.maxBodyBytes", "a string of 5 characters"],
+    [{ machine, store, bodyTimeoutMs: 0 }, "options.bodyTimeoutMs", "number 0"],
+    [{ machine, store, maxUrlBytes: NaN }, "options.maxUrlBytes", "number NaN"],
+    [{ machine, store, afterCommit: true }, "options.afterCommit", "boolean true"],
+    [{ machine, store, onError: {} }, "options.onError", "an object"],
+    [{ machine, store, maxRetries: -1 }, "options.maxRetries", "number -1"],
+    [{ machine, store, lane: "off" }, "options.lane", "a string of 3 characters"],
+    [{ machine, store, now: "123" }, "options.now", "a string of 3 characters"],
+  ];
+  for (const [options, name, got] of cases) {
+    assert.throws(
+      () => createHttpApi(options),
+      (err) => err instanceof IdemError && err.code === "invalid_argument" && err.path === name && err.message.startsWith(`${name} must be `) && err.message.endsWith(`, got ${got}`),
+      `${name}: ${got}`,
+    );
+  }
+});
+
+test("handle, matches and refuseOversized take a Request: anything else is invalid_argument, never a TypeError", async () => {
+  const { api } = setup();
+  const odd = [undefined, null, "http://x/api/", 42, {}, { url: "http://x/api/" }, { url: "/api/", method: "GET", headers: new Headers(), body: null }, new URL("http://x/api/")];
+  for (const request of odd) {
+    await assert.rejects(api.handle(request), (err) => err instanceof IdemError && err.code === "invalid_argument" && /^request(\.url)? must be /.test(err.message));
+    assert.throws(() => api.matches(request), (err) => err instanceof IdemError && err.code === "invalid_argument");
+    assert.throws(() => refuseOversized(request), (err) => err instanceof IdemError && err.code === "invalid_argument");
+  }
+  for (const hooks of [null, 5, { waitUntil: "soon" }]) {
+    await assert.rejects(api.handle(new Request("http://x/api/"), hooks), (err) => err instanceof IdemError && err.path === "hooks");
+  }
+  assert.throws(() => refuseOversized(new Request("http://x/"), { maxUrlBytes: "8k" }), (err) => err.path === "limits.maxUrlBytes");
+  assert.throws(() => problem(200, "fine", "ok"), (err) => err instanceof IdemError && err.path === "status");
+  assert.throws(() => parseIdempotencyKey(undefined), (err) => err instanceof IdemError && err.path === "raw");
+});
+
+test("a refusal says what was asked: 401 and 403 details name the action and the process", async () => {
+  const { post, get } = setup({ api: { authorize: (request) => (request.headers.get("x-who") === "known" ? false : null) } });
+  const details = [];
+  for (const res of [await post("o1", "k1", pay("p1")), await get("/processes/o1"), await get("/processes/o1/events", { "x-who": "known" }), await get("/")]) {
+    details.push([res.status, (await res.json()).detail]);
+  }
+  assert.deepEqual(details, [
+    [401, 'the request carries no credentials this API accepts (to send events to process "o1")'],
+    [401, 'the request carries no credentials this API accepts (to read process "o1")'],
+    [403, 'this caller may not read the event log of process "o1"'],
+    [401, "the request carries no credentials this API accepts (to describe this API)"],
+  ]);
+  assert.deepEqual(ACTIONS, ["describe", "event", "read", "log"]);
+});
+
+test("law: under authorize, every (caller, key) is answered by its own first answer, whatever others send", async () => {
+  // Notes whose frozen response names the caller's text; callers pick keys from a small shared pool,
+  // so keys collide across callers all the time. Seeded xorshift: the run is the same every time.
+  const board = {
+    id: "board", version: "1", initial: "open", context: { n: 0 },
+    states: { open: { on: { NOTE: { actions: [{ assign: { n: { "+": [{ var: "context.n" }, 1] } } }, { respond: { var: "event.payload.text" } }] } } } },
+  };
+  const principals = ["alice", "bob", "carol", "dave"];
+  const { api } = setup({ definition: board, api: { authorize: (r) => r.headers.get("x-principal") } });
+  let seed = 0x2545f491;
+  const next = (n) => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const first = new Map(); // "pid principal key" -> [status, body]
+  const applied = new Map(); // pid -> count of first deliveries
+  for (let i = 0; i < 400; i++) {
+    const pid = `b${next(3)}`;
+    const who = principals[next(principals.length)];
+    const key = `k${next(6)}`;
+    const text = `${who} says ${key}`; // the same request on every retry of (who, key)
+    const res = await api.handle(
+      new Request(`http://x/api/processes/${pid}/events`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": key, "x-principal": who },
+        body: JSON.stringify({ type: "NOTE", payload: { text } }),
+      }),
+    );
+    const body = await res.text();
+    const seen = first.get(`${pid} ${who} ${key}`);
+    if (seen) {
+      assert.equal(res.headers.get("idempotency-replayed"), "true", `${pid} ${who} ${key}`);
+      assert.deepEqual([res.status, body], seen, `${pid} ${who} ${key}: its own first answer`);
+    } else {
+      assert.equal(res.headers.get("idempotency-replayed"), null, `${pid} ${who} ${key}: a new event`);
+      assert.equal(JSON.parse(body).response, text, `${pid} ${who} ${key}: its own response`);
+      first.set(`${pid} ${who} ${key}`, [res.status, body]);
+      applied.set(pid, (applied.get(pid) ?? 0) + 1);
+    }
+  }
+  for (const [pid, n] of applied) {
+    const view = await (await api.handle(new Request(`http://x/api/processes/${pid}`, { headers: { "x-principal": "alice" } }))).json();
+    assert.equal(view.context.n, n, `${pid}: each (caller, key) applied once`);
+  }
+  assert.ok(first.size > 40 && first.size <= 3 * principals.length * 6, `${first.size} distinct (process, caller, key)`);
 });

@@ -18,6 +18,8 @@ import type {
   Store,
 } from "idem";
 import { apply } from "idem/host";
+import { createHttpApi, scopedEventId } from "idem/http";
+import type { HttpAction } from "idem/http";
 import { MemoryStore } from "idem/stores/memory";
 import { openIndexedDBStore } from "idem/stores/indexeddb";
 
@@ -132,5 +134,23 @@ const browserStore: Store = await openIndexedDBStore({ name: "idem-types" });
 // @ts-expect-error a store must have load and commit
 const notAStore: Store = { load: async () => null };
 
-export const used = [same, bare, noId, badPayload, status, notAStatus, mustCheck, replay, code, path, due, describe, keys, badKey];
+// The HTTP API: `authorize` answers a principal or refuses; GET's view is summary or full.
+const tokens: Record<string, string> = { "tok-a": "alice" };
+const api = createHttpApi({
+  machine,
+  store,
+  view: "summary",
+  authorize: async (request: Request, { action }: { processId: string | null; action: HttpAction }) =>
+    action === "describe" ? "anyone" : (tokens[request.headers.get("authorization")?.replace(/^Bearer /, "") ?? ""] ?? null),
+});
+const answered: Promise<Response> = api.handle(new Request("http://x/"));
+const recordedId: Promise<string> = scopedEventId("alice", "pay-1");
+// @ts-expect-error authorize answers a principal (a string) or a refusal, not a number
+const numericCaller = createHttpApi({ machine, store, authorize: () => 42 });
+// @ts-expect-error view is "summary" or "full"
+const everything = createHttpApi({ machine, store, view: "everything" });
+// @ts-expect-error there is no action "delete"
+const noDelete: HttpAction = "delete";
+
+export const used = [api, answered, recordedId, numericCaller, everything, noDelete, same, bare, noId, badPayload, status, notAStatus, mustCheck, replay, code, path, due, describe, keys, badKey];
 export const used2 = [firstDue, codes, notACode, thrown, errors, steps, fromXState, notASeverity, version2, tries, browserStore, notAStore, loaded, notLoaded, contention, base];

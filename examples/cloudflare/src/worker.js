@@ -21,6 +21,13 @@
 // keys, so the dispatcher verifies), "-parallel" run order-parallel.json (payment
 // and fulfilment regions), all others order-robust.json.
 //
+// Who calls: with the API_TOKENS secret set (`wrangler secret put API_TOKENS`;
+// locally `.dev.vars` or `wrangler dev --var`), as "alice=<token>,bob=<token>",
+// every process route wants `Authorization: Bearer <token>` (401 without a known one),
+// each caller's Idempotency-Keys are its own, and GET shows a process's summary
+// (no ledger, no outbox payloads). Without it the demo is open to anyone, one
+// caller for all, and GET shows the process in full, as the demo page draws it.
+//
 // The payment gateway is the `GATEWAY` service binding when there is one
 // (tests bind a fake gateway served over HTTP), otherwise in-process fake
 // gateways (demo only: their books live in the isolate's memory).
@@ -73,6 +80,35 @@ function effectsFor(env, variant) {
     timeoutMs: TIMEOUT_MS,
   };
 }
+
+const utf8 = new TextEncoder();
+const sha256 = async (text) =>
+  Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", utf8.encode(text))), (b) => b.toString(16).padStart(2, "0")).join("");
+
+// { spec, principals: Map<sha256(token), principal> }, read once per value of API_TOKENS, inside a
+// request and kept as a plain Map (a request must not wait on a promise another request made).
+let tokens = null;
+/**
+ * The caller a request's bearer token names, or null (401). Tokens are looked up by their hash,
+ * so how long a lookup takes says nothing about a token.
+ */
+async function bearer(request, spec) {
+  if (tokens?.spec !== spec) {
+    const principals = new Map();
+    for (const pair of spec.split(",")) {
+      const at = pair.indexOf("=");
+      const [principal, token] = [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
+      if (at > 0 && principal && token) principals.set(await sha256(token), principal);
+    }
+    tokens = { spec, principals };
+  }
+  const m = /^Bearer +(\S+)$/i.exec(request.headers.get("authorization") ?? "");
+  return m ? (tokens.principals.get(await sha256(m[1])) ?? null) : null;
+}
+
+/** The HTTP API's options for who may call (the API description is anyone's) and what GET shows (see the top of this file). */
+const access = (env) =>
+  env.API_TOKENS ? { authorize: (request, { action }) => (action === "describe" ? "anyone" : bearer(request, env.API_TOKENS)) } : { view: "full" };
 
 /** Compare-and-set retries per request (the MAX_RETRIES var can lower it, e.g. to show 409 contention). */
 const maxRetries = (env) => (env.MAX_RETRIES === undefined ? 64 : Number(env.MAX_RETRIES));
@@ -129,14 +165,17 @@ async function d1Api(request, env, ctx, url) {
     bodyTimeoutMs: bodyTimeoutMs(env),
     afterCommit: (processId, out) => (dueSoon(out) ? dispatchAndFollow(store, machine, processId, effectsFor(env, variant)) : undefined),
     onError: (err) => console.error("dispatch failed", err),
+    ...access(env),
   });
   return api.handle(request, { waitUntil: (p) => ctx.waitUntil(p) });
 }
 
 /** The API description (GET only: the request's method is kept, so another one gets 405). */
-function describe(basePath, request) {
+function describe(basePath, request, env) {
   const { machine } = machineFor("");
-  return createHttpApi({ machine, store: { load: async () => null }, basePath }).handle(new Request(`http://x${basePath}/`, { method: request.method }));
+  const nothing = { load: async () => null, commit: async () => ({ ok: false }) }; // the description reads no process
+  const api = createHttpApi({ machine, store: nothing, basePath, ...access(env) });
+  return api.handle(new Request(`http://x${basePath}/`, { method: request.method, headers: request.headers }));
 }
 
 export default {
@@ -155,10 +194,10 @@ export default {
         gateway: env.GATEWAY ? "service binding" : "in-process fake",
       });
     }
-    if (path === "/api" || path === "/api/") return describe("", request);
+    if (path === "/api" || path === "/api/") return describe("", request, env);
     if (path.startsWith("/processes/")) return d1Api(request, env, ctx, url);
     for (const mode of ["do", "kv"]) {
-      if (path === `/${mode}` || path === `/${mode}/`) return describe(`/${mode}`, request);
+      if (path === `/${mode}` || path === `/${mode}/`) return describe(`/${mode}`, request, env);
       if (path.startsWith(`/${mode}/processes/`)) {
         const pid = processIdOf(path, `/${mode}`);
         if (!PROCESS_ID_PATTERN.test(pid)) return problem(400, "invalid_process_id", `process ids must match ${PROCESS_ID_PATTERN.source}`);
@@ -169,7 +208,7 @@ export default {
     if (path.startsWith("/kv-direct/processes/") && env.UNSAFE_KV_DIRECT === "1") {
       const store = new KVStore(env.KV, { prefix: "direct:" });
       const { machine } = machineFor(processIdOf(path, "/kv-direct") ?? "");
-      return createHttpApi({ machine, store, basePath: "/kv-direct", maxRetries: maxRetries(env) }).handle(request);
+      return createHttpApi({ machine, store, basePath: "/kv-direct", maxRetries: maxRetries(env), ...access(env) }).handle(request);
     }
     if (request.method !== "GET" && request.method !== "HEAD") {
       // A static file answers GET and HEAD only; a path that is none is not found, whatever the method.
@@ -200,6 +239,7 @@ export class ProcessObject extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     this.meta = null; // { processId, mode }
+    this.metaStored = false;
     this.kvStore = null;
     this.doStore = null;
     this.dispatching = null;
@@ -218,10 +258,8 @@ export class ProcessObject extends DurableObject {
     const processId = processIdOf(url.pathname, `/${mode}`);
     if (!this.meta) {
       this.meta = (await this.ctx.storage.get("meta")) ?? null;
-      if (!this.meta) {
-        this.meta = { processId, mode };
-        await this.ctx.storage.put("meta", this.meta);
-      }
+      this.metaStored = this.meta !== null;
+      this.meta ??= { processId, mode };
     }
     if (this.meta.processId !== processId || this.meta.mode !== mode) {
       return problem(400, "invalid_process_id", "this object serves another process");
@@ -236,6 +274,7 @@ export class ProcessObject extends DurableObject {
       // Nothing due at all: no dispatch to run, and an alarm left from earlier finds nothing when it rings.
       afterCommit: (_processId, out) => (out.nextDueAt === null ? undefined : this.kick()),
       onError: (err) => console.error("dispatch failed", err),
+      ...access(this.env),
     });
     return api.handle(request, { waitUntil: (p) => this.ctx.waitUntil(p) });
   }
@@ -248,6 +287,12 @@ export class ProcessObject extends DurableObject {
     }
     this.dispatching = (async () => {
       try {
+        // Which process this object serves, for its alarm: stored before the first alarm is set,
+        // and no sooner, so a request the API refuses (unauthorized, malformed) stores nothing.
+        if (!this.metaStored) {
+          await this.ctx.storage.put("meta", this.meta);
+          this.metaStored = true;
+        }
         do {
           this.again = false;
           const { variant, machine } = machineFor(this.meta.processId);
@@ -263,7 +308,10 @@ export class ProcessObject extends DurableObject {
   }
 
   async alarm() {
-    this.meta ??= (await this.ctx.storage.get("meta")) ?? null;
+    if (!this.meta) {
+      this.meta = (await this.ctx.storage.get("meta")) ?? null;
+      this.metaStored = this.meta !== null;
+    }
     if (this.meta) await this.kick();
   }
 }
