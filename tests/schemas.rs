@@ -94,6 +94,24 @@ fn arithmetic_on_an_undeclared_payload_field_is_unvalidated_payload() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].event.as_deref(), Some("PAY"));
     assert_eq!(found[0].site.as_deref(), Some("states.open.on.PAY.actions[0].assign.paid"));
+    assert!(found[0].message.contains("or one without amount"), "a missing value fails the event too: {}", found[0].message);
     let with = machine(pay_schema()).unwrap();
     assert!(idem::analyze::analyze(&with).iter().all(|f| f.code != "unvalidated_payload"));
+    // Declared a number but not required: a payload without it fails the event.
+    let optional = machine(json!({ "PAY": { "payload": { "type": "object", "properties": { "amount": { "type": "number" } } } } })).unwrap();
+    let found: Vec<_> = idem::analyze::analyze(&optional).into_iter().filter(|f| f.code == "unvalidated_payload").collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("declares amount numeric but does not require it"), "{}", found[0].message);
+    let e = json!({ "id": "e1", "type": "PAY", "payload": {} });
+    assert_eq!(optional.reduce_in("o", None, &e, 0).error.map(|e| e.code), Some(idem::Code::ExpressionFailed), "what the finding says");
+    // Read with a default, the field need not be required.
+    let defaulted = Machine::from_value(json!({
+        "id": "order", "initial": "open", "context": { "paid": 0 },
+        "events": { "PAY": { "payload": { "type": "object", "properties": { "tip": { "type": "number" } } } } },
+        "states": { "open": { "on": { "PAY": { "actions": [{ "assign": {
+            "paid": { "+": [{ "var": "context.paid" }, { "var": ["event.payload.tip", 0] }] } } }] } } } }
+    }))
+    .unwrap();
+    assert!(idem::analyze::analyze(&defaulted).iter().all(|f| f.code != "unvalidated_payload"));
+    assert_eq!(defaulted.reduce_in("o", None, &e, 0).status, idem::Status::Applied);
 }

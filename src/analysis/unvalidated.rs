@@ -1,10 +1,13 @@
 //! Hazard analysis: an `assign` that does arithmetic on an event payload field
-//! no schema declares numeric (`unvalidated_payload`, a warning). Such a field
-//! may arrive as `"abc"` or `null`; arithmetic on it fails the event
-//! (`expression_failed`) rather than storing a wrong number, but the machine
-//! should say what it accepts: declare the field `{"type": "number"}` in the
-//! event's payload schema (`events`, src/engine/schema.rs) and the engine refuses the
-//! payload up front (`invalid_payload`).
+//! no schema declares numeric and requires (`unvalidated_payload`, a warning).
+//! Such a field may arrive as `"abc"`, or not at all (a raised event has no
+//! payload unless it gives one); arithmetic on it fails the event
+//! (`expression_failed`: a missing value is null, never 0) rather than storing
+//! a wrong number, but the machine should say what it accepts: declare the
+//! field `{"type": "number"}` and required in the event's payload schema
+//! (`events`, src/engine/schema.rs) and the engine refuses the payload up
+//! front (`invalid_payload`). A field read with a default
+//! (`{"var": ["event.payload.tip", 0]}`) need not be required.
 
 use crate::analyze::{Finding, Severity};
 use crate::machine::{Action, Machine};
@@ -17,15 +20,24 @@ pub fn findings(m: &Machine) -> Vec<Finding> {
     let mut out = Vec::new();
     for s in &m.states {
         for (event, ts) in &s.on {
-            let numeric = m.schemas.get(event).map(crate::schema::numeric_fields).unwrap_or_default();
+            let schema = m.schemas.get(event);
+            let numeric = schema.map(crate::schema::numeric_fields).unwrap_or_default();
+            let required = schema.map(crate::schema::required_fields).unwrap_or_default();
             for t in ts {
                 for a in &t.actions {
                     let Action::Assign(fields) = a else { continue };
                     for (name, e) in fields {
                         let mut used = Vec::new();
                         arithmetic_on_payload(m.exprs.source(*e), &mut used);
-                        for f in used.into_iter().filter(|f| !numeric.contains(f)) {
-                            out.push(finding(m, &s.path, event, &t.json_path, m.exprs.path(*e), name, &f));
+                        for (f, defaulted) in used {
+                            let gap = if !numeric.contains(&f) {
+                                Gap::NotNumeric
+                            } else if !defaulted && !required.contains(&f) {
+                                Gap::NotRequired
+                            } else {
+                                continue;
+                            };
+                            out.push(finding(m, &s.path, event, &t.json_path, m.exprs.path(*e), name, &f, gap));
                         }
                     }
                 }
@@ -35,8 +47,26 @@ pub fn findings(m: &Machine) -> Vec<Finding> {
     out
 }
 
-fn finding(m: &Machine, state: &str, event: &str, transition: &str, site: &str, name: &str, field: &str) -> Finding {
-    let declared = if m.schemas.get(event).is_some() { "its schema does not declare" } else { "no schema declares" };
+/// What the event's schema leaves open about a field arithmetic reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Gap {
+    /// Not declared a number: `"abc"` or a missing field gets through.
+    NotNumeric,
+    /// Declared a number but not required: a missing field gets through.
+    NotRequired,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finding(m: &Machine, state: &str, event: &str, transition: &str, site: &str, name: &str, field: &str, gap: Gap) -> Finding {
+    let declared = match (gap, m.schemas.get(event).is_some()) {
+        (Gap::NotRequired, _) => format!("its schema declares {field} numeric but does not require it"),
+        (_, true) => format!("its schema does not declare {field} numeric"),
+        (_, false) => format!("no schema declares {field} numeric"),
+    };
+    let arrives = match gap {
+        Gap::NotRequired => format!("a payload without {field} (a raised event has none unless it gives one)"),
+        Gap::NotNumeric => format!("a payload such as \"abc\", or one without {field} (a raised event has none unless it gives one),"),
+    };
     Finding {
         code: "unvalidated_payload".to_string(),
         severity: Severity::Warning,
@@ -45,12 +75,13 @@ fn finding(m: &Machine, state: &str, event: &str, transition: &str, site: &str, 
         transitions: vec![transition.to_string()],
         site: Some(site.to_string()),
         message: format!(
-            "context.{name} is computed with arithmetic on event.payload.{field}, and {declared} {field} numeric: a payload \
-             such as \"abc\" fails the event instead of being refused as invalid"
+            "context.{name} is computed with arithmetic on event.payload.{field}, and {declared}: {arrives} fails the event \
+             (expression_failed: a missing value is null, never 0) instead of being refused as invalid"
         ),
         fix: format!(
             "declare the payload in the machine's events: {{\"{event}\": {{\"payload\": {{\"type\": \"object\", \"required\": [\"{field}\"], \
-             \"properties\": {{\"{field}\": {{\"type\": \"number\"}}}}}}}}}}"
+             \"properties\": {{\"{field}\": {{\"type\": \"number\"}}}}}}}}}}, or read it with a default: \
+             {{\"var\": [\"event.payload.{field}\", 0]}}"
         ),
         retention_ms: None,
         cycle: Vec::new(),
@@ -59,9 +90,11 @@ fn finding(m: &Machine, state: &str, event: &str, transition: &str, site: &str, 
 }
 
 /// The payload fields (`amount`, `line.price`) read directly as operands of an
-/// arithmetic operator anywhere in `v`.
-fn arithmetic_on_payload(v: &Value, out: &mut Vec<String>) {
+/// arithmetic operator anywhere in `v`, each with whether it is read with a
+/// default (when it is read both ways, without).
+fn arithmetic_on_payload(v: &Value, out: &mut Vec<(String, bool)>) {
     match v {
+        Value::Object(o) if o.contains_key(crate::expr::PRESERVE) && o.len() == 1 => {}
         Value::Object(o) => {
             for (k, args) in o {
                 if ARITHMETIC.contains(&k.as_str()) {
@@ -70,9 +103,10 @@ fn arithmetic_on_payload(v: &Value, out: &mut Vec<String>) {
                         x => vec![x],
                     };
                     for x in operands {
-                        if let Some(f) = payload_var(x) {
-                            if !out.iter().any(|o| o == f) {
-                                out.push(f.to_string());
+                        if let Some((f, defaulted)) = payload_var(x) {
+                            match out.iter_mut().find(|(o, _)| o == f) {
+                                Some(seen) => seen.1 &= defaulted,
+                                None => out.push((f.to_string(), defaulted)),
                             }
                         }
                     }
@@ -85,12 +119,13 @@ fn arithmetic_on_payload(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// `{"var": "event.payload.X"}` (or `["event.payload.X", default]`) as `X`.
-fn payload_var(v: &Value) -> Option<&str> {
-    let name = match v.get("var")? {
-        Value::String(s) => s.as_str(),
-        Value::Array(a) => a.first()?.as_str()?,
+/// `{"var": "event.payload.X"}` as `(X, false)`, or with a default that is
+/// not null (`["event.payload.X", 0]`) as `(X, true)`.
+fn payload_var(v: &Value) -> Option<(&str, bool)> {
+    let (name, defaulted) = match v.get("var")? {
+        Value::String(s) => (s.as_str(), false),
+        Value::Array(a) => (a.first()?.as_str()?, a.get(1).is_some_and(|d| !d.is_null())),
         _ => return None,
     };
-    name.strip_prefix("event.payload.")
+    Some((name.strip_prefix("event.payload.")?, defaulted))
 }
