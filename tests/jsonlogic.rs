@@ -108,3 +108,32 @@ fn arithmetic_never_makes_a_number_up() {
         assert_eq!(err.message, format!("expression failed: {why}"), "{rule}");
     }
 }
+
+/// `cat` joins as json-logic-js does (JavaScript's `join`): a missing value
+/// or null adds nothing, rather than the text "null".
+#[test]
+fn cat_reads_a_missing_value_as_nothing() {
+    let data = serde_json::json!({ "n": null, "xs": [1, null, 2] });
+    let rule = serde_json::json!({ "cat": ["a", { "var": "n" }, { "var": "missing" }, "-", { "var": "xs" }, null] });
+    assert_eq!(idem::expr::apply(&rule, &data).unwrap(), serde_json::json!("a-1,,2"));
+}
+
+/// Comparisons keep JavaScript's answers, which json-logic-js gives: an
+/// array or object is compared as its string (`[]` is `""`, `[5]` is `"5"`),
+/// and two strings compare as strings; null is 0 against a number.
+#[test]
+fn comparisons_read_arrays_and_objects_as_javascript_does() {
+    let cases = [
+        (serde_json::json!({ "<": [[], "a"] }), true),
+        (serde_json::json!({ "<": [[5], "6"] }), true),
+        (serde_json::json!({ ">": [[10], "9"] }), false),
+        (serde_json::json!({ ">": [{ "preserve": { "x": 1 } }, "["] }), true),
+        (serde_json::json!({ "<": [[1, 2], 3] }), false),
+        (serde_json::json!({ "<=": [[], 0] }), true),
+        (serde_json::json!({ "<": [null, 1] }), true),
+        (serde_json::json!({ ">=": [{ "var": "missing" }, 0] }), true),
+    ];
+    for (rule, want) in cases {
+        assert_eq!(idem::expr::apply(&rule, &serde_json::json!({})).unwrap(), serde_json::json!(want), "{rule}");
+    }
+}

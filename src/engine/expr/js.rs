@@ -251,12 +251,21 @@ pub(super) fn loose_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// JavaScript relational comparison: strings compare as strings, the rest as numbers.
+/// JavaScript relational comparison: arrays and objects become their strings
+/// first (`ToPrimitive`: `[]` is `""`, `[5]` is `"5"`); two strings compare as
+/// strings, anything else as numbers.
 pub(super) fn less(a: &Value, b: &Value, or_equal: bool) -> bool {
-    if let (Value::String(x), Value::String(y)) = (a, b) {
+    fn primitive(v: &Value) -> Cow<'_, Value> {
+        match v {
+            Value::Array(_) | Value::Object(_) => Cow::Owned(Value::String(to_js_string(v))),
+            _ => Cow::Borrowed(v),
+        }
+    }
+    let (a, b) = (primitive(a), primitive(b));
+    if let (Value::String(x), Value::String(y)) = (&*a, &*b) {
         return if or_equal { x <= y } else { x < y };
     }
-    let (x, y) = (to_number(a), to_number(b));
+    let (x, y) = (to_number(&a), to_number(&b));
     if or_equal {
         x <= y
     } else {

@@ -278,7 +278,11 @@ pub(super) fn op_in<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
 pub(super) fn op_cat<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
     let mut s = String::with_capacity(32);
     for n in a.nodes {
-        push_js_string(&*a.eval(n)?, &mut s);
+        // As json-logic-js's `cat` (JavaScript's `join`): null, a missing value, is "", not "null".
+        match &*a.eval(n)? {
+            Value::Null => {}
+            v => push_js_string(v, &mut s),
+        }
     }
     charge(a.budget, s.len() / 16)?;
     Ok(Cow::Owned(Value::String(s)))
