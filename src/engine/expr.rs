@@ -12,7 +12,8 @@
 //! An object of one member is an operator, and one idem does not know is
 //! refused on load (`invalid_expression`), so a misspelt operator never
 //! becomes data; data that is such an object is written `{"preserve": ...}`
-//! (json-logic-engine's name), whose argument is not evaluated. One extension:
+//! (its argument is not evaluated), and such an object built from an
+//! expression `{"eachKey": {"amount": ...}}` (both json-logic-engine's names). One extension:
 //! an object of two or more members is an object literal whose values are
 //! expressions (`{"amount": {"var": "context.total"}, "currency": "EUR"}`), so
 //! payloads and responses can be built.
@@ -130,7 +131,7 @@ fn op_of(name: &str) -> Option<(Op, OpFn)> {
 }
 
 /// Whether `name` is an operator: an object with it as its one member is
-/// evaluated as that operator (`in_state` and `preserve` included). An object
+/// evaluated as that operator (`in_state`, `preserve` and `eachKey` included). An object
 /// with one member named otherwise is refused on load.
 pub fn is_operator(name: &str) -> bool {
     name == IN_STATE || name == PRESERVE || name == EACH_KEY || op_of(name).is_some()
@@ -449,8 +450,8 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
 }
 
 /// The compiler's errors: an unknown operator (an object of one member not
-/// named as one), or (no operator) nesting too deep. One function for both, so that it has two
-/// callers and is not inlined back into either by wasm-opt.
+/// named as one), or (no operator) nesting too deep. One function for both,
+/// so that it has two callers and is not inlined back into either by wasm-opt.
 #[cold]
 #[inline(never)]
 fn compile_error(path: &str, operator: Option<&str>) -> Error {
