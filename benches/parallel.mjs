@@ -23,7 +23,7 @@ const record = [
 ];
 const reached = { ">=": [{ var: "context.paid" }, { var: "context.total" }] };
 const charge = { effect: { type: "charge", payload: { amount: { var: "context.paid" }, currency: "eur" } } };
-const ship = { effect: { type: "ship", payload: { payments: { var: "context.payments" } } } };
+const ship = { effect: { type: "ship", payload: { eachKey: { payments: { var: "context.payments" } } } } };
 const context = { total: 100, paid: 0, payments: [] };
 
 /** idem's definitions (JSON), by machine. */

@@ -530,7 +530,7 @@ fn xstate_parallel_and_history_machines_are_imported_whole() {
     assert_eq!(open["states"]["hist"], json!({ "type": "history", "history": "deep", "target": "#orderParallel.open.payment.unpaid" }));
     assert_eq!(open["onDone"], "closed");
     let pay = &open["states"]["payment"]["states"]["unpaid"]["on"]["PAY"];
-    assert_eq!(pay["actions"], json!([{ "raise": { "type": "PAID", "payload": { "via": "card" } } }]));
+    assert_eq!(pay["actions"], json!([{ "raise": { "type": "PAID", "payload": { "preserve": { "via": "card" } } } }]));
     let ship = &open["states"]["fulfilment"]["states"]["ready"]["on"]["SHIP"];
     assert_eq!(ship["guard"], json!({ "in_state": "#orderParallel.open.payment.paid" }));
     assert_eq!(def["states"]["onHold"]["on"]["RESET"]["target"], json!(["#orderParallel.open.payment.unpaid", "#orderParallel.open.fulfilment.waiting"]));

@@ -88,7 +88,7 @@ const OPS: &[&str] = &[
     "substr",
 ];
 
-/// Mostly operators, rarely a name that is not one (an object literal in a value, an error in a guard).
+/// Mostly operators, rarely a name that is not one (refused on load: `invalid_expression`).
 fn op() -> impl Strategy<Value = &'static str> {
     prop_oneof![60 => prop::sample::select(OPS), 1 => prop::sample::select(&["log", "bogus", "__proto__"][..])]
 }
@@ -118,8 +118,12 @@ fn rule() -> impl Strategy<Value = Value> {
             6 => (op(), prop::collection::vec(inner.clone(), 0..4)).prop_map(|(op, args)| json!({ op: args })),
             2 => (op(), inner.clone()).prop_map(|(op, arg)| json!({ op: arg })),
             1 => prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-            1 => prop::collection::vec(("[a-z]{1,4}", inner), 1..3)
+            // An object of two or more members is built from its members; one of one is `eachKey`'s,
+            // and data (any value, operators included) is `preserve`'s.
+            1 => prop::collection::btree_map("[a-z]{1,4}", inner.clone(), 2..4)
                 .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<String, Value>>())),
+            1 => ("[a-z]{1,4}", inner.clone()).prop_map(|(k, v)| json!({ "eachKey": { k: v } })),
+            1 => inner.prop_map(|v| json!({ "preserve": v })),
         ]
     })
 }

@@ -732,6 +732,45 @@ fn arithmetic_on_a_payload_that_is_not_a_number_fails_and_writes_nothing() {
 }
 
 #[test]
+fn a_payment_without_an_amount_is_refused_and_spends_nothing() {
+    // Issue 38: null counted as 0 applied a payment without an amount, its payment id
+    // spent and nothing paid. A missing value (or null, a boolean, `[5]`) is no number.
+    let m = Machine::from_json(
+        r#"{ "id": "sum", "initial": "open", "context": { "paid": 0, "payments": [] }, "states": { "open": { "on": {
+             "PAY": { "guard": { "!": { "in": [{ "var": "event.payload.paymentId" }, { "var": "context.payments" }] } },
+               "actions": [{ "assign": { "payments": { "merge": [{ "var": "context.payments" }, [{ "var": "event.payload.paymentId" }]] },
+                                         "paid": { "+": [{ "var": "context.paid" }, { "var": "event.payload.amount" }] } } }] },
+             "REFUND": { "actions": [{ "raise": { "type": "PAY", "payload": { "preserve": { "paymentId": "r1" } } } }] } } } } }"#,
+    )
+    .unwrap();
+    let s = m.reduce_in("o", None, &json!({ "id": "e0", "type": "PAY", "payload": { "paymentId": "p0", "amount": 10 } }), 0).snapshot.unwrap();
+    let lacking = [json!({ "paymentId": "p1" }), json!({ "paymentId": "p1", "amount": null }), json!({ "paymentId": "p1", "amount": true }), json!({ "paymentId": "p1", "amount": [5] })];
+    for (i, payload) in lacking.into_iter().enumerate() {
+        let o = m.reduce_in("o", Some(&s), &json!({ "id": format!("x{i}"), "type": "PAY", "payload": payload }), 1);
+        assert_rejected(&o, "expression_failed");
+        let message = &o.error.as_ref().unwrap().message;
+        assert!(message.contains("\"+\" takes numbers, but its argument 2 is") && message.ends_with("at states.open.on.PAY.actions[0].assign.paid"), "{message}");
+    }
+    // A raised event has no payload field it does not give: the whole event is refused.
+    assert_rejected(&m.reduce_in("o", Some(&s), &json!({ "id": "r", "type": "REFUND" }), 1), "expression_failed");
+    // Nothing was spent: p1 with its amount is applied once.
+    let o = m.reduce_in("o", Some(&s), &json!({ "id": "e1", "type": "PAY", "payload": { "paymentId": "p1", "amount": 40 } }), 2);
+    let context = idem::inspect(&m, o.snapshot.as_deref().unwrap()).unwrap()["context"].clone();
+    assert_eq!(context, json!({ "paid": 50, "payments": ["p0", "p1"] }));
+}
+
+#[test]
+fn a_misspelt_operator_is_refused_on_load_not_stored() {
+    // Issue 38: `{"plus": [1, 2]}` was stored as the object it is.
+    let e = Machine::from_json(r#"{ "id": "m", "initial": "a", "context": {}, "states": { "a": { "on": { "GO": { "actions": [{ "assign": { "x": { "plus": [1, 2] } } }] } } } } }"#).unwrap_err();
+    assert_eq!((e.code, e.path.as_deref()), (idem::Code::InvalidExpression, Some("states.a.on.GO.actions[0].assign.x")));
+    assert!(e.message.starts_with("unknown operator \"plus\""), "{}", e.message);
+    let data = Machine::from_json(r#"{ "id": "m", "initial": "a", "context": {}, "states": { "a": { "on": { "GO": { "actions": [{ "assign": { "x": { "preserve": { "plus": [1, 2] } } } }] } } } } }"#).unwrap();
+    let o = data.reduce_in("o", None, &json!({ "id": "e1", "type": "GO" }), 0);
+    assert_eq!(idem::inspect(&data, o.snapshot.as_deref().unwrap()).unwrap()["context"]["x"], json!({ "plus": [1, 2] }));
+}
+
+#[test]
 fn forged_effect_reports_are_unknown_effect_or_invalid_effect_report() {
     let m = order();
     let s = m.reduce_in("order-1", None, &pay("e1", "p1", 100), 0).snapshot.unwrap();

@@ -94,6 +94,54 @@ fn arithmetic_on_an_undeclared_payload_field_is_unvalidated_payload() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].event.as_deref(), Some("PAY"));
     assert_eq!(found[0].site.as_deref(), Some("states.open.on.PAY.actions[0].assign.paid"));
+    assert!(found[0].message.contains("or one without amount"), "a missing value fails the event too: {}", found[0].message);
     let with = machine(pay_schema()).unwrap();
     assert!(idem::analyze::analyze(&with).iter().all(|f| f.code != "unvalidated_payload"));
+    // Declared a number but not required: a payload without it fails the event.
+    let optional = machine(json!({ "PAY": { "payload": { "type": "object", "properties": { "amount": { "type": "number" } } } } })).unwrap();
+    let found: Vec<_> = idem::analyze::analyze(&optional).into_iter().filter(|f| f.code == "unvalidated_payload").collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("declares amount numeric but does not require it"), "{}", found[0].message);
+    let e = json!({ "id": "e1", "type": "PAY", "payload": {} });
+    assert_eq!(optional.reduce_in("o", None, &e, 0).error.map(|e| e.code), Some(idem::Code::ExpressionFailed), "what the finding says");
+    // Read with a default, the field need not be required.
+    let defaulted = Machine::from_value(json!({
+        "id": "order", "initial": "open", "context": { "paid": 0 },
+        "events": { "PAY": { "payload": { "type": "object", "properties": { "tip": { "type": "number" } } } } },
+        "states": { "open": { "on": { "PAY": { "actions": [{ "assign": {
+            "paid": { "+": [{ "var": "context.paid" }, { "var": ["event.payload.tip", 0] }] } } }] } } } }
+    }))
+    .unwrap();
+    assert!(idem::analyze::analyze(&defaulted).iter().all(|f| f.code != "unvalidated_payload"));
+    assert_eq!(defaulted.reduce_in("o", None, &e, 0).status, idem::Status::Applied);
+}
+
+#[cfg(feature = "analysis")]
+#[test]
+fn a_raise_without_the_field_arithmetic_reads_is_unvalidated_payload_whatever_the_schema() {
+    // A raised event is not checked against the schema: PAY raised without an amount fails.
+    let raising = |raises: Value| {
+        Machine::from_value(json!({
+            "id": "order", "initial": "open", "context": { "paid": 0 }, "events": pay_schema(),
+            "states": { "open": {
+                "entry": [{ "raise": { "type": "NOTE" } }],
+                "on": {
+                    "PAY": { "actions": [{ "assign": { "paid": { "+": [{ "var": "context.paid" }, { "var": "event.payload.amount" }] } } }] },
+                    "REFUND": { "actions": raises } } } }
+        }))
+        .unwrap()
+    };
+    let lacking = raising(json!([{ "raise": { "type": "PAY" } }, { "raise": { "type": "PAY", "payload": { "preserve": { "lines": [] } } } }]));
+    let found: Vec<_> = idem::analyze::analyze(&lacking).into_iter().filter(|f| f.code == "unvalidated_payload").collect();
+    let sites: Vec<&str> = found.iter().map(|f| f.message.split(" is raised without it at ").nth(1).unwrap_or("").split(',').next().unwrap()).collect();
+    assert_eq!(sites, ["states.open.on.REFUND.actions[0]", "states.open.on.REFUND.actions[1].raise.payload"], "{found:?}");
+    assert!(found.iter().all(|f| f.site.as_deref() == Some("states.open.on.PAY.actions[0].assign.paid")));
+    let o = lacking.reduce_in("o", None, &json!({ "id": "e1", "type": "REFUND" }), 0);
+    assert_eq!(o.error.map(|e| e.code), Some(idem::Code::ExpressionFailed), "what the finding says");
+    // Raised with the amount (as data, or built from an expression): nothing to say.
+    let giving = raising(json!([
+        { "raise": { "type": "PAY", "payload": { "preserve": { "amount": 5, "lines": [] } } } },
+        { "raise": { "type": "PAY", "payload": { "eachKey": { "amount": { "var": "context.paid" } } } } }
+    ]));
+    assert!(idem::analyze::analyze(&giving).iter().all(|f| f.code != "unvalidated_payload"));
 }

@@ -19,12 +19,12 @@ fn two_regions() -> Machine {
         "states": { "p": { "type": "parallel", "on": { "TOUCH": { "actions": [{ "assign": { "touched": true } }] } }, "states": {
             "a": { "initial": "a1", "states": {
                 "a1": { "on": { "GO": { "target": "a2", "actions": [
-                    { "effect": { "type": "notify", "payload": { "from": "a" } } },
+                    { "effect": { "type": "notify", "payload": { "preserve": { "from": "a" } } } },
                     { "raise": { "type": "SEEN" } } ] } } },
                 "a2": { "after": { "5000": "a1" } } } },
             "b": { "initial": "b1", "states": {
                 "b1": { "on": {
-                    "GO": { "target": "b2", "actions": [{ "effect": { "type": "notify", "payload": { "from": "b" } } }] },
+                    "GO": { "target": "b2", "actions": [{ "effect": { "type": "notify", "payload": { "preserve": { "from": "b" } } } }] },
                     "SEEN": { "actions": [{ "assign": { "seen": { "+": [{ "var": "context.seen" }, 1] } } }] } },
                     "after": { "9000": "b2" } },
                 "b2": { "on": {

@@ -291,7 +291,7 @@ export type FindingCode =
   | "reaccept_unconfirmed"
   // XState import
   | "unrepresentable"
-  // an assign doing arithmetic on a payload field no schema declares numeric
+  // an assign doing arithmetic on a payload field no schema declares numeric and required, or a raise does not give
   | "unvalidated_payload";
 
 /** A hazard (error / warning) with the event sequence that shows it, or information about what is safe. */

@@ -3,7 +3,7 @@
 //!
 //! - [`analyze`]: the duplicate-delivery hazard analysis (`idem lint`,
 //!   `machine.analyze()`), which explores the machine through the real `reduce`.
-//! - [`unvalidated`]: the lint for arithmetic on payload fields no schema declares numeric.
+//! - [`unvalidated`]: the lint for arithmetic on payload fields no schema declares numeric and required, or a `raise` does not give.
 //! - [`xstate`]: import of an XState v5 config's JSON form.
 
 pub mod analyze;

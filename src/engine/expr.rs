@@ -9,10 +9,20 @@
 //!
 //! Expressions read `context`, `event` (`id`, `type`, `payload`) and `state`.
 //!
-//! One extension: an object whose key is not an operator is an object literal
-//! whose values are expressions (`{"amount": {"var": "context.total"}}`), so
-//! payloads and responses can be built. A guard's top must still be an
-//! operator or a literal, so a misspelt operator there is an error.
+//! An object of one member is an operator, and one idem does not know is
+//! refused on load (`invalid_expression`), so a misspelt operator never
+//! becomes data; data that is such an object is written `{"preserve": ...}`
+//! (its argument is not evaluated), and such an object built from an
+//! expression `{"eachKey": {"amount": ...}}` (both json-logic-engine's names). One extension:
+//! an object of two or more members is an object literal whose values are
+//! expressions (`{"amount": {"var": "context.total"}, "currency": "EUR"}`), so
+//! payloads and responses can be built.
+//!
+//! Arithmetic never makes a number up: an operand of `+ - * / % min max` that
+//! is null (a missing value), a boolean, an array, an object or a string that
+//! is not a number fails the evaluation (`expression_failed`), as does a
+//! result that is not a finite number. The rules, beside json-logic-js's
+//! answers, are in docs/expressions.md.
 
 use crate::error::{Code, Error, Result};
 use crate::json::object;
@@ -120,10 +130,11 @@ fn op_of(name: &str) -> Option<(Op, OpFn)> {
     OPS.iter().find(|(n, ..)| *n == name).map(|&(_, op, f)| (op, f))
 }
 
-/// Whether an object with `name` as its one member is an operator (or
-/// `in_state`) rather than an object literal.
+/// Whether `name` is an operator: an object with it as its one member is
+/// evaluated as that operator (`in_state`, `preserve` and `eachKey` included). An object
+/// with one member named otherwise is refused on load.
 pub fn is_operator(name: &str) -> bool {
-    name == IN_STATE || op_of(name).is_some()
+    name == IN_STATE || name == PRESERVE || name == EACH_KEY || op_of(name).is_some()
 }
 
 #[derive(Debug, Clone)]
@@ -145,6 +156,18 @@ enum Node {
 
 /// The operator that tests whether a state is active (XState's `stateIn`).
 pub const IN_STATE: &str = "in_state";
+
+/// The operator whose argument is data, not an expression: `{"preserve":
+/// {"plus": [1, 2]}}` is the object `{"plus": [1, 2]}`. Named as
+/// json-logic-engine names it; the way to write an object of one member
+/// (which would otherwise read as an operator) as a value.
+pub const PRESERVE: &str = "preserve";
+
+/// The operator that builds an object from expressions, one per member:
+/// `{"eachKey": {"amount": {"var": "context.total"}}}`. Named as
+/// json-logic-engine names it; the way to build an object of one member (an
+/// object of two or more is built so without it).
+pub const EACH_KEY: &str = "eachKey";
 
 /// Where a literal `var` path starts in a process scope, found once at compile
 /// time from its first parts (what [`Data::lookup_parts`] finds there).
@@ -264,10 +287,15 @@ enum Stop {
     OverBudget,
     /// A `reduce` accumulator nested deeper than JSON may be (`json::MAX_DEPTH`).
     ValueTooDeep,
-    /// An arithmetic operator's result is not a finite number (`NaN`, an
-    /// infinity): JSONLogic would give `null` or `NaN`, which stored would
-    /// silently lose the value it was computed from.
+    /// An arithmetic operator's result is not a finite number (a division by
+    /// zero, an overflow, `max` of nothing): JSONLogic would give `null`, `NaN`
+    /// or an infinity, which stored would silently lose the value it was
+    /// computed from.
     NotANumber,
+    /// An arithmetic operator's argument (its index) is not a number: null (a
+    /// missing value), a boolean, an array, an object or a string that is not
+    /// a number, where JSONLogic would count it as 0 or 1 or give `NaN`.
+    NotNumeric(Op, u8, Kind),
 }
 
 impl Stop {
@@ -279,6 +307,10 @@ impl Stop {
             Stop::OverBudget => format!("expression does more than {EVAL_BUDGET} units of work or builds a value that large"),
             Stop::ValueTooDeep => format!("reduce builds a value nested deeper than {} levels", crate::json::MAX_DEPTH),
             Stop::NotANumber => "an arithmetic result is not a finite number".to_string(),
+            Stop::NotNumeric(op, i, kind) => {
+                let name = OPS.iter().find(|(_, o, _)| *o == op).map_or("", |(n, ..)| n);
+                format!("\"{name}\" takes numbers, but its argument {} is {}", i as usize + 1, kind.describe())
+            }
         }
     }
 }
@@ -355,12 +387,9 @@ impl Exprs {
     /// a JSONLogic literal it would be truthy, letting the transition always fire.
     pub fn compile_guard(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
         match rule {
-            Value::Object(m) => {
-                let name = crate::machine::members(m).next().map(|(k, _)| k.as_str());
-                if m.len() != 1 || (name != Some(IN_STATE) && name.and_then(op_of).is_none()) {
-                    return Err(compile_error(path, Some(name.unwrap_or(""))));
-                }
-            }
+            // An object literal would always be true (one of one member is an
+            // operator, checked by `compile`).
+            Value::Object(m) if m.len() != 1 => return Err(literal_guard(path)),
             Value::String(name) => return Err(named_guard(path, name)),
             _ => {}
         }
@@ -420,16 +449,27 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
         .map_err(|s| Error::new(Code::ExpressionFailed, format!("expression failed: {}", s.message())))
 }
 
-/// The compiler's errors: an unknown operator at the top of a guard, or (no
-/// operator) nesting too deep. One function for both, so that it has two
-/// callers and is not inlined back into either by wasm-opt.
+/// The compiler's errors: an unknown operator (an object of one member not
+/// named as one), or (no operator) nesting too deep. One function for both,
+/// so that it has two callers and is not inlined back into either by wasm-opt.
 #[cold]
 #[inline(never)]
 fn compile_error(path: &str, operator: Option<&str>) -> Error {
     match operator {
-        Some(name) => Error::at(Code::InvalidExpression, path, format!("unknown JSONLogic operator \"{name}\"")),
+        Some(name) => Error::at(
+            Code::InvalidExpression,
+            path,
+            format!("unknown operator \"{name}\" (an object of one member is an operator; write data as {{\"preserve\": {{\"{name}\": ...}}}})"),
+        ),
         None => Error::at(Code::NestingTooDeep, path, "expression is nested too deeply"),
     }
+}
+
+/// A guard that is an object literal, which would always be true.
+#[cold]
+#[inline(never)]
+fn literal_guard(path: &str) -> Error {
+    Error::at(Code::InvalidExpression, path, "a guard is an operator, not an object literal (which is always true)")
 }
 
 /// A guard given as a name (an XState named guard), refused with a hint.
@@ -463,10 +503,23 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
             if !nodes.iter().all(|n| matches!(n, Node::Lit(_))) {
                 return Ok(Node::Array(nodes));
             }
+            // The items' values, which are not the items as written where
+            // one is `preserve`.
+            let values = nodes.into_iter().filter_map(|n| if let Node::Lit(v) = n { Some(v) } else { None }).collect();
+            return Ok(Node::Lit(Value::Array(values)));
         }
         Value::Object(m) => {
             let mut members = crate::machine::members(m);
             if let (Some((name, args)), None) = (members.next(), members.next()) {
+                if name == PRESERVE {
+                    return Ok(Node::Lit(cloned(args)));
+                }
+                if name == EACH_KEY {
+                    return match args {
+                        Value::Object(m) => template(m, path, depth),
+                        _ => Err(Error::at(Code::InvalidExpression, path, "eachKey takes an object, each member's value an expression")),
+                    };
+                }
                 if name == IN_STATE {
                     return match args {
                         Value::String(s) => Ok(Node::InState(s.clone(), Vec::new())),
@@ -485,20 +538,33 @@ fn compile(rule: &Value, path: &str, depth: usize) -> Result<Node> {
                     }
                     return Ok(Node::Op(op, f, args));
                 }
+                return Err(compile_error(path, Some(name)));
             }
-            let mut fields = Vec::new();
-            for (k, v) in crate::machine::members(m) {
-                fields.push((k.clone(), compile(v, path, depth + 1)?));
-            }
-            if !fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
-                return Ok(Node::Object(fields));
-            }
+            return template(m, path, depth);
         }
         _ => {}
     }
-    // A literal, or an array or object of literals: the value as written,
-    // cloned in one place.
+    // A scalar: the value as written.
     Ok(Node::Lit(cloned(rule)))
+}
+
+/// An object whose members' values are expressions (the members of
+/// `eachKey`, or an object of two or more members): a literal when they all are.
+fn template(m: &Map<String, Value>, path: &str, depth: usize) -> Result<Node> {
+    let mut fields = Vec::new();
+    for (k, v) in crate::machine::members(m) {
+        fields.push((k.clone(), compile(v, path, depth + 1)?));
+    }
+    if fields.iter().all(|(_, n)| matches!(n, Node::Lit(_))) {
+        let mut lit = Map::new();
+        for (k, n) in fields {
+            if let Node::Lit(v) = n {
+                lit.insert(k, v);
+            }
+        }
+        return Ok(Node::Lit(Value::Object(lit)));
+    }
+    Ok(Node::Object(fields))
 }
 
 /// `v.clone()` out of line: `Value::clone` is inlined where it is called, and

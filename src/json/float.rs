@@ -89,7 +89,7 @@ fn is_decimal_literal(t: &[u8]) -> bool {
 
 /// JavaScript's WhiteSpace and LineTerminator (Rust's `char::is_whitespace`
 /// also has U+0085 and lacks U+FEFF).
-fn is_js_space(c: char) -> bool {
+pub fn is_js_space(c: char) -> bool {
     matches!(
         c,
         '\t' | '\n'

@@ -1,3 +1,4 @@
+import { strictly } from "./jsonlogic.mjs";
 import { firstDifference, runXState } from "./runner.mjs";
 import { documentOrderXState } from "./xstate-document-order.mjs";
 
@@ -24,7 +25,36 @@ export const DOCUMENTED = [
     applies: (microsteps, kase, _step, _rerun, result) =>
       microsteps.some((m) => m.transitions.some((t) => t.eventless)) && Boolean(result) && agreesInDocumentOrder(kase, result.idem),
   },
+  {
+    name: "nan-where-idem-refuses",
+    reason:
+      "JSONLogic's reference (json-logic-js), which evaluates the XState side's expressions, gives NaN for `+` on a " +
+      "value that is not a number, such as a payload field the event does not carry or a raised event without a " +
+      "payload, and XState stores that NaN in the context; idem never makes a number up: arithmetic on a missing " +
+      "value, null, a boolean, an array, an object or a string that is not a number fails the event " +
+      "(`expression_failed`), which is rejected and writes nothing (docs/expressions.md).",
+    // idem refused the event with expression_failed where XState stored a NaN, and XState with
+    // idem's arithmetic (jsonlogic.mjs `strictly`) agrees with idem up to that step and fails
+    // there: the arithmetic on a value that is not a number is the whole disagreement.
+    applies: (_microsteps, kase, step, _rerun, result) => Boolean(result) && refusedWhereXStateStoredNaN(kase, step, result),
+  },
 ];
+
+/** Whether idem refused step `at` of `result` where XState stored a NaN, and that alone. */
+function refusedWhereXStateStoredNaN(kase, at, result) {
+  if (result.idem[at]?.error !== "expression_failed" || !holdsNaN(result.xstate.steps[at]?.context)) return false;
+  const strict = strictly(() => runXState(kase.def, kase.events));
+  const failed = strict.steps.findIndex((s) => s.error);
+  return failed === at && strict.steps[at].error.includes("expression_failed") &&
+    firstDifference(result.idem.slice(0, at), strict.steps.slice(0, at)) === null;
+}
+
+/** Whether a NaN is anywhere in `v`. */
+function holdsNaN(v) {
+  if (typeof v === "number") return Number.isNaN(v);
+  if (v !== null && typeof v === "object") return Object.values(v).some(holdsNaN);
+  return false;
+}
 
 /** Whether XState, taking eventless transitions in document order, agrees with idem's trace `idem` on `kase`. */
 function agreesInDocumentOrder(kase, idem) {

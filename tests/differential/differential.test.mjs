@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { DOCUMENTED, documented } from "./differences.mjs";
+import { strictly } from "./jsonlogic.mjs";
 import { firstDifference, loadIdem, runCase, runIdem, runXState } from "./runner.mjs";
 import { describe as report, runMany } from "./run.mjs";
 
@@ -18,7 +19,7 @@ const dir = new URL("./regressions/", import.meta.url);
 const regressions = readdirSync(dir).filter((f) => f.endsWith(".json")).sort()
   .map((f) => ({ file: f, ...JSON.parse(readFileSync(new URL(f, dir), "utf8")) }));
 
-const trace = (steps) => steps.map((s) => ({ taken: s.taken, value: s.value, context: s.context }));
+const trace = (steps) => steps.map((s) => ({ taken: s.taken, value: s.value, context: s.context, ...(s.error ? { error: s.error } : {}) }));
 
 for (const c of regressions.filter((c) => !c.documented)) {
   test(`regression ${c.file} (issue ${c.issue})`, () => {
@@ -97,6 +98,30 @@ test("the region-order difference across microsteps excuses only the other trans
     { ...step, context: { ...step.context, n: 1 } },
   ];
   for (const w of wrong) assert.equal(judged([w]), null, `excused a wrong trace: ${JSON.stringify(w.context)}`);
+});
+
+test("the NaN difference excuses only idem's refusal where XState stored a NaN", () => {
+  // nan-where-idem-refuses-raised: TICK, raised by GO without a payload, adds event.payload.k to n.
+  const c = regressions.find((x) => x.file === "nan-where-idem-refuses-raised.json");
+  const judged = (trace, xs = runXState(c.def, c.events)) => {
+    const idem = trace.map((e) => ({ status: e.error ? "rejected" : e.taken ? "applied" : "ignored", ...e }));
+    const difference = firstDifference(idem, xs.steps);
+    assert.ok(difference, "XState agrees with the trace: nothing to excuse");
+    return documented({ idem, xstate: xs, difference }, c, runCase)?.name ?? null;
+  };
+  assert.equal(judged(c.expected), "nan-where-idem-refuses");
+  const [first, refused] = c.expected;
+  assert.equal(refused.error, "expression_failed");
+  const wrong = [
+    [first, { ...refused, error: "microstep_limit" }], // refused for another reason
+    [{ ...first, context: { ...first.context, n: 5 } }, refused], // a step before it already differs
+    [first, { taken: true, value: refused.value, context: { ...refused.context, n: 2 } }], // counted the missing value as 0
+  ];
+  for (const w of wrong) assert.equal(judged(w), null, `excused a wrong trace: ${JSON.stringify(w)}`);
+  // XState with idem's arithmetic fails where it stored the NaN: no NaN stored, nothing to excuse.
+  const strict = strictly(() => runXState(c.def, c.events));
+  assert.match(strict.steps[1].error, /expression_failed/);
+  assert.equal(judged(c.expected, strict), null);
 });
 
 test("the comparison sees a difference in value, context and taken", () => {

@@ -139,7 +139,8 @@ export function generateCase(seed, options = {}) {
     if (progress) {
       const g = r.chance(0.5) ? guard(external || r.chance(0.5) ? "event" : "initial") : null;
       t.guard = g ? { and: [{ "<": [ctx("n"), BOUND] }, g] } : { "<": [ctx("n"), BOUND] };
-      t.actions = [log(label), bump(1)];
+      // Sometimes by the event's `k` (and one more, so that `n` still grows): a raised event has no payload.
+      t.actions = [log(label), bump(r.chance(0.2) ? { "+": [{ var: "event.payload.k" }, 1] } : 1)];
       if (f.has("raise") && r.chance(0.15)) t.actions.push({ raise: { type: r.pick(INTERNAL) } });
     } else {
       if (r.chance(0.4)) t.guard = guard("event");
@@ -207,7 +208,7 @@ export function generateCase(seed, options = {}) {
   }
   const alphabet = [...types].sort();
   const events = [];
-  for (let i = r.int(1, options.maxEvents ?? 10); i > 0; i--) events.push({ type: r.pick(alphabet), payload: { k: r.int(0, 3) } });
+  for (let i = r.int(1, options.maxEvents ?? 10); i > 0; i--) events.push({ type: r.pick(alphabet), ...(r.chance(0.85) ? { payload: { k: r.int(0, 3) } } : {}) });
   return { def: order(def), events };
 }
 

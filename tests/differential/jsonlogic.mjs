@@ -1,6 +1,10 @@
-// The JSONLogic subset the generator writes, evaluated the way idem's `src/engine/expr.rs` does, so that
-// the XState side of the comparison runs the very expressions idem runs. `in_state` is not
-// evaluated here: guards that use it are turned into XState's `stateIn` by the adapter.
+// The JSONLogic subset the generator writes, evaluated for the XState side of the comparison as
+// JSONLogic's reference, json-logic-js, evaluates it: where idem refuses arithmetic on a value that
+// is not a number (a missing payload field, null), json-logic-js's `+` gives NaN, which XState
+// then stores (the documented difference `nan-where-idem-refuses`, differences.mjs). `strictly(run)`
+// evaluates as idem does instead, throwing there, which is how that difference is proved to be the
+// whole disagreement. `in_state` is not evaluated here: guards that use it are turned into XState's
+// `stateIn` by the adapter.
 
 /** JSONLogic truthiness (as `expr::truthy`): null, false, 0, NaN, "" and [] are false. */
 export function truthy(v) {
@@ -26,7 +30,7 @@ function lookup(data, path, fallback) {
 /** Every operator idem knows (`src/engine/expr.rs`) and the state test: never an object literal. */
 const IDEM_OPS = new Set(["var", "missing", "missing_some", "if", "?:", "==", "===", "!=", "!==", "!", "!!", "or",
   "and", ">", ">=", "<", "<=", "max", "min", "+", "-", "*", "/", "%", "map", "filter", "reduce", "all", "none", "some",
-  "merge", "in", "cat", "substr", "in_state"]);
+  "merge", "in", "cat", "substr", "in_state", "preserve", "eachKey"]);
 
 const OPS = {
   var: (data, args) => lookup(data, evaluate(args[0], data), args.length > 1 ? evaluate(args[1], data) : null),
@@ -49,9 +53,11 @@ const OPS = {
     for (const x of a) { v = evaluate(x, d); if (truthy(v)) return v; }
     return v;
   },
-  "+": (d, a) => a.reduce((s, x) => s + Number(evaluate(x, d)), 0),
-  "-": (d, a) => (a.length === 1 ? -Number(evaluate(a[0], d)) : Number(evaluate(a[0], d)) - Number(evaluate(a[1], d))),
-  "%": (d, a) => Number(evaluate(a[0], d)) % Number(evaluate(a[1], d)),
+  // As json-logic-js: `+` reads each argument with parseFloat (null, a missing value: NaN), `-`
+  // and `%` with JavaScript's own operators (null counts as 0).
+  "+": (d, a) => a.reduce((s, x) => s + parseFloat(operand(evaluate(x, d))), 0),
+  "-": (d, a) => (a.length === 1 ? -operand(evaluate(a[0], d)) : operand(evaluate(a[0], d)) - operand(evaluate(a[1], d))),
+  "%": (d, a) => operand(evaluate(a[0], d)) % operand(evaluate(a[1], d)),
   merge: (d, a) => a.flatMap((x) => { const v = evaluate(x, d); return Array.isArray(v) ? v : [v]; }),
   cat: (d, a) => a.map((x) => { const v = evaluate(x, d); return v === null ? "" : String(v); }).join(""),
   in: (d, a) => {
@@ -60,6 +66,29 @@ const OPS = {
     return Array.isArray(hay) && hay.includes(needle);
   },
 };
+
+let strict = false;
+
+/**
+ * Run `run` with arithmetic evaluated as idem evaluates it: an operand that is not a number, or a
+ * string that is not one, throws (idem's `expression_failed`), as does a result that is not finite.
+ */
+export function strictly(run) {
+  strict = true;
+  try {
+    return run();
+  } finally {
+    strict = false;
+  }
+}
+
+/** An arithmetic operand: as it is, or (under `strictly`) a number, or an error. */
+function operand(v) {
+  if (!strict) return v;
+  const n = typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : NaN;
+  if (!Number.isFinite(n)) throw new Error(`expression_failed: arithmetic on ${JSON.stringify(v) ?? "a missing value"}`);
+  return n;
+}
 
 /** `<` and `<=` take two arguments, or three ("between"). */
 function compareChain(d, a, cmp) {
@@ -72,17 +101,20 @@ export function evaluate(expr, data) {
   if (Array.isArray(expr)) return expr.map((x) => evaluate(x, data));
   if (!isOperator(expr)) {
     if (expr !== null && typeof expr === "object") {
-      // idem's extension: an object literal whose values are expressions.
+      // idem's extension: an object of two or more members is built from its members' expressions.
       return Object.fromEntries(Object.entries(expr).map(([k, v]) => [k, evaluate(v, data)]));
     }
     return expr;
   }
   const [op] = Object.keys(expr);
+  const raw = expr[op];
+  // `preserve`: data, not evaluated; `eachKey`: an object built from expressions (json-logic-engine's).
+  if (op === "preserve") return raw;
+  if (op === "eachKey") return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, evaluate(v, data)]));
   const fn = OPS[op];
   if (!fn) {
-    if (IDEM_OPS.has(op)) throw new Error(`jsonlogic: operator "${op}" is not in the differential test's subset`);
-    return Object.fromEntries(Object.entries(expr).map(([k, v]) => [k, evaluate(v, data)]));
+    // idem refuses an unknown operator on load; one it knows is not written by the generator.
+    throw new Error(`jsonlogic: operator "${op}" is ${IDEM_OPS.has(op) ? "not in the differential test's subset" : "unknown"}`);
   }
-  const raw = expr[op];
   return fn(data, Array.isArray(raw) ? raw : [raw]);
 }

@@ -131,7 +131,7 @@ scenario("raise-and-initial-step", {
   id: "m", initial: "boot", context: { n: 0 },
   states: {
     boot: { always: "ready" },
-    ready: { on: { START: { target: "running", actions: [{ raise: { type: "TICK", payload: { by: 2 } } }, { raise: { type: "TICK", payload: { by: 3 } } }] } } },
+    ready: { on: { START: { target: "running", actions: [{ raise: { type: "TICK", payload: { preserve: { by: 2 } } } }, { raise: { type: "TICK", payload: { preserve: { by: 3 } } } }] } } },
     running: { on: { TICK: { actions: [{ assign: { n: { "+": [{ var: "context.n" }, { var: "event.payload.by" }] } } }] } },
       always: { guard: { ">=": [{ var: "context.n" }, 5] }, target: "done" } },
     done: { type: "final" },

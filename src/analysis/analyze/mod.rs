@@ -57,7 +57,7 @@
 //! | `identity_guarded` | info | the event is accepted again, but only through transitions guarded by an identified set |
 //! | `reaccept_unconfirmed` | info | the event is accepted again, yet no repeat within the bounds changes anything |
 //! | `unrepresentable` | warning / info | (XState import) something that cannot be expressed as data |
-//! | `unvalidated_payload` | warning | an assign does arithmetic on a payload field no schema declares numeric (src/analysis/unvalidated.rs) |
+//! | `unvalidated_payload` | warning | an assign does arithmetic on a payload field no schema declares numeric and required, or a raise of the event does not give (src/analysis/unvalidated.rs) |
 
 mod exprs;
 mod findings;

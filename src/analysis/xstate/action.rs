@@ -19,7 +19,9 @@
 //! - a send to another actor (`to: "#_parent"` or an actor's name) as an effect
 //!   `xstate.send` carrying `to` and the event: idem has no other actors, and the
 //!   host that runs the effect can deliver it;
-//! - `assign` of literal values as idem's `assign`. A value computed by a
+//! - `assign` of literal values as idem's `assign`, and the payloads of sent,
+//!   raised and emitted events as data: a value that holds an object is written
+//!   `{"preserve": ...}`, so that no object in it reads as an operator. A value computed by a
 //!   function is lost in JSON before the import sees it: the diagnostic of each
 //!   assign says so, and an assign left with no value is an opaque effect;
 //! - `emit` (XState 5) as an effect of the emitted event's type, its other
@@ -293,6 +295,7 @@ impl Importer {
                 let mut carried = Map::new();
                 carried.insert("to".into(), json!(target));
                 carried.insert("event".into(), Value::Object(ev));
+                let carried = quoted(Value::Object(carried));
                 self.diag(
                     Severity::Warning,
                     spath,
@@ -320,8 +323,8 @@ impl Importer {
         modelled
     }
 
-    /// `assign({ field: <literal>, ... })` as idem's `assign`; a value that is
-    /// a function is lost in JSON, and one that would read as an expression is left out.
+    /// `assign({ field: <literal>, ... })` as idem's `assign`, each value
+    /// [`quoted`]; a value that is a function is lost in JSON.
     fn assign(&mut self, o: &Map<String, Value>, path: &str, spath: &str, event: Option<&str>) -> Value {
         let fields = match o.get("assignment") {
             Some(Value::Object(fields)) if !fields.is_empty() => fields,
@@ -340,21 +343,7 @@ impl Importer {
         };
         let mut kept = Map::new();
         for (field, v) in fields {
-            if literal(v) {
-                kept.insert(field.clone(), v.clone());
-            } else {
-                self.diag(
-                    Severity::Warning,
-                    spath,
-                    event,
-                    &format!("{path}.assignment.{field}"),
-                    format!("the value {v} of `{field}` would read as a JSONLogic expression, not as the literal XState assigns; left out"),
-                    "Write this assign as idem data, the value quoted in an object of several members or computed.",
-                );
-            }
-        }
-        if kept.is_empty() {
-            return opaque("xstate.assign");
+            kept.insert(field.clone(), quoted(v.clone()));
         }
         let names: Vec<&str> = kept.keys().map(String::as_str).collect();
         self.diag(
@@ -386,7 +375,7 @@ impl Importer {
                 let mut effect = Map::new();
                 effect.insert("type".into(), json!(ty));
                 if !payload.is_empty() {
-                    effect.insert("payload".into(), Value::Object(payload));
+                    effect.insert("payload".into(), quoted(Value::Object(payload)));
                 }
                 json!({ "effect": effect })
             }
@@ -441,15 +430,12 @@ fn opaque(name: &str) -> Value {
     json!({ "effect": { "type": name } })
 }
 
-/// An event written out: its type and its other members (the payload, read
-/// by idem as an expression), or why it cannot be read.
+/// An event written out: its type and its other members (the payload, data
+/// that idem reads as it is, [`quoted`]), or why it cannot be read.
 fn event_of(v: Option<&Value>) -> Result<(String, Map<String, Value>), &'static str> {
     let e = v.and_then(Value::as_object).ok_or("the event is computed by a function")?;
     let ty = e.get("type").and_then(Value::as_str).filter(|t| !t.is_empty()).ok_or("the event has no type")?;
     let payload: Map<String, Value> = e.iter().filter(|(k, _)| k.as_str() != "type").map(|(k, v)| (k.clone(), v.clone())).collect();
-    if !payload.values().all(literal) {
-        return Err("a member of the event would read as a JSONLogic expression, not as the value XState sends");
-    }
     Ok((ty.to_string(), payload))
 }
 
@@ -457,17 +443,26 @@ fn raise_of(ty: String, payload: Map<String, Value>) -> Value {
     let mut r = Map::new();
     r.insert("type".into(), Value::String(ty));
     if !payload.is_empty() {
-        r.insert("payload".into(), Value::Object(payload));
+        r.insert("payload".into(), quoted(Value::Object(payload)));
     }
     json!({ "raise": r })
 }
 
-/// Whether idem reads `v`, as an expression, as the value it is: no object
-/// in it has a single member named like an operator (`{ "max": 3 }`).
-pub(super) fn literal(v: &Value) -> bool {
-    match v {
-        Value::Array(items) => items.iter().all(literal),
-        Value::Object(o) => !(o.len() == 1 && o.keys().all(|k| crate::expr::is_operator(k))) && o.values().all(literal),
-        _ => true,
+/// A value XState gives as data, written as an idem expression that is that
+/// value: as it is when it holds no object, else in `{"preserve": ...}`, so
+/// that no object in it reads as an operator (`{ "max": 3 }`) or is refused as
+/// an unknown one (`{ "step": 2 }`).
+pub(super) fn quoted(v: Value) -> Value {
+    fn holds_object(v: &Value) -> bool {
+        match v {
+            Value::Object(_) => true,
+            Value::Array(items) => items.iter().any(holds_object),
+            _ => false,
+        }
+    }
+    if holds_object(&v) {
+        json!({ (crate::expr::PRESERVE): v })
+    } else {
+        v
     }
 }

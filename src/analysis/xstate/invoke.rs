@@ -129,7 +129,7 @@ impl Importer {
         let mut effect = Map::new();
         effect.insert("type".into(), json!(ty));
         if let Some(payload) = payload {
-            effect.insert("payload".into(), payload);
+            effect.insert("payload".into(), super::action::quoted(payload));
         }
         out.entry.push(json!({ "assign": { field.clone(): { "var": "event.id" } } }));
         out.entry.push(json!({ "effect": effect }));

@@ -38,7 +38,8 @@
 //! - a wildcard (`"*"`, `"mouse.*"`) becomes each event the machine names that it
 //!   matches (see [`events`]);
 //! - `output` (XState 5) or `data` (XState 4) of a final state becomes the
-//!   state's `output` when it is a literal: its parent's done event carries it
+//!   state's `output` when it is a literal (quoted with `preserve` when it holds
+//!   an object, so that idem reads it as the data it is): its parent's done event carries it
 //!   as `event.payload.output` (XState: `event.output`); a function is lost in
 //!   JSON, and a final state of the machine has no done event to carry it.
 //!
@@ -558,15 +559,9 @@ impl Importer {
     /// A final state's `output` (XState 5) or `data` (XState 4): its done
     /// data, carried by the parent's done event as `event.payload.output`.
     fn output(&mut self, k: &str, val: &Value, path: &str, spath: &str) -> Option<Value> {
-        let left_out = if !spath.contains('.') {
-            Some((Severity::Info, format!("`{k}` of a final state of the machine is carried by no done event (the process ends); left out")))
-        } else if !action::literal(val) {
-            Some((Severity::Warning, format!("`{k}` {val} would read as a JSONLogic expression, not as the value XState gives; left out")))
-        } else {
-            None
-        };
-        if let Some((severity, message)) = left_out {
-            self.diag(severity, spath, None, path, message, "");
+        if !spath.contains('.') {
+            let message = format!("`{k}` of a final state of the machine is carried by no done event (the process ends); left out");
+            self.diag(Severity::Info, spath, None, path, message, "");
             return None;
         }
         if k == "data" {
@@ -574,7 +569,7 @@ impl Importer {
                            (XState 4: `event.data`); a value computed by a function is lost in JSON before the import sees it";
             self.diag(Severity::Info, spath, None, path, message.to_string(), "");
         }
-        Some(val.clone())
+        Some(action::quoted(val.clone()))
     }
 
     /// XState's initial transition written as an object (`initial: { target }`,

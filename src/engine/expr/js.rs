@@ -24,6 +24,47 @@ pub(super) fn to_number(v: &Value) -> f64 {
     }
 }
 
+/// What an arithmetic operand is when it is not a number, for the error that
+/// names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Null,
+    Bool,
+    Array,
+    Object,
+    /// A string that is empty, blank, or not a number JavaScript reads.
+    Text,
+}
+
+impl Kind {
+    pub(super) fn describe(self) -> &'static str {
+        match self {
+            Kind::Null => "null (a missing value reads as null)",
+            Kind::Bool => "a boolean",
+            Kind::Array => "an array",
+            Kind::Object => "an object",
+            Kind::Text => "a string that is not a number",
+        }
+    }
+}
+
+/// An operand of arithmetic (`+ - * / % min max`) as a number: a number, or a
+/// string JavaScript reads as one (`"19.99"`, `" 5 "`, `"1e2"`, `"0x1F"`).
+/// Where JSONLogic's `ToNumber` makes a number up (null, `""`, `false` and
+/// `[]` count as 0, `true` as 1, `[5]` as 5) or gives `NaN`, this refuses,
+/// so that a missing payload field fails the event instead of counting as 0.
+pub(super) fn operand(v: &Value) -> std::result::Result<f64, Kind> {
+    match v {
+        Value::Number(n) => n.as_f64().ok_or(Kind::Text),
+        Value::String(s) if s.trim_matches(crate::float::is_js_space).is_empty() => Err(Kind::Text),
+        Value::String(s) => Some(crate::float::js_string_to_number(s)).filter(|f| !f.is_nan()).ok_or(Kind::Text),
+        Value::Null => Err(Kind::Null),
+        Value::Bool(_) => Err(Kind::Bool),
+        Value::Array(_) => Err(Kind::Array),
+        Value::Object(_) => Err(Kind::Object),
+    }
+}
+
 /// JavaScript `ToString`.
 pub(super) fn to_js_string(v: &Value) -> String {
     match v {
@@ -210,12 +251,21 @@ pub(super) fn loose_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// JavaScript relational comparison: strings compare as strings, the rest as numbers.
+/// JavaScript relational comparison: arrays and objects become their strings
+/// first (`ToPrimitive`: `[]` is `""`, `[5]` is `"5"`); two strings compare as
+/// strings, anything else as numbers.
 pub(super) fn less(a: &Value, b: &Value, or_equal: bool) -> bool {
-    if let (Value::String(x), Value::String(y)) = (a, b) {
+    fn primitive(v: &Value) -> Cow<'_, Value> {
+        match v {
+            Value::Array(_) | Value::Object(_) => Cow::Owned(Value::String(to_js_string(v))),
+            _ => Cow::Borrowed(v),
+        }
+    }
+    let (a, b) = (primitive(a), primitive(b));
+    if let (Value::String(x), Value::String(y)) = (&*a, &*b) {
         return if or_equal { x <= y } else { x < y };
     }
-    let (x, y) = (to_number(a), to_number(b));
+    let (x, y) = (to_number(&a), to_number(&b));
     if or_equal {
         x <= y
     } else {

@@ -30,9 +30,17 @@ impl<'a> Args<'a, '_> {
         self.nodes.iter().map(|n| own(self.eval(n)?, self.budget)).collect()
     }
 
-    /// Each argument as a number, in order, stopping at the first that fails (as `all`).
-    fn numbers(&self) -> impl Iterator<Item = std::result::Result<f64, Stop>> + '_ {
-        self.nodes.iter().map(|n| self.eval(n).map(|v| to_number(&v)))
+    /// Each argument of arithmetic operator `op` as a number ([`operand`]),
+    /// in order, stopping at the first that fails to evaluate or is not a number.
+    fn numbers(&self, op: Op) -> std::result::Result<Vec<f64>, Stop> {
+        (0..self.nodes.len()).map(|i| self.number(op, i)).collect()
+    }
+
+    /// Argument `i` of arithmetic operator `op` as a number; a missing
+    /// argument is null, and fails as null does.
+    fn number(&self, op: Op, i: usize) -> std::result::Result<f64, Stop> {
+        let v = self.arg(i)?;
+        operand(&v).map_err(|kind| Stop::NotNumeric(op, i.min(u8::MAX as usize) as u8, kind))
     }
 }
 
@@ -138,8 +146,8 @@ pub(super) fn op_test<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
 pub(super) fn op_arith<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
     let r = match op {
         Op::Max | Op::Min => {
-            let nums = a.numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
-            if nums.is_empty() || nums.iter().any(|n| n.is_nan()) {
+            let nums = a.numbers(op)?;
+            if nums.is_empty() {
                 return Err(Stop::NotANumber);
             }
             if op == Op::Max {
@@ -148,21 +156,20 @@ pub(super) fn op_arith<'a>(op: Op, a: Args<'a, '_>) -> Eval<'a> {
                 nums.into_iter().fold(f64::INFINITY, f64::min)
             }
         }
-        Op::Add => a.numbers().sum::<std::result::Result<f64, Stop>>()?,
-        Op::Mul => a.numbers().product::<std::result::Result<f64, Stop>>()?,
-        Op::Sub => {
-            let vals = a.numbers().collect::<std::result::Result<Vec<f64>, Stop>>()?;
-            match vals.as_slice() {
-                [x] => -x,
-                [x, y, ..] => x - y,
-                [] => f64::NAN,
-            }
-        }
-        Op::Div => to_number(&*a.arg(0)?) / to_number(&*a.arg(1)?),
-        _ => rem(to_number(&*a.arg(0)?), to_number(&*a.arg(1)?)),
+        Op::Add => a.numbers(op)?.into_iter().sum(),
+        Op::Mul => a.numbers(op)?.into_iter().product(),
+        // `-` reads its first two arguments, as JSONLogic's does.
+        Op::Sub => match a.nodes.len() {
+            0 => f64::NAN,
+            1 => -a.number(op, 0)?,
+            _ => a.number(op, 0)? - a.number(op, 1)?,
+        },
+        Op::Div => a.number(op, 0)? / a.number(op, 1)?,
+        _ => rem(a.number(op, 0)?, a.number(op, 1)?),
     };
-    // Not JSONLogic's `null`/`NaN`: a result that is not a finite number fails
-    // the evaluation (ARCHITECTURE.md, src/expr.rs).
+    // Not JSONLogic's `null`/`NaN`: an operand that is not a number, or a
+    // result that is not a finite number, fails the evaluation
+    // (docs/expressions.md).
     if !r.is_finite() {
         return Err(Stop::NotANumber);
     }
@@ -271,7 +278,11 @@ pub(super) fn op_in<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
 pub(super) fn op_cat<'a>(_: Op, a: Args<'a, '_>) -> Eval<'a> {
     let mut s = String::with_capacity(32);
     for n in a.nodes {
-        push_js_string(&*a.eval(n)?, &mut s);
+        // As json-logic-js's `cat` (JavaScript's `join`): null, a missing value, is "", not "null".
+        match &*a.eval(n)? {
+            Value::Null => {}
+            v => push_js_string(v, &mut s),
+        }
     }
     charge(a.budget, s.len() / 16)?;
     Ok(Cow::Owned(Value::String(s)))
