@@ -103,6 +103,7 @@ export const STATUS_BY_CODE = {
   unsupported_snapshot_format: 500,
   wrong_machine: 500,
   missing_state: 500,
+  internal_error: 500,
 };
 
 const TITLES = {
