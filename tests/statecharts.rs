@@ -289,7 +289,7 @@ fn a_configuration_that_is_not_one_is_an_internal_error() {
         ("s1.s2.s3 is a compound state without exactly one active child", whole.iter().copied().filter(|&s| s != path("s1.s2.s3.s6")).collect()),
         ("the machine is not active", whole[1..].to_vec()),
         ("s1.s2.s3.h8 is a history state and active", { let mut c = whole.clone(); c.push(path("s1.s2.s3.h8")); c.sort(); c }),
-        ("s1.s2.s3.s6 is listed out of document order", { let mut c = whole.clone(); c.swap(4, 5); c }),
+        ("s1.s2.s9 is followed by a state out of document order", { let mut c = whole.clone(); c.swap(4, 5); c }),
         ("s1.s2.s3.s6 is active but its parent is not", vec![path(""), path("s1"), path("s1.s2"), path("s1.s2.s3.s6"), path("s1.s2.s9")]),
         ("the machine is not active", vec![]),
     ];
@@ -399,4 +399,43 @@ fn an_initial_history_state_needs_a_default_target_and_several_must_lie_in_diffe
         "states.p.states.h.target",
         "not in different regions of a parallel state",
     );
+}
+
+#[test]
+fn a_history_record_that_restores_no_configuration_is_refused_on_load() {
+    let m = machine(json!({
+        "id": "h", "initial": "work",
+        "states": {
+            "work": { "initial": "a", "on": { "PAUSE": "paused" }, "states": {
+                "a": {}, "b": { "initial": "b1", "states": { "b1": {}, "b2": {} } },
+                "hist": { "type": "history" }, "deep": { "type": "history", "history": "deep" } } },
+            "paused": { "on": { "RESUME": "#h.work.hist" } } }
+    }));
+    let paused = m.config_of_value(&json!("paused")).unwrap();
+    let with = |record: Value| {
+        let mut s = idem::Snapshot::initial(&m, &paused);
+        s.history = record.as_object().unwrap().clone();
+        s.encode_from().0
+    };
+    let resume = json!({ "id": "e1", "type": "RESUME" });
+    // What the engine records: one child (shallow), every atomic descendant (deep).
+    for ok in [json!({ "work.hist": ["work.b"] }), json!({ "work.deep": ["work.b.b2"] }), json!({ "work.hist": ["work.a"], "work.deep": ["work.a"] })] {
+        let o = m.reduce_in("h-1", Some(&with(ok.clone())), &resume, T0);
+        assert_eq!(o.status, Status::Applied, "{ok}: {:?}", o.error);
+    }
+    // Two children of one compound state, a state outside the parent, the parent itself, nothing.
+    for forged in [
+        json!({ "work.hist": ["work.a", "work.b"] }),
+        json!({ "work.deep": ["work.b.b1", "work.b.b2"] }),
+        json!({ "work.hist": ["paused"] }),
+        json!({ "work.hist": ["work"] }),
+        json!({ "work.hist": ["work.deep"] }),
+        json!({ "work.hist": [] }),
+    ] {
+        let text = with(forged.clone());
+        let e = idem::inspect(&m, &text).unwrap_err();
+        assert_eq!(e.code, Code::InvalidSnapshot, "{forged}: {e}");
+        let o = m.reduce_in("h-1", Some(&text), &resume, T0);
+        assert_eq!((o.status, o.error.map(|e| e.code)), (Status::Rejected, Some(Code::InvalidSnapshot)), "{forged}");
+    }
 }

@@ -695,7 +695,7 @@ impl Entry<'_, '_> {
     }
 
     /// The regions of parallel state `p` that nothing entered yet, by default.
-    fn enter_missing_regions(&self, p: StateIdx, out: &mut Vec<StateIdx>) {
+    pub fn enter_missing_regions(&self, p: StateIdx, out: &mut Vec<StateIdx>) {
         let m = self.m;
         for c in m.regions(p) {
             if !out.iter().any(|&e| m.is_descendant(e, c)) {

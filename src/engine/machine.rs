@@ -373,43 +373,50 @@ impl Machine {
     /// input (`internal_error`): `reduce` checks it before it encodes a
     /// snapshot, so a configuration it could not read back is never written.
     pub fn check_configuration(&self, config: &[StateIdx], value: &Value) -> Result<()> {
-        let active = |s: StateIdx| config.binary_search(&s).is_ok();
         let fault = |s: StateIdx, what: &str| {
             let name = if s == self.root() { "the machine" } else { &self.states[s].path };
             Err(Error::new(Code::InternalError, format!("the engine reached a configuration it cannot write: {name} {what} (the event was not applied)")))
         };
-        if config.first() != Some(&self.root()) {
-            return fault(self.root(), "is not active");
-        }
-        // Sorted first: `active` searches it.
-        if let Some(w) = config.windows(2).find(|w| w[0] >= w[1]) {
-            return fault(w[1], "is listed out of document order");
-        }
-        if let Some(&s) = config.last().filter(|&&s| s >= self.states.len()) {
-            return Err(Error::new(Code::InternalError, format!("the engine reached a configuration with unknown state {s}")));
-        }
-        // Closed under parents and free of history states first, then each state's children.
-        for &s in config {
-            if self.states[s].parent.is_some_and(|p| !active(p)) {
-                return fault(s, "is active but its parent is not");
-            }
-            if self.states[s].kind == Kind::History {
-                return fault(s, "is a history state and active");
-            }
-        }
-        for &s in config {
-            match self.states[s].kind {
-                Kind::Compound if self.regions(s).filter(|&c| active(c)).count() != 1 => {
-                    return fault(s, "is a compound state without exactly one active child")
-                }
-                Kind::Parallel if !self.regions(s).all(active) => return fault(s, "is a parallel state with a region that is not active"),
-                _ => {}
-            }
+        if let Some((s, what)) = self.misfit(config, self.root()) {
+            return fault(s, what);
         }
         if self.config_of_value(value).as_deref() != Some(config) {
             return fault(self.root(), "has a state value that does not name its configuration");
         }
         Ok(())
+    }
+
+    /// What keeps `states` (in document order) from being the active states at
+    /// and below `top` (the whole configuration when `top` is the machine): a
+    /// state and what is wrong with it, or `None`.
+    pub(crate) fn misfit(&self, states: &[StateIdx], top: StateIdx) -> Option<(StateIdx, &'static str)> {
+        let active = |s: StateIdx| states.binary_search(&s).is_ok();
+        if states.first() != Some(&top) {
+            return Some((top, "is not active"));
+        }
+        // Sorted first: `active` searches it.
+        if let Some(w) = states.windows(2).find(|w| w[0] >= w[1] || w[1] >= self.states.len()) {
+            return Some((w[0], "is followed by a state out of document order"));
+        }
+        // Closed under parents and free of history states first, then each state's children.
+        for &s in &states[1..] {
+            if self.states[s].parent.is_none_or(|p| !active(p)) {
+                return Some((s, "is active but its parent is not"));
+            }
+            if self.states[s].kind == Kind::History {
+                return Some((s, "is a history state and active"));
+            }
+        }
+        for &s in states {
+            match self.states[s].kind {
+                Kind::Compound if self.regions(s).filter(|&c| active(c)).count() != 1 => {
+                    return Some((s, "is a compound state without exactly one active child"))
+                }
+                Kind::Parallel if !self.regions(s).all(active) => return Some((s, "is a parallel state with a region that is not active")),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// The XState state value of a configuration (active states in document
