@@ -292,8 +292,28 @@ impl<'a> Run<'a> {
 
     /// Of two transitions that would exit a common state, the one whose source
     /// is a descendant of the other's wins; otherwise the first (SCXML 3.13).
+    /// What a transition exits counts the active states it enters again
+    /// without exiting them: a transition to a history state that restores its
+    /// own atomic source has that source as its domain (XState's rule), so it
+    /// exits nothing, yet it enters its source again, which a transition that
+    /// exits the source must not leave behind (issue 38; XState takes both and
+    /// keeps the source, alone or beside what the other entered:
+    /// `history-reentry-conflicts` in `tests/differential/differences.mjs`).
     fn remove_conflicting_transitions(&self, ts: &[&'a Transition]) -> Vec<&'a Transition> {
-        remove_conflicting_transitions(self.m, ts, |t| self.compute_exit_set(&[t]))
+        if ts.len() < 2 {
+            return ts.to_vec();
+        }
+        remove_conflicting_transitions(self.m, ts, |t| {
+            let mut out = self.compute_exit_set(&[t]);
+            let mut entry = Vec::new();
+            self.compute_entry_set(t, &mut entry);
+            for s in entry {
+                if self.active(s) && !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+            out
+        })
     }
 
     /// Take a set of transitions: exit, transition actions, entry. Whether the
@@ -320,7 +340,6 @@ impl<'a> Run<'a> {
         for t in &ts {
             self.compute_entry_set(t, &mut entry);
         }
-        self.complete_entry_set(&mut entry);
         entry.sort_unstable();
         entry.dedup();
         self.enter_states(&entry, event)?;
@@ -335,39 +354,6 @@ impl<'a> Run<'a> {
     /// The targets with each history state replaced by the states it names.
     fn effective_targets(&self, targets: &[StateIdx], out: &mut Vec<StateIdx>) {
         self.entry().effective_targets(targets, out);
-    }
-
-    /// The entry set of a microstep made whole against the configuration its
-    /// exit set left: the parent of every entered state is active or entered,
-    /// and so is every region of an entered parallel state (by default where
-    /// nothing enters it). Each transition's entry set is whole for its own exit
-    /// set, but their union need not be for the union of their exit sets: a
-    /// transition whose target is a history state that restores its own atomic
-    /// source has that source as its domain (XState's rule), so it exits
-    /// nothing, conflicts with no other transition, and enters its source
-    /// again; when another transition of the microstep exits the region around
-    /// that source, the source's ancestors are gone and only the source comes
-    /// back. Those ancestors are entered here, with their other regions, in
-    /// document order like every entered state (XState leaves them out of its
-    /// configuration and fills them into its state value without entering them:
-    /// `history-restored-region` in `tests/differential/differences.mjs`).
-    fn complete_entry_set(&self, entry: &mut Vec<StateIdx>) {
-        let m = self.m;
-        let mut i = 0;
-        while let Some(&s) = entry.get(i) {
-            if let Some(p) = m.states[s].parent.filter(|&p| !self.active(p) && !entry.contains(&p)) {
-                entry.push(p);
-            }
-            i += 1;
-        }
-        // Regions after ancestors: a region that holds an entered state is entered itself by now.
-        let mut i = 0;
-        while let Some(&s) = entry.get(i) {
-            if m.states[s].kind == Kind::Parallel {
-                self.entry().enter_missing_regions(s, entry);
-            }
-            i += 1;
-        }
     }
 
     /// The transition's domain ([`Machine::transition_domain`]), its history

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { DOCUMENTED, documented } from "./differences.mjs";
-import { firstDifference, loadIdem, runCase, runIdem, runXState } from "./runner.mjs";
+import { firstDifference, loadIdem, readFresh, runCase, runIdem, runXState } from "./runner.mjs";
 import { describe as report, runMany } from "./run.mjs";
 
 /** The fixed seeds of the randomized run: SEEDS.length × CASES cases, the same on every run. */
@@ -112,6 +112,26 @@ test("the comparison sees a difference in value, context and taken", () => {
     change(other[1]);
     assert.deepEqual(firstDifference(other, xs), { step: 1, what: [what] });
   }
+});
+
+test("every written snapshot is read back by a fresh Machine as the engine answered", () => {
+  const c = regressions.find((x) => x.file === "history-target-beside-region-exit.json");
+  const { machine } = loadIdem(c.def);
+  const out = machine.reduce(null, { id: "e1", type: "GO" }, 1, "p");
+  const context = machine.inspect(out.snapshot).context;
+  assert.equal(readFresh(machine.definition(), out.snapshot, out.state, context), null);
+  // A state value or a context other than the answer's, and a snapshot the definition cannot read.
+  assert.match(readFresh(machine.definition(), out.snapshot, { s1: {} }, context), /^value /);
+  assert.match(readFresh(machine.definition(), out.snapshot, out.state, { a: 1 }), /^context /);
+  const other = { id: "other", initial: "a", states: { a: {} } };
+  assert.match(readFresh(other, out.snapshot, out.state, context), /^unreadable: wrong_machine/);
+  // The comparison reports it before anything XState did.
+  const steps = runIdem(machine, c.events);
+  assert.ok(steps.every((s) => !s.readBack), JSON.stringify(steps));
+  const xs = runXState(c.def, c.events).steps;
+  assert.equal(firstDifference(steps, xs), null);
+  steps[1].readBack = "value {}";
+  assert.deepEqual(firstDifference(steps, xs), { step: 1, what: ["readback"] });
 });
 
 for (const { features, seeds } of [
