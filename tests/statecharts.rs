@@ -329,8 +329,17 @@ fn st(name: &str, extra: Value) -> Value {
 /// entry the new process's (its initial step and first event, `START`).
 fn story(def: Value, events: &[&str]) -> Vec<(Value, Value)> {
     let mut def = def;
-    def["context"] = json!({ "log": [] });
     def["on"] = json!({ "START": { "actions": [] } });
+    story_with(&machine(def), events)
+}
+
+/// [`story`] of a machine that accepts `START`; the context is `{ "log": [] }`.
+fn story_with(m: &Machine, events: &[&str]) -> Vec<(Value, Value)> {
+    let mut def: Value = serde_json::from_str(&m.definition_json()).unwrap();
+    def["context"] = json!({ "log": [] });
+    if def["on"].get("START").is_none() {
+        def["on"]["START"] = json!({ "actions": [] });
+    }
     let mut out = Vec::new();
     let mut snapshot: Option<String> = None;
     for (i, t) in std::iter::once(&"START").chain(events).enumerate() {
@@ -453,4 +462,23 @@ fn a_history_record_that_restores_no_configuration_is_refused_on_load() {
         let o = m.reduce_in("h-1", Some(&text), &resume, T0);
         assert_eq!((o.status, o.error.map(|e| e.code)), (Status::Rejected, Some(Code::InvalidSnapshot)), "{forged}");
     }
+}
+
+#[test]
+fn a_history_state_of_a_parallel_state_restores_it_whole_when_its_record_changes_on_the_way_out() {
+    // Found by fuzz_props once its machines had history states in parallel
+    // states. Nothing recorded, `h` names its parent `d` (the domain is then the
+    // machine: `d` is exited); exiting `d` records its regions, and entering `h`
+    // restores them: `d` itself must be entered again too. The domain is the one
+    // the exit set was computed over, not the one the new record would give (`d`).
+    // XState 5.33 enters x and y alone (its state value fills in `d`; `en:d` never
+    // runs); the differential generator puts no history state in a parallel state.
+    let m = machine(json!({ "id": "m", "initial": "d", "states": { "a": {},
+        "d": st("d", json!({ "type": "parallel", "states": {
+            "x": st("x", json!({})), "y": st("y", json!({ "on": { "E0": "h" } })), "h": { "type": "history" } } })) } }));
+    let steps = story_with(&m, &["E0", "E0"]);
+    let whole = json!({ "d": { "x": {}, "y": {} } });
+    assert_eq!(steps[1], (whole.clone(), json!(["en:d", "en:x", "en:y", "ex:y", "ex:x", "ex:d", "en:d", "en:x", "en:y"])));
+    // Recorded now: the domain is `d`, whose regions are exited and entered again.
+    assert_eq!(steps[2].1.as_array().unwrap()[9..], [json!("ex:y"), json!("ex:x"), json!("en:x"), json!("en:y")]);
 }

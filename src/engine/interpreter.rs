@@ -306,7 +306,7 @@ impl<'a> Run<'a> {
         remove_conflicting_transitions(self.m, ts, |t| {
             let mut out = self.compute_exit_set(&[t]);
             let mut entry = Vec::new();
-            self.compute_entry_set(t, &mut entry);
+            self.compute_entry_set(t, self.transition_domain(t), &mut entry);
             for s in entry {
                 if self.active(s) && !out.contains(&s) {
                     out.push(s);
@@ -332,13 +332,19 @@ impl<'a> Run<'a> {
         let ts = self.remove_conflicting_transitions(ts);
         let before = self.config.clone();
         self.assigned = false;
+        // The domains the exit set is computed over, before the exits record
+        // history: entering a history state restores what was just recorded,
+        // which may lie elsewhere than what it named before (a parallel parent's
+        // default is the parent, its record the regions), and the states between
+        // it and the domain that was exited must be entered again all the same.
+        let domains: Vec<Option<StateIdx>> = ts.iter().map(|t| self.transition_domain(t)).collect();
         let recorded = self.exit_states(&ts, event)?;
         for t in &ts {
             self.run_actions(&t.actions, event)?;
         }
         let mut entry = Vec::new();
-        for t in &ts {
-            self.compute_entry_set(t, &mut entry);
+        for (t, &domain) in ts.iter().zip(&domains) {
+            self.compute_entry_set(t, domain, &mut entry);
         }
         entry.sort_unstable();
         entry.dedup();
@@ -421,13 +427,12 @@ impl<'a> Run<'a> {
 
     /// The states a transition enters: its targets (unless it stays in its
     /// source), their default descendants, and the ancestors between them
-    /// and the transition domain (with every region of a parallel one).
-    fn compute_entry_set(&self, t: &Transition, out: &mut Vec<StateIdx>) {
+    /// and the transition domain `domain` (with every region of a parallel one).
+    fn compute_entry_set(&self, t: &Transition, domain: Option<StateIdx>, out: &mut Vec<StateIdx>) {
         let m = self.m;
         if t.targets.is_empty() {
             return;
         }
-        let domain = self.transition_domain(t);
         for &s in &t.targets {
             if m.states[s].kind != Kind::History && (t.source != s || domain != Some(t.source) || t.reenter) {
                 add(out, s);
