@@ -58,7 +58,7 @@ export function generateCase(seed, options = {}) {
       if ((node.kind === "compound" || node.kind === "parallel") && node.children.length === 0) node.kind = "atomic";
     }
     const real = parent.children.filter((c) => c.kind !== "history");
-    if (parent.kind === "compound" && real.length && f.has("history") && parent !== root && r.chance(0.3)) {
+    if ((parent.kind === "compound" || parent.kind === "parallel") && real.length && f.has("history") && parent !== root && r.chance(0.3)) {
       const h = { key: `s${count++}`, path: [...parent.path], parent, children: [], depth, kind: "history" };
       h.path.push(h.key);
       h.history = r.chance(0.5) ? "shallow" : "deep";
@@ -125,8 +125,9 @@ export function generateCase(seed, options = {}) {
       const parallels = nodes.filter((n) => n.kind === "parallel");
       if (f.has("multi") && parallels.length && r.chance(0.2)) {
         const p = r.pick(parallels);
-        const regions = p.children.filter(() => r.chance(0.7));
-        const picks = (regions.length >= 2 ? regions : p.children.slice(0, 2)).map((reg) => {
+        const all = p.children.filter((c) => c.kind !== "history");
+        const regions = all.filter(() => r.chance(0.7));
+        const picks = (regions.length >= 2 ? regions : all.slice(0, 2)).map((reg) => {
           const inside = nodes.filter((n) => n.kind !== "history" && (n === reg || isAncestor(reg, n)));
           return absolute(r.pick(inside));
         });

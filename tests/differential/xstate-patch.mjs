@@ -1,9 +1,9 @@
-// A second copy of the installed XState with one line replaced: the copies that make a documented
+// A second copy of the installed XState with a line or two replaced: the copies that make a documented
 // difference (differences.mjs) into XState, so that a disagreement with idem the copy does not show
 // is that difference and nothing else.
 //
 // The copy is the CommonJS build `import "xstate"` loads in Node, compiled again from its files
-// with the line replaced; the line must be found exactly once, so an XState upgrade that moves it
+// with the lines replaced; each must be found exactly once, so an XState upgrade that moves it
 // fails here rather than silently comparing against an unpatched copy.
 
 import { readFileSync } from "node:fs";
@@ -15,25 +15,30 @@ const require = createRequire(import.meta.url);
 const copies = new Map();
 
 /**
- * The XState module (the names `import * as X from "xstate"` gives) with `original`, a line of its
- * CommonJS build, replaced by `replacement`. `what` names the line in errors.
+ * The XState module (the names `import * as X from "xstate"` gives) with `original`, a piece of its
+ * CommonJS build, replaced by `replacement`; `more` are further `[original, replacement]` pairs,
+ * each replaced the same way. `what` names the change in errors.
  */
-export function patchedXState(what, original, replacement) {
-  const known = copies.get(original);
+export function patchedXState(what, original, replacement, ...more) {
+  const pairs = [[original, replacement], ...more];
+  const key = JSON.stringify(pairs);
+  const known = copies.get(key);
   if (known) return known;
   const entry = require.resolve("xstate");
   const modules = new Map();
-  let patched = 0;
+  const patched = pairs.map(() => 0);
   const load = (file) => {
     const loaded = modules.get(file);
     if (loaded) return loaded.exports;
     let source = readFileSync(file, "utf8");
-    const found = source.split(original).length - 1;
-    if (found > 1) throw new Error(`${file}: ${what} appears ${found} times`);
-    if (found === 1) {
-      source = source.replace(original, replacement);
-      patched++;
-    }
+    pairs.forEach(([from, to], i) => {
+      const found = source.split(from).length - 1;
+      if (found > 1) throw new Error(`${file}: ${what} (${JSON.stringify(from)}) appears ${found} times`);
+      if (found === 1) {
+        source = source.replace(from, () => to);
+        patched[i]++;
+      }
+    });
     const module = { exports: {} };
     modules.set(file, module);
     const local = (spec) => (spec.startsWith(".") ? load(resolve(dirname(file), spec)) : require(spec));
@@ -43,7 +48,9 @@ export function patchedXState(what, original, replacement) {
     return module.exports;
   };
   const xstate = load(entry);
-  if (patched !== 1) throw new Error(`${what} (${JSON.stringify(original)}) was not found in ${dirname(entry)}: update the patch`);
-  copies.set(original, xstate);
+  pairs.forEach(([from], i) => {
+    if (patched[i] !== 1) throw new Error(`${what} (${JSON.stringify(from)}) was not found in ${dirname(entry)}: update the patch`);
+  });
+  copies.set(key, xstate);
   return xstate;
 }
