@@ -8,10 +8,12 @@
 // It is the documented difference `history-domain-before-exit` made into XState.
 
 import { patchedXState } from "./xstate-patch.mjs";
+import { REENTRY_CONFLICTS } from "./xstate-reentry-conflicts.mjs";
 
+/** The history as the microstep began, kept before anything uses it. */
 const STASH = [
-  "const filteredTransitions = removeConflictingTransitions(transitions, mutStateNodeSet, historyValue);",
-  "const filteredTransitions = removeConflictingTransitions(transitions, mutStateNodeSet, historyValue);\n    globalThis.__idemDomainHistory = historyValue;",
+  "let historyValue = currentSnapshot.historyValue;",
+  "let historyValue = currentSnapshot.historyValue;\n    globalThis.__idemDomainHistory = historyValue;",
 ];
 const USE = [
   "const domain = getTransitionDomain(t, historyValue);\n    for (const s of t.target || []) {",
@@ -21,4 +23,12 @@ const USE = [
 /** The XState module (the names `import * as X from "xstate"` gives) entering over the exit's domains. */
 export function domainBeforeExitXState() {
   return patchedXState("XState's transition domain in computeEntrySet", ...STASH, USE);
+}
+
+/**
+ * XState with both history differences made into it (this one and `history-reentry-conflicts`),
+ * for a case that shows both.
+ */
+export function historyXState() {
+  return patchedXState("XState's history handling", ...STASH, USE, REENTRY_CONFLICTS);
 }

@@ -16,6 +16,9 @@ const FOOTPRINTS = `const footprint = (t) => {
       };
       if (hasIntersection(footprint(t1), footprint(t2))) {`;
 
+/** The replacement, `[original, replacement]`. */
+export const REENTRY_CONFLICTS = [ORIGINAL, FOOTPRINTS];
+
 /** The XState module (the names `import * as X from "xstate"` gives) whose conflicts count re-entered states. */
 export function reentryConflictsXState() {
   return patchedXState("XState's conflict test in removeConflictingTransitions", ORIGINAL, FOOTPRINTS);
