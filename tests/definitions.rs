@@ -102,7 +102,7 @@ fn error_codes_are_stable() {
             "unsupported_snapshot_format", "wrong_machine", "missing_state", "missing_process_id", "missing_now", "invalid_now",
             "invalid_argument",
             "expression_failed", "microstep_limit",
-            "unknown_effect", "invalid_effect_report", "usage", "io",
+            "unknown_effect", "invalid_effect_report", "internal_error", "usage", "io",
         ]
     );
 }

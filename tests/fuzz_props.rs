@@ -9,6 +9,7 @@
 //! Explore further with `PROPTEST_CASES=20000 PROPTEST_RNG_SEED=<n> cargo test --release --test fuzz_props`.
 //! The cargo-fuzz targets in fuzz/ cover the same inputs without bounds.
 
+use idem::reduce::Current;
 use idem::{Code, Machine, Outcome, Status};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
@@ -128,8 +129,8 @@ fn rule() -> impl Strategy<Value = Value> {
     })
 }
 
-const STATES: &[&str] = &["a", "b", "c", "d"];
-const CHILDREN: &[&str] = &["x", "y", "#m.a", "#m.c", "#m.d.y"];
+const STATES: &[&str] = &["a", "b", "c", "d", "#m.d.h"];
+const CHILDREN: &[&str] = &["x", "y", "h", "#m.a", "#m.c", "#m.d", "#m.d.y"];
 const EVENTS: &[&str] = &["E0", "E1", "E2"];
 
 /// A transition target: mostly one that resolves from where it is written, rarely one that does not.
@@ -222,8 +223,11 @@ fn state(names: &'static [&'static str]) -> impl Strategy<Value = Value> {
         })
 }
 
-/// Machines of four top-level states (`d` compound, with children `x` and `y`), mostly valid.
+/// Machines of four top-level states, mostly valid: `d` has children `x` and
+/// `y` and a history state `h` (shallow or deep, with or without a default
+/// target), and is compound (entering `x`, or `h` first) or parallel.
 fn definition() -> impl Strategy<Value = Value> {
+    let d_shape = (0u8..3, any::<bool>(), prop::option::of(prop::sample::select(&["x", "y"][..])));
     let retention = prop_oneof![
         1 => json_value(),
         3 => (0u64..100_000, 1u64..5).prop_map(|(ms, n)| json!({ "defaultMs": ms, "maxEntries": n })),
@@ -232,17 +236,26 @@ fn definition() -> impl Strategy<Value = Value> {
         prop::collection::vec(state(STATES), 4),
         state(CHILDREN),
         state(CHILDREN),
-        prop::sample::select(STATES),
+        prop::sample::select(&STATES[..4]),
         any::<bool>(),
         prop::option::weighted(0.15, retention),
+        d_shape,
     )
-        .prop_map(|(states, x, y, initial, record_ignored, junk)| {
+        .prop_map(|(states, x, y, initial, record_ignored, junk, (shape, deep, default))| {
             let mut top = Map::new();
             for (name, mut s) in STATES.iter().zip(states) {
                 if *name == "d" {
                     s.as_object_mut().unwrap().remove("type");
-                    s["initial"] = json!("x");
-                    s["states"] = json!({ "x": x.clone(), "y": y.clone() });
+                    let mut h = json!({ "type": "history", "history": if deep { "deep" } else { "shallow" } });
+                    if let Some(t) = default {
+                        h["target"] = json!(t);
+                    }
+                    match shape {
+                        0 => s["initial"] = json!("x"),
+                        1 => s["initial"] = json!("h"),
+                        _ => s["type"] = json!("parallel"),
+                    }
+                    s["states"] = json!({ "x": x.clone(), "y": y.clone(), "h": h });
                 }
                 top.insert(name.to_string(), s);
             }
@@ -285,6 +298,7 @@ fn check_outcome(m: &Machine, process: &str, before: Option<&str>, event: &Value
         Status::Rejected | Status::Conflict => {
             let e = o.error.as_ref().ok_or_else(|| TestCaseError::fail("a refusal without an error"))?;
             prop_assert!(known(e.code));
+            prop_assert_ne!(e.code, Code::InternalError, "the engine is at fault: {}", e.message);
             prop_assert!(o.snapshot.is_none(), "a refusal wrote a snapshot");
         }
         _ => prop_assert!(o.error.is_none(), "{:?} with an error {:?}", o.status, o.error),
@@ -293,6 +307,7 @@ fn check_outcome(m: &Machine, process: &str, before: Option<&str>, event: &Value
         prop_assert!(s.len() <= m.limits.max_snapshot_bytes, "wrote a snapshot over the limit");
         let view = idem::inspect(m, s).map_err(|e| TestCaseError::fail(format!("wrote an unreadable snapshot: {e}")))?;
         prop_assert_eq!(&view["revision"], &json!(o.revision));
+        read_back_fresh(m, process, before, event, now, o, s)?;
         idem::outbox::due(m, s, now).map_err(|e| TestCaseError::fail(format!("due() refused a written snapshot: {e}")))?;
         // The same event again is a duplicate with the first response, and writes nothing
         // (unless the machine remembers this type for 0 ms).
@@ -307,6 +322,23 @@ fn check_outcome(m: &Machine, process: &str, before: Option<&str>, event: &Value
     let twin = m.reduce_in(process, before, event, now);
     prop_assert_eq!(&twin.snapshot, &o.snapshot);
     prop_assert_eq!(twin.to_json(false), o.to_json(false));
+    Ok(())
+}
+
+/// A written snapshot read by a fresh machine (built from the definition's
+/// text, sharing nothing with `m`) names the state the outcome answered, and
+/// the state and context of the decoded copy a host keeps between events.
+fn read_back_fresh(m: &Machine, process: &str, before: Option<&str>, event: &Value, now: u64, o: &Outcome, written: &str) -> Result<(), TestCaseError> {
+    let fresh = Machine::from_json(&m.definition_json()).map_err(|e| TestCaseError::fail(format!("the definition does not load again: {e}")))?;
+    let cold = idem::inspect(&fresh, written).map_err(|e| TestCaseError::fail(format!("a fresh machine cannot read a written snapshot: {e}")))?;
+    prop_assert_eq!(&cold["value"], &o.state, "state value read back differs from the answer");
+    let current = before.map_or(Current::None, Current::Text);
+    let (again, resident) = m.reduce_with(process, current, &serde_json::to_string(event).unwrap(), now);
+    prop_assert_eq!(again.snapshot.as_deref(), Some(written));
+    let resident = resident.ok_or_else(|| TestCaseError::fail("no decoded copy of a written snapshot"))?;
+    prop_assert_eq!(&cold["value"], &resident.snap.value, "state value read back differs from the resident copy");
+    prop_assert_eq!(&cold["context"], &resident.snap.context, "context read back differs from the resident copy");
+    prop_assert_eq!(fresh.config_of_value(&cold["value"]), Some(resident.config));
     Ok(())
 }
 

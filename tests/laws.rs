@@ -25,11 +25,17 @@ fn order_event() -> impl Strategy<Value = Value> {
     prop_oneof![4 => pay, 1 => other]
 }
 
+/// Reduce `events` in order; every snapshot written is read by a fresh machine
+/// (built from the definition's text, holding nothing of `m`'s), which must
+/// find the state value the outcome answered and the context `m` reads.
 fn run(m: &Machine, events: &[Value]) -> Option<String> {
+    let fresh = Machine::from_json(&m.definition_json()).unwrap();
     let mut snap: Option<String> = None;
     for (i, e) in events.iter().enumerate() {
         let o = m.reduce_in("p", snap.as_deref(), e, 1_000 + i as u64);
-        if o.snapshot.is_some() {
+        if let Some(s) = &o.snapshot {
+            let (cold, warm) = (idem::inspect(&fresh, s).unwrap(), idem::inspect(m, s).unwrap());
+            assert_eq!((&cold["value"], &cold["context"]), (&o.state, &warm["context"]), "read back by a fresh machine");
             snap = o.snapshot;
         }
     }

@@ -980,7 +980,8 @@ fn initial_states_are_settled_as_xstate_enters_them() {
                 "states": { "left": { "initial": { "target": ["#wizard.panels.left.open"] }, "states": { "open": {} } }, "right": {} }
             },
             "leaf": { "initial": "nothing", "onDone": "steps" },
-            "odd": { "initial": "hist", "states": { "hist": { "type": "history" }, "a": {} } }
+            "odd": { "initial": "hist", "states": { "hist": { "type": "history" }, "a": {} } },
+            "resumed": { "initial": "hist", "states": { "hist": { "type": "history", "target": "b" }, "a": {}, "b": {} } }
         }
     });
     let out = xstate::import(&config).unwrap();
@@ -996,6 +997,9 @@ fn initial_states_are_settled_as_xstate_enters_them() {
     assert_eq!(def["states"]["leaf"].get("onDone"), None);
     assert!(message(&out, "states.leaf.onDone").contains("never taken"));
     assert_eq!(def["states"]["odd"]["initial"], "a");
+    assert!(message(&out, "states.odd.initial").contains("history state without a default target"));
+    assert_eq!(def["states"]["resumed"]["initial"], "hist", "kept: XState 5 enters its default target, as idem does");
+    assert!(Machine::from_value(def.clone()).is_ok());
     assert_eq!((out.kept.transitions, out.kept.transitions_kept), (3, 2));
     let m = Machine::from_value(out.definition).expect("the import loads");
     assert_eq!(m.reduce(None, &json!({ "id": "e1", "type": "NEXT" }), 0).state, json!({ "steps": "two" }));

@@ -2,7 +2,8 @@
 //! What every target checks after the engine accepted something: the laws a
 //! host relies on. A violated law aborts like a panic, so libFuzzer keeps the input.
 
-use idem::{Machine, Status};
+use idem::reduce::Current;
+use idem::{Code, Machine, Status};
 use serde_json::{json, Value};
 
 /// Reduce `event`, check the outcome, and return the snapshot to continue from.
@@ -12,13 +13,15 @@ pub fn step(m: &Machine, snapshot: Option<&str>, event: &Value, now: u64) -> Opt
     assert_eq!(o.snapshot, twin.snapshot, "reduce is not deterministic");
     match o.status {
         Status::Rejected | Status::Conflict => {
-            assert!(o.error.is_some() && o.snapshot.is_none(), "a refusal must carry an error and write nothing")
+            assert!(o.error.is_some() && o.snapshot.is_none(), "a refusal must carry an error and write nothing");
+            assert_ne!(o.error.as_ref().map(|e| e.code), Some(Code::InternalError), "the engine is at fault: {:?}", o.error);
         }
         _ => assert!(o.error.is_none()),
     }
     let s = o.snapshot?;
     assert!(s.len() <= m.limits.max_snapshot_bytes, "wrote a snapshot over the limit");
     idem::inspect(m, &s).expect("a written snapshot loads");
+    read_back_fresh(m, snapshot, event, now, &o.state, &s);
     idem::outbox::due(m, &s, now).expect("due() reads a written snapshot");
     if event["type"].as_str().is_some_and(|t| m.retention_for(t) > 0) {
         let again = m.reduce_in("p", Some(&s), event, now);
@@ -26,6 +29,22 @@ pub fn step(m: &Machine, snapshot: Option<&str>, event: &Value, now: u64) -> Opt
         assert_eq!(again.response, o.response, "a duplicate must get the first response");
     }
     Some(s)
+}
+
+/// A written snapshot read by a fresh machine (built from the definition's text,
+/// sharing nothing with `m`) names the state the outcome answered, and the state,
+/// context and configuration of the decoded copy a host keeps between events.
+pub fn read_back_fresh(m: &Machine, before: Option<&str>, event: &Value, now: u64, state: &Value, written: &str) {
+    let fresh = Machine::from_json(&m.definition_json()).expect("the definition loads again");
+    let cold = idem::inspect(&fresh, written).expect("a fresh machine reads a written snapshot");
+    assert_eq!(&cold["value"], state, "state value read back differs from the answer");
+    let current = before.map_or(Current::None, Current::Text);
+    let (again, resident) = m.reduce_with("p", current, &event.to_string(), now);
+    assert_eq!(again.snapshot.as_deref(), Some(written), "reduce_with writes what reduce_in wrote");
+    let resident = resident.expect("a decoded copy of the written snapshot");
+    assert_eq!(cold["value"], resident.snap.value, "state value read back differs from the resident copy");
+    assert_eq!(cold["context"], resident.snap.context, "context read back differs from the resident copy");
+    assert_eq!(fresh.config_of_value(&cold["value"]), Some(resident.config), "configuration read back differs");
 }
 
 /// Perform whatever is due, with outcomes chosen by `luck`, reporting through `reduce`.

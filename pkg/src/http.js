@@ -37,7 +37,7 @@
 //   conflict (key reused, different request)  422     problem `id_conflict`
 //   ignored (state does not accept it)        409     problem `event_not_accepted` (nothing recorded; a later
 //                                                     delivery is judged afresh, unless the machine records ignored ids)
-//   rejected                                  400 / 413 / 422 by engine code (see STATUS_BY_CODE), 500 for a bad stored snapshot
+//   rejected                                  400 / 413 / 422 by engine code (see STATUS_BY_CODE), 500 for a bad stored snapshot or an engine fault (`internal_error`)
 //   an event type the engine reports          422     problem `reserved_event_type` (`idem.*`, `<effect>.succeeded` / `.failed`)
 //   contention outlasting the retries         409     problem `contention` + Retry-After (retry with the same key)
 //   the store cannot hold the new snapshot    507     problem `snapshot_too_large` (nothing written)
@@ -143,6 +143,7 @@ export const STATUS_BY_CODE = {
   unsupported_snapshot_format: 500,
   wrong_machine: 500,
   missing_state: 500,
+  internal_error: 500,
 };
 
 const TITLES = {

@@ -62,6 +62,8 @@ export type ErrorCode =
   | "microstep_limit"
   | "unknown_effect"
   | "invalid_effect_report"
+  // the engine reached a configuration it must never reach: nothing applied or written
+  | "internal_error"
   // command line
   | "usage"
   | "io";

@@ -47,6 +47,9 @@ pub enum Code {
     MicrostepLimit,
     UnknownEffect,
     InvalidEffectReport,
+    /// The engine itself went wrong (a configuration it must never reach):
+    /// nothing was applied or written.
+    InternalError,
     // command line
     Usage,
     Io,
@@ -90,6 +93,7 @@ impl Code {
             MicrostepLimit => "microstep_limit",
             UnknownEffect => "unknown_effect",
             InvalidEffectReport => "invalid_effect_report",
+            InternalError => "internal_error",
             Usage => "usage",
             Io => "io",
         }
@@ -131,6 +135,7 @@ impl Code {
         Code::MicrostepLimit,
         Code::UnknownEffect,
         Code::InvalidEffectReport,
+        Code::InternalError,
         Code::Usage,
         Code::Io,
     ];

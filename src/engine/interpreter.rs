@@ -292,8 +292,28 @@ impl<'a> Run<'a> {
 
     /// Of two transitions that would exit a common state, the one whose source
     /// is a descendant of the other's wins; otherwise the first (SCXML 3.13).
+    /// What a transition exits counts the active states it enters again
+    /// without exiting them: a transition to a history state that restores its
+    /// own atomic source has that source as its domain (XState's rule), so it
+    /// exits nothing, yet it enters its source again, which a transition that
+    /// exits the source must not leave behind (issue 38; XState takes both and
+    /// keeps the source, alone or beside what the other entered:
+    /// `history-reentry-conflicts` in `tests/differential/differences.mjs`).
     fn remove_conflicting_transitions(&self, ts: &[&'a Transition]) -> Vec<&'a Transition> {
-        remove_conflicting_transitions(self.m, ts, |t| self.compute_exit_set(&[t]))
+        if ts.len() < 2 {
+            return ts.to_vec();
+        }
+        remove_conflicting_transitions(self.m, ts, |t| {
+            let mut out = self.compute_exit_set(&[t]);
+            let mut entry = Vec::new();
+            self.compute_entry_set(t, self.transition_domain(t), &mut entry);
+            for s in entry {
+                if self.active(s) && !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+            out
+        })
     }
 
     /// Take a set of transitions: exit, transition actions, entry. Whether the
@@ -312,13 +332,19 @@ impl<'a> Run<'a> {
         let ts = self.remove_conflicting_transitions(ts);
         let before = self.config.clone();
         self.assigned = false;
+        // The domains the exit set is computed over, before the exits record
+        // history: entering a history state restores what was just recorded,
+        // which may lie elsewhere than what it named before (a parallel parent's
+        // default is the parent, its record the regions), and the states between
+        // it and the domain that was exited must be entered again all the same.
+        let domains: Vec<Option<StateIdx>> = ts.iter().map(|t| self.transition_domain(t)).collect();
         let recorded = self.exit_states(&ts, event)?;
         for t in &ts {
             self.run_actions(&t.actions, event)?;
         }
         let mut entry = Vec::new();
-        for t in &ts {
-            self.compute_entry_set(t, &mut entry);
+        for (t, &domain) in ts.iter().zip(&domains) {
+            self.compute_entry_set(t, domain, &mut entry);
         }
         entry.sort_unstable();
         entry.dedup();
@@ -326,33 +352,14 @@ impl<'a> Run<'a> {
         Ok(recorded || self.assigned || self.config != before)
     }
 
-    /// The states a history state names: what it recorded, else its default.
-    fn history_targets(&self, h: StateIdx) -> Vec<StateIdx> {
-        let m = self.m;
-        if let Some(Value::Array(paths)) = self.history.get(&m.states[h].path) {
-            return paths.iter().filter_map(|p| p.as_str().and_then(|p| m.state_by_path(p))).collect();
-        }
-        let node = &m.states[h];
-        if !node.history_default.is_empty() {
-            return node.history_default.clone();
-        }
-        let parent = node.parent.unwrap_or(0);
-        match m.states[parent].kind {
-            Kind::Parallel => vec![parent],
-            _ => m.states[parent].initial.into_iter().collect(),
-        }
+    /// The entry-set questions over this machine and what its history states recorded.
+    fn entry(&self) -> Entry<'a, '_> {
+        Entry { m: self.m, history: &self.history }
     }
 
     /// The targets with each history state replaced by the states it names.
     fn effective_targets(&self, targets: &[StateIdx], out: &mut Vec<StateIdx>) {
-        for &s in targets {
-            if self.m.states[s].kind == Kind::History {
-                let named = self.history_targets(s);
-                self.effective_targets(&named, out);
-            } else if !out.contains(&s) {
-                out.push(s);
-            }
-        }
+        self.entry().effective_targets(targets, out);
     }
 
     /// The transition's domain ([`Machine::transition_domain`]), its history
@@ -420,18 +427,17 @@ impl<'a> Run<'a> {
 
     /// The states a transition enters: its targets (unless it stays in its
     /// source), their default descendants, and the ancestors between them
-    /// and the transition domain (with every region of a parallel one).
-    fn compute_entry_set(&self, t: &Transition, out: &mut Vec<StateIdx>) {
+    /// and the transition domain `domain` (with every region of a parallel one).
+    fn compute_entry_set(&self, t: &Transition, domain: Option<StateIdx>, out: &mut Vec<StateIdx>) {
         let m = self.m;
         if t.targets.is_empty() {
             return;
         }
-        let domain = self.transition_domain(t);
         for &s in &t.targets {
             if m.states[s].kind != Kind::History && (t.source != s || domain != Some(t.source) || t.reenter) {
                 add(out, s);
             }
-            self.add_descendant_states_to_enter(s, out);
+            self.entry().add_descendant_states_to_enter(s, out);
         }
         let mut targets = Vec::new();
         self.effective_targets(&t.targets, &mut targets);
@@ -441,55 +447,7 @@ impl<'a> Run<'a> {
             if let Some(d) = domain.filter(|&d| m.states[d].kind == Kind::Parallel) {
                 ancestors.push(d);
             }
-            self.add_ancestor_states_to_enter(&ancestors, reentrancy, out);
-        }
-    }
-
-    fn add_descendant_states_to_enter(&self, s: StateIdx, out: &mut Vec<StateIdx>) {
-        let m = self.m;
-        match m.states[s].kind {
-            Kind::History => {
-                let named = self.history_targets(s);
-                for &r in &named {
-                    add(out, r);
-                    self.add_descendant_states_to_enter(r, out);
-                }
-                let parent = m.states[s].parent;
-                for &r in &named {
-                    self.add_ancestor_states_to_enter(&proper_ancestors(m, r, parent), None, out);
-                }
-            }
-            Kind::Compound => {
-                if let Some(init) = m.states[s].initial {
-                    add(out, init);
-                    self.add_descendant_states_to_enter(init, out);
-                }
-            }
-            Kind::Parallel => self.enter_missing_regions(s, out),
-            _ => {}
-        }
-    }
-
-    /// The regions of parallel state `p` that nothing entered yet, by default.
-    fn enter_missing_regions(&self, p: StateIdx, out: &mut Vec<StateIdx>) {
-        let m = self.m;
-        for c in m.regions(p) {
-            if !out.iter().any(|&e| m.is_descendant(e, c)) {
-                add(out, c);
-                self.add_descendant_states_to_enter(c, out);
-            }
-        }
-    }
-
-    fn add_ancestor_states_to_enter(&self, ancestors: &[StateIdx], reentrancy: Option<StateIdx>, out: &mut Vec<StateIdx>) {
-        let m = self.m;
-        for &a in ancestors {
-            if reentrancy.is_none_or(|d| m.is_descendant(a, d)) {
-                add(out, a);
-            }
-            if m.states[a].kind == Kind::Parallel {
-                self.enter_missing_regions(a, out);
-            }
+            self.entry().add_ancestor_states_to_enter(&ancestors, reentrancy, out);
         }
     }
 
@@ -646,6 +604,108 @@ impl<'a> Run<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// The questions of SCXML's entry set, over a machine and what its history
+/// states recorded (`Run::history`; empty for a process that recorded nothing,
+/// as when a new process enters its initial configuration).
+pub(crate) struct Entry<'m, 'h> {
+    pub m: &'m Machine,
+    pub history: &'h Map<String, Value>,
+}
+
+impl Entry<'_, '_> {
+    /// The states a history state names, none of them a history state: what it
+    /// recorded, else its default target, else its parent's default entry (the
+    /// parent itself if parallel, else the parent's initial child, resolved in
+    /// turn when that is another history state).
+    fn history_targets(&self, h: StateIdx) -> Vec<StateIdx> {
+        let m = self.m;
+        if let Some(Value::Array(paths)) = self.history.get(&m.states[h].path) {
+            return paths.iter().filter_map(|p| p.as_str().and_then(|p| m.state_by_path(p))).collect();
+        }
+        let node = &m.states[h];
+        if !node.history_default.is_empty() {
+            return node.history_default.clone();
+        }
+        let parent = node.parent.unwrap_or(0);
+        match (m.states[parent].kind, m.states[parent].initial) {
+            (Kind::Parallel, _) => vec![parent],
+            // The builder refuses a history state that is its parent's initial
+            // state without a default target, so `i != h` holds; checked here
+            // all the same, so that no definition can make this recurse forever.
+            (_, Some(i)) if m.states[i].kind == Kind::History => if i == h { Vec::new() } else { self.history_targets(i) },
+            (_, i) => i.into_iter().collect(),
+        }
+    }
+
+    /// The targets with each history state replaced by the states it names.
+    pub fn effective_targets(&self, targets: &[StateIdx], out: &mut Vec<StateIdx>) {
+        for &s in targets {
+            if self.m.states[s].kind == Kind::History {
+                for r in self.history_targets(s) {
+                    add(out, r);
+                }
+            } else {
+                add(out, s);
+            }
+        }
+    }
+
+    /// What entering `s` enters below it: a compound state's initial child (or
+    /// what the history state named as initial restores), every region of a
+    /// parallel state, what a history state restores and the states between it
+    /// and the history's parent; each of them entered by default in turn.
+    pub fn add_descendant_states_to_enter(&self, s: StateIdx, out: &mut Vec<StateIdx>) {
+        let m = self.m;
+        match m.states[s].kind {
+            Kind::History => {
+                let named = self.history_targets(s);
+                for &r in &named {
+                    add(out, r);
+                    self.add_descendant_states_to_enter(r, out);
+                }
+                let parent = m.states[s].parent;
+                for &r in &named {
+                    self.add_ancestor_states_to_enter(&proper_ancestors(m, r, parent), None, out);
+                }
+            }
+            Kind::Compound => {
+                if let Some(init) = m.states[s].initial {
+                    // An initial history state is never entered itself (SCXML, XState).
+                    if m.states[init].kind != Kind::History {
+                        add(out, init);
+                    }
+                    self.add_descendant_states_to_enter(init, out);
+                }
+            }
+            Kind::Parallel => self.enter_missing_regions(s, out),
+            _ => {}
+        }
+    }
+
+    /// The regions of parallel state `p` that nothing entered yet, by default.
+    pub fn enter_missing_regions(&self, p: StateIdx, out: &mut Vec<StateIdx>) {
+        let m = self.m;
+        for c in m.regions(p) {
+            if !out.iter().any(|&e| m.is_descendant(e, c)) {
+                add(out, c);
+                self.add_descendant_states_to_enter(c, out);
+            }
+        }
+    }
+
+    pub fn add_ancestor_states_to_enter(&self, ancestors: &[StateIdx], reentrancy: Option<StateIdx>, out: &mut Vec<StateIdx>) {
+        let m = self.m;
+        for &a in ancestors {
+            if reentrancy.is_none_or(|d| m.is_descendant(a, d)) {
+                add(out, a);
+            }
+            if m.states[a].kind == Kind::Parallel {
+                self.enter_missing_regions(a, out);
+            }
+        }
     }
 }
 

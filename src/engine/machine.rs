@@ -299,8 +299,9 @@ impl Machine {
     }
 
     /// The leaf reached by entering `idx` and following initial states down.
+    /// It stops above an initial history state, whose leaf depends on what it recorded.
     pub fn initial_leaf(&self, mut idx: StateIdx) -> StateIdx {
-        while let Some(i) = self.states[idx].initial {
+        while let Some(i) = self.states[idx].initial.filter(|&i| self.states[i].kind != Kind::History) {
             idx = i;
         }
         idx
@@ -348,21 +349,74 @@ impl Machine {
         self.states[idx].children.iter().copied().filter(move |&c| self.states[c].kind != Kind::History)
     }
 
-    /// The configuration entering `idx` by default gives: `idx`'s ancestors,
-    /// `idx`, and below it each compound state's initial child and every region
-    /// of a parallel state, in document order.
+    /// The configuration entering `idx` by default gives in a process that
+    /// recorded no history: `idx`'s ancestors, `idx`, and below it each compound
+    /// state's initial child (for an initial history state, its default target)
+    /// and every region of a parallel state, in document order.
     pub fn initial_config(&self, idx: StateIdx) -> Vec<StateIdx> {
         let mut out: Vec<StateIdx> = self.ancestors(idx).skip(1).collect();
-        let mut stack = vec![idx];
-        while let Some(s) = stack.pop() {
-            out.push(s);
-            match self.states[s].kind {
-                Kind::Parallel => stack.extend(self.regions(s).collect::<Vec<_>>().into_iter().rev()),
-                _ => stack.extend(self.states[s].initial),
+        if self.states[idx].kind != Kind::History {
+            out.push(idx);
+        }
+        let nothing = Map::new();
+        crate::interpreter::Entry { m: self, history: &nothing }.add_descendant_states_to_enter(idx, &mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether `config` (active states, in document order) is one a process may
+    /// be in, and `value` its state value: the machine is active, every other
+    /// active state's parent is active, no history state is active, an active
+    /// compound state has exactly one active child and an active parallel state
+    /// all its regions. What breaks this is a fault of the engine, never of its
+    /// input (`internal_error`): `reduce` checks it before it encodes a
+    /// snapshot, so a configuration it could not read back is never written.
+    pub fn check_configuration(&self, config: &[StateIdx], value: &Value) -> Result<()> {
+        let fault = |s: StateIdx, what: &str| {
+            let name = if s == self.root() { "the machine" } else { &self.states[s].path };
+            Err(Error::new(Code::InternalError, format!("the engine reached a configuration it cannot write: {name} {what} (the event was not applied)")))
+        };
+        if let Some((s, what)) = self.misfit(config, self.root()) {
+            return fault(s, what);
+        }
+        if self.config_of_value(value).as_deref() != Some(config) {
+            return fault(self.root(), "has a state value that does not name its configuration");
+        }
+        Ok(())
+    }
+
+    /// What keeps `states` (in document order) from being the active states at
+    /// and below `top` (the whole configuration when `top` is the machine): a
+    /// state and what is wrong with it, or `None`.
+    pub(crate) fn misfit(&self, states: &[StateIdx], top: StateIdx) -> Option<(StateIdx, &'static str)> {
+        let active = |s: StateIdx| states.binary_search(&s).is_ok();
+        if states.first() != Some(&top) {
+            return Some((top, "is not active"));
+        }
+        // Sorted first: `active` searches it.
+        if let Some(w) = states.windows(2).find(|w| w[0] >= w[1] || w[1] >= self.states.len()) {
+            return Some((w[0], "is followed by a state out of document order"));
+        }
+        // Closed under parents and free of history states first, then each state's children.
+        for &s in &states[1..] {
+            if self.states[s].parent.is_none_or(|p| !active(p)) {
+                return Some((s, "is active but its parent is not"));
+            }
+            if self.states[s].kind == Kind::History {
+                return Some((s, "is a history state and active"));
             }
         }
-        out.sort_unstable();
-        out
+        for &s in states {
+            match self.states[s].kind {
+                Kind::Compound if self.regions(s).filter(|&c| active(c)).count() != 1 => {
+                    return Some((s, "is a compound state without exactly one active child"))
+                }
+                Kind::Parallel if !self.regions(s).all(active) => return Some((s, "is a parallel state with a region that is not active")),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// The XState state value of a configuration (active states in document

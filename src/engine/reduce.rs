@@ -366,7 +366,7 @@ impl Machine {
         // Recorded even when ignored: the event created the process, so a copy is its duplicate.
         self.remember(snap, &ledger_id, &event, &fp, now, !taken, &response)?;
         let next_due_at = next_due(snap);
-        let encoded = self.encode_within_limit(snap)?;
+        let encoded = self.encode_within_limit(snap, &run.config)?;
         l.config = run.config;
         let outcome = Outcome {
             status: if taken { Status::Applied } else { Status::Ignored },
@@ -440,7 +440,7 @@ impl Machine {
             self.remember(&mut next, ledger_id, event, fp, now, true, &Value::Null)?;
             let mut o = self.unchanged(&next, upgraded_from.clone());
             o.status = Status::Ignored;
-            let e = self.encode_within_limit(&mut next)?;
+            let e = self.encode_within_limit(&mut next, &config)?;
             o.snapshot = Some(e.tail);
             o.split = Some(e.split);
             o.kept_prefix = e.shared;
@@ -451,8 +451,11 @@ impl Machine {
         Ok((o, (!fresh).then_some(snapshot::Loaded { snap, config, upgraded_from })))
     }
 
-    /// Encode, refusing to produce a snapshot this machine could not read back.
-    fn encode_within_limit(&self, snap: &mut Snapshot) -> Result<snapshot::Encoded> {
+    /// Encode, refusing to produce a snapshot this machine could not read back:
+    /// a configuration (`config`, the active states) that is not one, too deep
+    /// an outbox entry, too large a snapshot.
+    fn encode_within_limit(&self, snap: &mut Snapshot, config: &[crate::machine::StateIdx]) -> Result<snapshot::Encoded> {
+        self.check_configuration(config, &snap.value)?;
         // Nested as the head may be when it is read (`snapshot::parse_head`):
         // an outbox entry's payload, result and error at level 4 (an effect
         // payload or result as deep as an event may carry would otherwise be

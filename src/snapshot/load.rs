@@ -46,6 +46,13 @@ pub(super) fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
             return Err(fail(Code::InvalidSnapshot, "snapshot history does not name history states of its machine"));
         }
     }
+    // Restoring a record must enter a configuration below the history's parent:
+    // what the engine records when it exits that parent.
+    for h in snap.history.keys() {
+        if !restores_a_configuration(machine, h, &snap.history) {
+            return Err(Error::new(Code::InvalidSnapshot, format!("snapshot history of \"{h}\" does not restore a configuration of its machine")));
+        }
+    }
     if !snap.context.is_object() {
         return Err(fail(Code::InvalidSnapshot, "snapshot context is not an object"));
     }
@@ -55,4 +62,30 @@ pub(super) fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
     let upgraded_from = (!same).then(|| snap.machine.version.clone());
     snap.ledger.set_cap(machine.retention.max_entries);
     Ok(Loaded { snap, config, upgraded_from })
+}
+
+/// Whether entering history state `h` (a history state of `machine`, its record
+/// naming states of it) with `history` recorded enters states below its parent
+/// only, each compound state with one child and each parallel state with every
+/// region (one of the parent's regions a newer version of the machine added is
+/// entered by default, as it would be when the history is entered).
+fn restores_a_configuration(machine: &Machine, h: &str, history: &Map<String, Value>) -> bool {
+    let Some(h) = machine.state_by_path(h) else { return false };
+    let Some(parent) = machine.states[h].parent else { return false };
+    let recorded = history.get(&machine.states[h].path).and_then(|r| r.as_array()).map_or(&[][..], Vec::as_slice);
+    let inside = |p: &Value| {
+        p.as_str().and_then(|p| machine.state_by_path(p)).is_some_and(|r| machine.is_descendant(r, parent) && machine.states[r].kind != crate::machine::Kind::History)
+    };
+    if recorded.is_empty() || !recorded.iter().all(inside) {
+        return false;
+    }
+    let entry = crate::interpreter::Entry { m: machine, history };
+    let mut states = vec![parent];
+    entry.add_descendant_states_to_enter(h, &mut states);
+    if machine.states[parent].kind == crate::machine::Kind::Parallel {
+        entry.enter_missing_regions(parent, &mut states);
+    }
+    states.sort_unstable();
+    states.dedup();
+    machine.misfit(&states, parent).is_none()
 }

@@ -58,7 +58,7 @@ export function generateCase(seed, options = {}) {
       if ((node.kind === "compound" || node.kind === "parallel") && node.children.length === 0) node.kind = "atomic";
     }
     const real = parent.children.filter((c) => c.kind !== "history");
-    if (parent.kind === "compound" && real.length && f.has("history") && parent !== root && r.chance(0.3)) {
+    if ((parent.kind === "compound" || parent.kind === "parallel") && real.length && f.has("history") && parent !== root && r.chance(0.3)) {
       const h = { key: `s${count++}`, path: [...parent.path], parent, children: [], depth, kind: "history" };
       h.path.push(h.key);
       h.history = r.chance(0.5) ? "shallow" : "deep";
@@ -125,8 +125,9 @@ export function generateCase(seed, options = {}) {
       const parallels = nodes.filter((n) => n.kind === "parallel");
       if (f.has("multi") && parallels.length && r.chance(0.2)) {
         const p = r.pick(parallels);
-        const regions = p.children.filter(() => r.chance(0.7));
-        const picks = (regions.length >= 2 ? regions : p.children.slice(0, 2)).map((reg) => {
+        const all = p.children.filter((c) => c.kind !== "history");
+        const regions = all.filter(() => r.chance(0.7));
+        const picks = (regions.length >= 2 ? regions : all.slice(0, 2)).map((reg) => {
           const inside = nodes.filter((n) => n.kind !== "history" && (n === reg || isAncestor(reg, n)));
           return absolute(r.pick(inside));
         });
@@ -149,6 +150,19 @@ export function generateCase(seed, options = {}) {
     return t;
   }
 
+  /** `n`'s proper ancestors, innermost first. */
+  function ancestors(n) {
+    const out = [];
+    for (let p = n.parent; p; p = p.parent) out.push(p);
+    return out;
+  }
+
+  /** An eventless transition from `source` to `target` that counts `n` up under `n < BOUND`. */
+  function progressTo(source, target, i) {
+    const label = `t:${source.key}:always:h${i}`;
+    return { target, guard: { "<": [ctx("n"), BOUND] }, actions: [log(label), bump(1)] };
+  }
+
   function build(n) {
     const s = {};
     if (n.declaredId) s.id = n.declaredId;
@@ -166,6 +180,9 @@ export function generateCase(seed, options = {}) {
     if (n.kind === "compound") {
       const starts = n.children.filter((c) => c.kind !== "history" && c.kind !== "final");
       s.initial = (starts.length && !r.chance(0.05) ? r.pick(starts) : n.children[0]).key;
+      // A history state may be initial: what it recorded, else its default target (which it then needs).
+      const resumable = n.children.find((c) => c.kind === "history" && c.target);
+      if (resumable && r.chance(0.3)) s.initial = resumable.key;
     }
     if (n.children.length) s.states = Object.fromEntries(n.children.map((c) => [c.key, build(c)]));
 
@@ -189,6 +206,20 @@ export function generateCase(seed, options = {}) {
       // Unguarded: only forward in document order, and never into a history state, so no cycle.
       const later = nodes.filter((m) => index.get(m) > index.get(n) && m.kind !== "history");
       if (later.length) s.always = { target: absolute(r.pick(later)), actions: [log(`t:${n.key}:always:u`)] };
+    }
+    if (f.has("history")) {
+      // Inside a parallel state, eventless transitions to a sibling history state (which may restore
+      // their own source) beside eventless transitions that leave the region for an ancestor: one
+      // microstep may then take both (issue 38).
+      const more = [];
+      const inParallel = ancestors(n).some((a) => a.kind === "parallel");
+      const h = n.parent?.children.find((c) => c.kind === "history");
+      if (inParallel && h && n.kind === "atomic" && r.chance(0.4)) more.push(progressTo(n, h.key, more.length));
+      const above = ancestors(n).filter((a) => a !== root);
+      if ((n.kind === "parallel" || n.parent?.kind === "parallel") && above.length && r.chance(0.3)) {
+        more.push(progressTo(n, ref(n, r.pick(above)), more.length));
+      }
+      if (more.length) s.always = [...(s.always === undefined ? [] : [s.always].flat()), ...more];
     }
     if (f.has("done") && (n.kind === "parallel" || (n.kind === "compound" && hasFinalChild(n))) && n !== root && r.chance(0.5)) {
       s.onDone = transition(n, "done", 0, { progress: true });

@@ -6,7 +6,7 @@
 //
 // Case I of a run is generated from (seed, I) alone: `--seed N --case I` replays it. Every
 // disagreement that no documented difference excuses is shrunk, and the first K (default 3) of each
-// kind (value, context, taken, error) are
+// kind (value, context, taken, error, readback: a snapshot a fresh Machine reads otherwise) are
 // printed with their minimal machine, stream and both traces. Exits 1 when any case disagreed.
 
 import { parseArgs } from "node:util";
@@ -35,7 +35,8 @@ export function describe(kase, header = "") {
     const b = r.xstate.steps[i];
     const mark = r.difference && r.difference.step === i ? `   <-- differ: ${r.difference.what.join(", ")}` : "";
     lines.push(`  ${i} ${kase.events[i].type}${mark}`);
-    lines.push(`    idem:   ${a.status}${a.error ? ` (${a.error})` : ""} ${JSON.stringify(a.value)} ${JSON.stringify(a.context)}`);
+    const readBack = a.readBack ? ` (a fresh Machine reads back: ${a.readBack})` : "";
+    lines.push(`    idem:   ${a.status}${a.error ? ` (${a.error})` : ""} ${JSON.stringify(a.value)} ${JSON.stringify(a.context)}${readBack}`);
     lines.push(`    xstate: ${b.taken ? "taken" : "not taken"}${b.error ? ` (${b.error})` : ""} ${JSON.stringify(b.value)} ${JSON.stringify(b.context)}`);
   });
   return lines.join("\n");

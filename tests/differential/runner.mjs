@@ -26,8 +26,14 @@ export function loadIdem(def) {
   }
 }
 
-/** Run `events` through idem: one step per event. */
+/**
+ * Run `events` through idem: one step per event. Every snapshot written is also read by a fresh
+ * `Machine` (built from the definition, holding no decoded copy of it), which must find the state
+ * value the outcome answered and the context the reducing machine reads; where it does not, the
+ * step has `readBack` (what differed), which `firstDifference` reports.
+ */
 export function runIdem(machine, events) {
+  const definition = machine.definition();
   let snapshot = null;
   const steps = [];
   events.forEach((e, i) => {
@@ -37,9 +43,27 @@ export function runIdem(machine, events) {
     // A new process whose first events were ignored is not written: no context to read yet.
     step.context = snapshot === null ? null : machine.inspect(snapshot).context;
     if (out.error) step.error = out.error.code;
+    if (out.changed) {
+      const readBack = readFresh(definition, snapshot, out.state, step.context);
+      if (readBack) step.readBack = readBack;
+    }
     steps.push(step);
   });
   return steps;
+}
+
+/** What a fresh machine reads differently from a written snapshot, or null. */
+export function readFresh(definition, snapshot, value, context) {
+  let view;
+  try {
+    view = new Machine(definition).inspect(snapshot);
+  } catch (e) {
+    return `unreadable: ${e.code}: ${e.message}`;
+  }
+  const differs = [];
+  if (!isDeepStrictEqual(view.value, value)) differs.push(`value ${JSON.stringify(view.value)}`);
+  if (!isDeepStrictEqual(view.context, context)) differs.push(`context ${JSON.stringify(view.context)}`);
+  return differs.length ? differs.join(", ") : null;
 }
 
 /**
@@ -95,6 +119,8 @@ export function firstDifference(idem, xs) {
   for (let i = 0; i < idem.length; i++) {
     const a = idem[i], b = xs[i];
     const what = [];
+    // A snapshot idem cannot read back as it answered is idem's fault, whatever XState did.
+    if (a.readBack) return { step: i, what: ["readback"] };
     if (a.error || b.error) {
       // An endless loop is an error on both sides (idem: microstep_limit); anything else differs.
       if (!(a.error === "microstep_limit" && b.error)) what.push("error");

@@ -621,7 +621,11 @@ impl Importer {
             None => "a state with child states has no `initial`: XState 4 enters none of them (with a warning) and XState 5 refuses the machine"
                 .to_string(),
             Some(n) if !children.contains_key(n) => format!("`initial` \"{n}\" is not a child state"),
-            Some(n) if children[n]["type"] == "history" => format!("`initial` \"{n}\" is a history state, which cannot be initial"),
+            // XState 5 enters a history state named as initial, its default target while
+            // nothing is recorded; without one it recurses without end.
+            Some(n) if children[n]["type"] == "history" && !has_target(&children[n]) => {
+                format!("`initial` \"{n}\" is a history state without a default target, which XState 5 cannot enter (it recurses without end)")
+            }
             Some(_) => return,
         };
         let message = format!("{why}; read as its first child state, \"{first}\"");
@@ -944,5 +948,14 @@ fn merge(map: &mut Map<String, Value>, key: &str, t: Value) {
             all.extend(add);
             *one = Value::Array(all);
         }
+    }
+}
+
+/// Whether a history state of an XState config names a default target.
+fn has_target(history: &Value) -> bool {
+    match history.get("target") {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
     }
 }

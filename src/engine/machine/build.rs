@@ -159,6 +159,7 @@ impl Machine {
         for r in raw {
             m.attach_transitions(r, &mut events)?;
         }
+        m.check_initial_history()?;
         m.check_always_loops()?;
         // `in_state` names a state as a target does (`#id`, `#machine.path`), or by its path.
         let mut exprs = std::mem::take(&mut m.exprs);
@@ -245,6 +246,7 @@ impl Machine {
                     _ => return Err(fail(Code::UnknownTarget, &raw.path, &["history target \"", name, "\" is not a state inside the history state's parent"])),
                 }
             }
+            self.check_targets(&targets, &self.states[raw.source].json_path)?;
             self.states[raw.source].history_default = targets;
             return Ok(());
         }
@@ -348,6 +350,22 @@ impl Machine {
         Ok(())
     }
 
+    /// An initial state may be a history state (SCXML, XState): entering the
+    /// parent by default restores what it recorded, else enters its default
+    /// target, which it must therefore have (its parent's initial state, the
+    /// fallback of a history state without one, would be the history state
+    /// itself; XState recurses without end there).
+    fn check_initial_history(&self) -> Result<()> {
+        for s in &self.states {
+            let Some(h) = s.initial.filter(|&i| self.states[i].kind == Kind::History) else { continue };
+            if self.states[h].history_default.is_empty() {
+                let message = ["initial state \"", &self.states[h].key, "\" is a history state without a default target: give it a \"target\" to enter while nothing is recorded"];
+                return Err(fail_in(Code::InvalidInitial, &s.json_path, "initial", &message));
+            }
+        }
+        Ok(())
+    }
+
     /// An unguarded cycle of `always` transitions never settles: refuse it on load.
     /// Only transitions that are certainly taken are followed (the first candidate
     /// of the deepest state that has any, when it has no guard).
@@ -403,6 +421,10 @@ impl Machine {
     }
 
     fn certain_always(&self, leaf: StateIdx) -> Option<&Transition> {
+        // Above an initial history state the leaf depends on what it recorded: not certain.
+        if self.states[leaf].initial.is_some() {
+            return None;
+        }
         for s in self.ancestors(leaf) {
             if let Some(first) = self.states[s].always.first() {
                 return first.guard.is_none().then_some(first);
@@ -673,11 +695,6 @@ impl<'a> Builder<'a, '_> {
             (Some(_), true) => Err("initial must be a child state name"),
             (Some(_), false) => Err("initial is set but the state has no child states"),
         };
-        if let Ok(Some(c)) = initial {
-            if self.states[c].kind == Kind::History {
-                return Err(fail_in(Code::InvalidInitial, json_path, "initial", &["the initial state cannot be a history state"]));
-            }
-        }
         match initial {
             Ok(c) => self.states[idx].initial = c,
             Err(message) => return Err(fail_in(Code::InvalidInitial, json_path, "initial", &[message])),
