@@ -403,6 +403,37 @@ test("the checks name the argument and what it got", async () => {
   assert.equal(m.reduce(null, { type: "PAYMENT_PARTIAL" }, 1000, "o1").error.code, "missing_event_id");
 });
 
+test("dispatch: a handler's result JSON cannot write is a permanent failure invalid_result; a verifier's, a verifier error", async () => {
+  const def = JSON.parse(readFileSync(new URL("./fixtures/checkout.json", import.meta.url), "utf8"));
+  const cyclic = {};
+  cyclic.self = cyclic;
+  for (const [result, said] of [[5n, "Do not know how to serialize a BigInt"], [() => 1, "got a function"], [Symbol("s"), "got a symbol"], [cyclic, "Converting circular structure to JSON"]]) {
+    const m = new idem.Machine(def);
+    const store = new idem.MemoryStore();
+    const now = T0;
+    await idem.apply(store, m, "o1", { id: "c1", type: "CHECKOUT", payload: { amount: 4 } }, { now });
+    const report = await idem.dispatch(store, m, "o1", { now, handlers: { charge: () => result } });
+    assert.deepEqual(report.steps.map((s) => [s.result, s.status, s.state]), [["failed", "applied", "review"]]);
+    const { failure } = (await idem.inspect(store, m, "o1")).context;
+    assert.equal(failure.reason, "permanent");
+    assert.equal(failure.error.code, "invalid_result");
+    assert.ok(failure.error.message.startsWith(`the charge handler's result cannot be written as JSON: ${said}`), failure.error.message);
+  }
+  // A non-idempotent charge whose answer was lost is verified; a verifier that finds it but answers a
+  // result JSON cannot write reports nothing: the item stays due, as when a verifier throws.
+  def.states.charging.entry[0].effect.idempotent = false;
+  const m = new idem.Machine(def);
+  const store = new idem.MemoryStore();
+  let now = T0;
+  await idem.apply(store, m, "o1", { id: "c1", type: "CHECKOUT", payload: { amount: 4 } }, { now: () => now });
+  const options = { now: () => now, handlers: { charge: () => { throw idem.unknownOutcome(new Error("lost")); } }, verifiers: { charge: () => ({ exists: true, result: 7n }) } };
+  const lost = await idem.dispatch(store, m, "o1", options);
+  now = lost.nextDueAt;
+  const verify = await idem.dispatch(store, m, "o1", options);
+  assert.deepEqual(verify.steps.map((s) => [s.kind, s.result, s.error?.code]), [["verify", "verify-error", "invalid_result"]]);
+  assert.equal((await idem.inspect(store, m, "o1")).value, "charging");
+});
+
 /** An argument, for a failure message. */
 function describeArg(a) {
   if (typeof a === "string") return a.length > 40 ? `string(${a.length})` : JSON.stringify(a);
