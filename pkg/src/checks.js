@@ -153,13 +153,29 @@ export function storedSnapshotArg(value, name = "snapshot") {
 export function eventArg(value, name = "event") {
   if (typeof value === "string") return value;
   if (!isRecord(value)) throw invalidArgument(name, "an object { id, type, payload } or its JSON text", value);
+  return jsonText(value, name);
+}
+
+/**
+ * `value` written as JSON, or an IdemError saying why it cannot be (a BigInt, a cycle, a
+ * `toJSON` that throws, a function or a symbol, which JSON writes as nothing): code
+ * `invalid_argument` with path `name` unless `how` says other.
+ * @param {unknown} value
+ * @param {string} name how the message names the value
+ * @param {{ code?: string, path?: string }} [how]
+ * @returns {string}
+ */
+export function jsonText(value, name, how = {}) {
+  const code = how.code ?? "invalid_argument";
+  const path = how.code === undefined ? (how.path ?? name) : how.path;
   let text;
   try {
     text = JSON.stringify(value);
   } catch (cause) {
-    throw new IdemError("invalid_argument", `${name} cannot be written as JSON: ${cause instanceof Error ? cause.message : String(cause)}`, { path: name, cause });
+    const why = (cause instanceof Error ? cause.message : String(cause)).split("\n")[0];
+    throw new IdemError(code, `${name} cannot be written as JSON: ${why}`, { path, cause });
   }
-  if (typeof text !== "string") throw invalidArgument(name, "an object JSON can write", value);
+  if (typeof text !== "string") throw new IdemError(code, `${name} cannot be written as JSON: got ${described(value)}`, { path });
   return text;
 }
 

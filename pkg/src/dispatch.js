@@ -14,8 +14,7 @@
 // did not answer in time) and lets the engine decide what follows.
 
 import { apply } from "./host.js";
-import { IdemError } from "./error.js";
-import { clockArg, described, dispatchOptionsArg, invalidArgument, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
+import { clockArg, dispatchOptionsArg, invalidArgument, jsonText, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
 
 /** Default time a handler or verifier may take before its outcome is `unknown` (ms). */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -82,15 +81,7 @@ function describe(err) {
  * @param {string} what the value, for the message: `the charge handler's result`
  */
 function jsonValue(v, what) {
-  if (v === undefined) return null;
-  let text;
-  try {
-    text = JSON.stringify(v);
-  } catch (cause) {
-    throw new IdemError("invalid_result", `${what} cannot be written as JSON: ${(cause instanceof Error ? cause.message : String(cause)).split("\n")[0]}`, { cause });
-  }
-  if (text === undefined) throw new IdemError("invalid_result", `${what} cannot be written as JSON: got ${described(v)}`);
-  return JSON.parse(text);
+  return v === undefined ? null : JSON.parse(jsonText(v, what, { code: "invalid_result" }));
 }
 
 /** The id of the report a due item leads to: the item's identity within one dispatch call. */

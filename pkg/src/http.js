@@ -52,6 +52,7 @@
 //   a number beyond f64's range (`1e309`)     400     problem `number_out_of_range` (the engine reads the body's own text)
 //   body over the limit                       413     problem `request_too_large`
 //   body not all sent within the deadline     408     problem `request_timeout` (`bodyTimeoutMs`, default 10 s)
+//   body that fails mid-way (client gone)      400     problem `unreadable_body` (nothing read, nothing stored)
 //   URL over the limit                        414     problem `uri_too_long` (`maxUrlBytes`, default 8 KiB)
 //   headers over the limit                    431     problem `headers_too_large` (`maxHeaderBytes`, default 16 KiB)
 //   a method a route does not answer          405     problem `method_not_allowed` + Allow
@@ -87,6 +88,7 @@
 // `<effect>.succeeded` / `<effect>.failed` for the machine's effect types are
 // raised by the engine when an effect finishes: clients cannot send either (422).
 
+import { IdemError } from "./error.js";
 import {
   applyOptionsArg,
   described,
@@ -94,6 +96,7 @@ import {
   isFunction,
   isPositiveInteger,
   isRecord,
+  jsonText,
   optionalField,
   storeArg,
   wellFormed,
@@ -252,11 +255,20 @@ export function problem(status, code, detail, extra = {}, headers = {}) {
   if (typeof detail !== "string") throw invalidArgument("detail", "a string", detail);
   if (!isRecord(extra)) throw invalidArgument("extra", "an object", extra);
   if (!isRecord(headers)) throw invalidArgument("headers", "an object", headers);
-  const body = { type: "about:blank", title: TITLES[status] ?? "Error", status, code, detail, ...extra };
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/problem+json", ...headers },
-  });
+  const body = jsonText({ type: "about:blank", title: TITLES[status] ?? "Error", status, code, detail, ...extra }, "extra");
+  return response(status, body, { "content-type": "application/problem+json", ...headers });
+}
+
+/** A Response; headers that cannot be sent (a name or value HTTP does not allow) are `invalid_argument`. */
+function response(status, body, headers) {
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value !== "string") throw invalidArgument(`headers.${name}`, "a string", value);
+  }
+  try {
+    return new Response(body, { status, headers });
+  } catch (cause) {
+    throw new IdemError("invalid_argument", `headers cannot be sent: ${cause instanceof Error ? cause.message : String(cause)}`, { path: "headers", cause });
+  }
 }
 
 function json(status, body, headers = {}) {
@@ -332,42 +344,57 @@ async function read(reader, deadline) {
   }
 }
 
-/** Read the rest of a body and drop it, up to `limit` bytes or the deadline; then cancel. */
+/** Stop reading a body; a reader that cannot even be cancelled is left as it is. */
+function cancel(reader) {
+  try {
+    Promise.resolve(reader.cancel()).catch(() => {});
+  } catch {
+    // nothing more to stop
+  }
+}
+
+/**
+ * Read the rest of a body and drop it, up to `limit` bytes or the deadline; then cancel. A body
+ * that fails while draining is dropped as it is: the answer (413) does not depend on it.
+ */
 async function drain(reader, limit, deadline) {
   let size = 0;
   try {
     for (;;) {
       const { done, value } = await read(reader, deadline);
       if (done) return;
-      size += value.byteLength;
+      size += value instanceof Uint8Array ? value.byteLength : 0;
       if (size > limit) break;
     }
-  } catch (err) {
-    if (err !== TIMED_OUT) throw err;
+  } catch {
+    // the deadline, or a stream that failed: stop draining
   }
-  reader.cancel().catch(() => {});
+  cancel(reader);
 }
 
 /**
  * Read a body whole, strictly: at most `max` bytes, within `timeoutMs`, and UTF-8 (a fatal decoder:
- * invalid bytes are refused, never replaced by U+FFFD).
- * @returns {Promise<{ text: string } | { tooLarge: true } | { timeout: true } | { notUtf8: true }>}
+ * invalid bytes are refused, never replaced by U+FFFD). A body that cannot be read (the client
+ * went away mid-body, a stream that fails or gives something other than bytes) is `unreadable`.
+ * @returns {Promise<{ text: string } | { tooLarge: true } | { timeout: true } | { notUtf8: true } | { unreadable: true }>}
  */
 async function readBody(request, max, timeoutMs) {
   if (!request.body) return { text: "" };
   const deadline = Date.now() + timeoutMs;
   const declared = Number(request.headers.get("content-length"));
-  const reader = request.body.getReader();
-  if (Number.isFinite(declared) && declared > max) {
-    await drain(reader, DRAIN_BYTES, deadline);
-    return { tooLarge: true };
-  }
+  let reader;
   const chunks = [];
   let size = 0;
   try {
+    reader = request.body.getReader();
+    if (Number.isFinite(declared) && declared > max) {
+      await drain(reader, DRAIN_BYTES, deadline);
+      return { tooLarge: true };
+    }
     for (;;) {
       const { done, value } = await read(reader, deadline);
       if (done) break;
+      if (!(value instanceof Uint8Array)) throw new TypeError("a body chunk that is not bytes");
       size += value.byteLength;
       if (size > max) {
         await drain(reader, DRAIN_BYTES, deadline);
@@ -376,9 +403,8 @@ async function readBody(request, max, timeoutMs) {
       chunks.push(value);
     }
   } catch (err) {
-    if (err !== TIMED_OUT) throw err;
-    reader.cancel().catch(() => {});
-    return { timeout: true };
+    if (reader !== undefined) cancel(reader);
+    return err === TIMED_OUT ? { timeout: true } : { unreadable: true };
   }
   const all = new Uint8Array(size);
   let at = 0;
@@ -644,6 +670,7 @@ export function createHttpApi(options) {
       return problem(408, "request_timeout", `the body did not arrive within ${bodyTimeout} ms; send it again with the same Idempotency-Key`, { limit: bodyTimeout });
     }
     if ("notUtf8" in read) return problem(400, "invalid_json", "the body is not valid utf-8");
+    if ("unreadable" in read) return problem(400, "unreadable_body", "the body could not be read to its end; send it again with the same Idempotency-Key");
     // Parsed here only to look at it (its shape, its id, its type); the engine reads the text itself.
     let body;
     try {
