@@ -146,9 +146,12 @@ export function nextDueAt(machine, snapshot, stuck = new Set(), stuckAt = 0) {
  *   `idem.effect.succeeded` (resolved), `idem.effect.failed` (threw; retryable
  *   when the error has `retryable: true`) or `idem.effect.unknown` (no answer
  *   within `timeoutMs`, or an error marked `unknown: true`) with id `item.resultId`.
+ *   A result JSON cannot write (a BigInt, a cycle) is a permanent failure whose
+ *   error has code `invalid_result`.
  * - `verify`: call `verifiers[item.type](item.payload, { key, attempt })`, which
  *   answers `{ exists, result? }`, and report `idem.effect.verified`. A verifier
- *   that throws or times out reports nothing (the item stays due).
+ *   that throws, times out or finds a result JSON cannot write reports nothing
+ *   (the item stays due).
  * - `expire`: report `item.report` as is (the attempt's lease ran out).
  * - `timer`: report `item.event` as is.
  *

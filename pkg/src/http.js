@@ -123,6 +123,8 @@ export const ATTEMPTS_HEADER = "Idem-Attempts";
 
 /** Longest principal `authorize` may answer (characters): a user's or a tenant's id, not a token. */
 export const MAX_PRINCIPAL_LENGTH = 256;
+/** Whether `v` is a principal: a well-formed string of 1 to MAX_PRINCIPAL_LENGTH characters (a lone surrogate would let two read as one). */
+const isPrincipal = (v) => typeof v === "string" && v !== "" && v.length <= MAX_PRINCIPAL_LENGTH && wellFormed(v);
 /** What each action a request asks (as `authorize` is told it) is, for the messages of a refusal. */
 const ASKED = {
   describe: () => "describe this API",
@@ -481,7 +483,7 @@ async function scopeOf(principal) {
  * @returns {Promise<string>}
  */
 export async function scopedEventId(principal, key) {
-  if (typeof principal !== "string" || principal === "" || principal.length > MAX_PRINCIPAL_LENGTH || !wellFormed(principal)) {
+  if (!isPrincipal(principal)) {
     throw invalidArgument("principal", `a well-formed string of 1 to ${MAX_PRINCIPAL_LENGTH} characters`, principal, { conceal: true });
   }
   if (typeof key !== "string" || !KEY_PATTERN.test(key)) throw invalidArgument("key", `an Idempotency-Key (${KEY_PATTERN.source})`, key);
@@ -646,7 +648,7 @@ export function createHttpApi(options) {
     }
     if (who === false) return problem(403, "forbidden", `this caller may not ${what}`);
     if (who instanceof Response) return who;
-    if (typeof who !== "string" || who === "" || who.length > MAX_PRINCIPAL_LENGTH || !wellFormed(who)) {
+    if (!isPrincipal(who)) {
       return problem(
         500,
         "invalid_principal",
