@@ -589,7 +589,11 @@ export function createHttpApi(options) {
     }
     if (p !== null && (typeof p === "object" || typeof p === "function") && typeof p.then === "function") {
       const guarded = Promise.resolve(p).catch(reportError);
-      if (hooks.waitUntil) hooks.waitUntil(guarded);
+      try {
+        hooks.waitUntil?.(guarded);
+      } catch (err) {
+        reportError(err); // a host that no longer takes work (the request is over): the answer stands
+      }
     }
   }
 

@@ -277,7 +277,7 @@ test(`the HTTP API, called with random arguments and odd requests, answers or th
     plain: createHttpApi({ machine: made.machine, store: made.store, basePath: "/api", ...common }),
     callers: createHttpApi({ machine: made.lean, store: new idem.MemoryStore(), basePath: "/api", authorize, ...common }),
   };
-  const hooks = () => (r.chance(0.9) ? r.pick([undefined, {}, { waitUntil: () => {} }]) : odd());
+  const hooks = () => (r.chance(0.9) ? r.pick([undefined, {}, { waitUntil: () => {} }, { waitUntil: () => { throw new Error("too late"); } }]) : odd());
   const goodHooks = (h) => h === undefined || (typeof h === "object" && h !== null && !Array.isArray(h) && (h.waitUntil === undefined || typeof h.waitUntil === "function"));
 
   /** [name, call()]: a call answers what is wrong with its answer (a string), or nothing. */
