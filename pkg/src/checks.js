@@ -20,13 +20,20 @@ export const MAX_PROCESS_ID_BYTES = 256;
 
 const encoder = new TextEncoder();
 
-/** What `value` is, for a message: `a number (NaN)`, `a string of 3 characters`, `an array`, ... */
-export function described(value) {
+/**
+ * What `value` is, for a message: `the number NaN`, `the string "p1"`, `an array`, ... A string
+ * is quoted up to 32 characters, unless `conceal` (one that may be a secret: a token, a
+ * principal, a request's URL), which says only its length.
+ * @param {unknown} value
+ * @param {{ conceal?: boolean }} [how]
+ */
+export function described(value, how = {}) {
   switch (typeof value) {
     case "undefined":
       return "undefined";
     case "string":
-      return value.length <= 32 ? `the string ${JSON.stringify(value)}` : `a string of ${value.length} characters`;
+      if (value === "") return "an empty string";
+      return value.length <= 32 && how.conceal !== true ? `the string ${JSON.stringify(value)}` : `a string of ${value.length} characters`;
     case "number":
       return `the number ${value}`;
     case "bigint":
@@ -46,20 +53,22 @@ export function described(value) {
 }
 
 /**
- * The `invalid_argument` error for `name`, which must be `expected` and is `value`.
+ * The `invalid_argument` error for `name`, which must be `expected` and is `value` (described as
+ * `described` does; `conceal` for a value that may be a secret).
  * @param {string} name
  * @param {string} expected
  * @param {unknown} value
+ * @param {{ conceal?: boolean }} [how]
  */
-export function invalidArgument(name, expected, value) {
-  return new IdemError("invalid_argument", `${name} must be ${expected}, got ${described(value)}`, { path: name });
+export function invalidArgument(name, expected, value, how) {
+  return new IdemError("invalid_argument", `${name} must be ${expected}, got ${described(value, how)}`, { path: name });
 }
 
 /** Whether `value` is an object (not null, not an array, not a function). */
 export const isRecord = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** Whether a string has no lone surrogate (which UTF-8 would replace, so the id would change on the way in). */
-const wellFormed = typeof String.prototype.isWellFormed === "function" ? (s) => s.isWellFormed() : (s) => !/[\uD800-\uDFFF]/.test(s.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ""));
+/** Whether a string has no lone surrogate (which UTF-8 would replace, so an id would change on the way in, or two read as one). */
+export const wellFormed = typeof String.prototype.isWellFormed === "function" ? (s) => s.isWellFormed() : (s) => !/[\uD800-\uDFFF]/.test(s.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ""));
 
 /**
  * A process id: a non-empty string of at most MAX_PROCESS_ID_BYTES bytes of UTF-8, without lone
@@ -144,13 +153,29 @@ export function storedSnapshotArg(value, name = "snapshot") {
 export function eventArg(value, name = "event") {
   if (typeof value === "string") return value;
   if (!isRecord(value)) throw invalidArgument(name, "an object { id, type, payload } or its JSON text", value);
+  return jsonText(value, name);
+}
+
+/**
+ * `value` written as JSON, or an IdemError saying why it cannot be (a BigInt, a cycle, a
+ * `toJSON` that throws, a function or a symbol, which JSON writes as nothing): code
+ * `invalid_argument` with path `name` unless `how` says other.
+ * @param {unknown} value
+ * @param {string} name how the message names the value
+ * @param {{ code?: string, path?: string }} [how]
+ * @returns {string}
+ */
+export function jsonText(value, name, how = {}) {
+  const code = how.code ?? "invalid_argument";
+  const path = how.code === undefined ? (how.path ?? name) : how.path;
   let text;
   try {
     text = JSON.stringify(value);
   } catch (cause) {
-    throw new IdemError("invalid_argument", `${name} cannot be written as JSON: ${cause instanceof Error ? cause.message : String(cause)}`, { path: name, cause });
+    const why = (cause instanceof Error ? cause.message : String(cause)).split("\n")[0];
+    throw new IdemError(code, `${name} cannot be written as JSON: ${why}`, { path, cause });
   }
-  if (typeof text !== "string") throw invalidArgument(name, "an object JSON can write", value);
+  if (typeof text !== "string") throw new IdemError(code, `${name} cannot be written as JSON: got ${described(value)}`, { path });
   return text;
 }
 
@@ -192,6 +217,8 @@ export function optionalField(options, key, ok, expected, name = "options") {
 
 /** Whether `v` is a whole number from 0 to 2^53 - 1. */
 export const isCount = (v) => Number.isSafeInteger(v) && v >= 0;
+/** Whether `v` is a whole number from 1 to 2^53 - 1 (a limit: bytes, ms). */
+export const isPositiveInteger = (v) => Number.isSafeInteger(v) && v > 0;
 /** Whether `v` is a finite number of at least 0. */
 export const isDuration = (v) => typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER;
 export const isFunction = (v) => typeof v === "function";

@@ -14,7 +14,7 @@
 // did not answer in time) and lets the engine decide what follows.
 
 import { apply } from "./host.js";
-import { clockArg, dispatchOptionsArg, invalidArgument, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
+import { clockArg, dispatchOptionsArg, invalidArgument, jsonText, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
 
 /** Default time a handler or verifier may take before its outcome is `unknown` (ms). */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -70,9 +70,18 @@ function describe(err) {
   return { message: String(err) };
 }
 
-/** A handler's resolved value as JSON (undefined becomes null). */
-function jsonValue(v) {
-  return v === undefined ? null : JSON.parse(JSON.stringify(v));
+/**
+ * What a handler resolved (or a verifier found), as the JSON its report carries (undefined
+ * becomes null). A value JSON cannot write (a BigInt, a cycle, a function, a `toJSON` that
+ * throws) is the handler's fault and the same on every try: an `IdemError` `invalid_result`,
+ * which the attempt reports as a permanent failure, as it would the handler's own error (the
+ * failure's `error.code` says the handler did answer), and a verifier's answer as a verifier
+ * error (nothing reported, the item stays due).
+ * @param {unknown} v
+ * @param {string} what the value, for the message: `the charge handler's result`
+ */
+function jsonValue(v, what) {
+  return v === undefined ? null : JSON.parse(jsonText(v, what, { code: "invalid_result" }));
 }
 
 /** The id of the report a due item leads to: the item's identity within one dispatch call. */
@@ -137,9 +146,12 @@ export function nextDueAt(machine, snapshot, stuck = new Set(), stuckAt = 0) {
  *   `idem.effect.succeeded` (resolved), `idem.effect.failed` (threw; retryable
  *   when the error has `retryable: true`) or `idem.effect.unknown` (no answer
  *   within `timeoutMs`, or an error marked `unknown: true`) with id `item.resultId`.
+ *   A result JSON cannot write (a BigInt, a cycle) is a permanent failure whose
+ *   error has code `invalid_result`.
  * - `verify`: call `verifiers[item.type](item.payload, { key, attempt })`, which
  *   answers `{ exists, result? }`, and report `idem.effect.verified`. A verifier
- *   that throws or times out reports nothing (the item stays due).
+ *   that throws, times out or finds a result JSON cannot write reports nothing
+ *   (the item stays due).
  * - `expire`: report `item.report` as is (the attempt's lease ran out).
  * - `timer`: report `item.event` as is.
  *
@@ -199,7 +211,7 @@ export async function dispatch(store, machine, processId, options = {}) {
         let event;
         try {
           const result = await withTimeout(Promise.resolve().then(() => handler(item.payload, meta)), timeoutMs);
-          event = { type: "idem.effect.succeeded", payload: { key: item.key, attempt: item.attempt, result: jsonValue(result) } };
+          event = { type: "idem.effect.succeeded", payload: { key: item.key, attempt: item.attempt, result: jsonValue(result, `the ${item.type} handler's result`) } };
         } catch (err) {
           if (err instanceof TimeoutError || err?.unknown === true) {
             event = { type: "idem.effect.unknown", payload: { key: item.key, attempt: item.attempt, error: describe(err) } };
@@ -218,17 +230,17 @@ export async function dispatch(store, machine, processId, options = {}) {
           step(item, "unhandled");
           continue;
         }
-        let answer;
+        let payload;
         try {
-          answer = await withTimeout(Promise.resolve().then(() => verifier(item.payload, { key: item.key, attempt: item.attempt })), timeoutMs);
+          const answer = await withTimeout(Promise.resolve().then(() => verifier(item.payload, { key: item.key, attempt: item.attempt })), timeoutMs);
+          payload = { key: item.key, attempt: item.attempt, exists: answer?.exists === true };
+          if (payload.exists) payload.result = jsonValue(answer.result, `the ${item.type} verifier's result`);
         } catch (err) {
           stuck.add(itemId(item));
           step(item, "verify-error", { error: describe(err) });
           continue;
         }
-        const exists = answer?.exists === true;
-        const payload = { key: item.key, attempt: item.attempt, exists };
-        if (exists) payload.result = jsonValue(answer.result);
+        const exists = payload.exists;
         const out = await send({ id: item.resultId, type: "idem.effect.verified", payload });
         step(item, exists ? "verified-exists" : "verified-absent", { status: out.status, state: out.state });
       } else if (item.kind === "expire") {

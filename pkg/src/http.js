@@ -52,6 +52,7 @@
 //   a number beyond f64's range (`1e309`)     400     problem `number_out_of_range` (the engine reads the body's own text)
 //   body over the limit                       413     problem `request_too_large`
 //   body not all sent within the deadline     408     problem `request_timeout` (`bodyTimeoutMs`, default 10 s)
+//   body that fails mid-way (client gone)      400     problem `unreadable_body` (nothing read, nothing stored)
 //   URL over the limit                        414     problem `uri_too_long` (`maxUrlBytes`, default 8 KiB)
 //   headers over the limit                    431     problem `headers_too_large` (`maxHeaderBytes`, default 16 KiB)
 //   a method a route does not answer          405     problem `method_not_allowed` + Allow
@@ -88,6 +89,19 @@
 // raised by the engine when an effect finishes: clients cannot send either (422).
 
 import { IdemError } from "./error.js";
+import {
+  applyOptionsArg,
+  described,
+  invalidArgument,
+  isFunction,
+  isPositiveInteger,
+  isRecord,
+  jsonText,
+  optionalField,
+  storeArg,
+  wellFormed,
+  withMethods,
+} from "./checks.js";
 import { apply, ContentionError, EventText } from "./host.js";
 
 /** Largest POST body accepted by default (bytes): the engine's 64 KiB payload limit plus room for the envelope. */
@@ -109,6 +123,8 @@ export const ATTEMPTS_HEADER = "Idem-Attempts";
 
 /** Longest principal `authorize` may answer (characters): a user's or a tenant's id, not a token. */
 export const MAX_PRINCIPAL_LENGTH = 256;
+/** Whether `v` is a principal: a well-formed string of 1 to MAX_PRINCIPAL_LENGTH characters (a lone surrogate would let two read as one). */
+const isPrincipal = (v) => typeof v === "string" && v !== "" && v.length <= MAX_PRINCIPAL_LENGTH && wellFormed(v);
 /** What each action a request asks (as `authorize` is told it) is, for the messages of a refusal. */
 const ASKED = {
   describe: () => "describe this API",
@@ -144,6 +160,8 @@ export const STATUS_BY_CODE = {
   wrong_machine: 500,
   missing_state: 500,
   internal_error: 500,
+  // An argument the host handed the engine was wrong: the server's fault, never the client's.
+  invalid_argument: 500,
 };
 
 const TITLES = {
@@ -163,35 +181,11 @@ const TITLES = {
   507: "Insufficient Storage",
 };
 
-// Argument checks: a wrong argument or option is an `IdemError` with code `invalid_argument`
-// (path: the argument's name) whose message names it and what it got, never a TypeError from
-// somewhere inside. (The same shape as the other exports' checks.)
-
-/** What `value` is, for a message, without repeating a string that may be a secret. */
-function described(value) {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  switch (typeof value) {
-    case "string":
-      return value === "" ? "an empty string" : `a string of ${value.length} characters`;
-    case "number":
-    case "boolean":
-      return `${typeof value} ${value}`;
-    case "object":
-      return "an object";
-    default:
-      return typeof value === "undefined" ? "undefined" : `a ${typeof value}`;
-  }
-}
-
-/** The `invalid_argument` error for `name`, which must be `expected` and is `value`. */
-function invalidArgument(name, expected, value) {
-  return new IdemError("invalid_argument", `${name} must be ${expected}, got ${described(value)}`, { path: name });
-}
-
-const isRecord = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
-/** Whether a string has no lone surrogate (UTF-8 would replace it, so two principals could read as one). */
-const wellFormed = (s) => !/[\uD800-\uDFFF]/.test(s.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ""));
+// Argument checks: the shared ones are checks.js's (one message shape for every export:
+// `invalid_argument`, path the argument's name, "<name> must be <expected>, got <what>"); what
+// only this file takes (a Request, its options, the hooks) is checked here with them. A value
+// that may be a secret (a token given as `authorize`, a principal, a request's URL) is described
+// by its length alone.
 
 /**
  * A request as `handle` and `refuseOversized` take it: a fetch `Request` (or an object shaped as
@@ -212,20 +206,15 @@ function requestArg(request) {
   try {
     return new URL(request.url);
   } catch {
-    throw invalidArgument("request.url", "an absolute URL", request.url);
+    throw invalidArgument("request.url", "an absolute URL", request.url, { conceal: true });
   }
 }
 
-const isFunction = (v) => typeof v === "function";
-const isPositiveInteger = (v) => Number.isSafeInteger(v) && v > 0;
-const isCount = (v) => Number.isSafeInteger(v) && v >= 0;
-const isDuration = (v) => typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER;
-const hasMethods = (methods) => (v) => (typeof v === "object" || typeof v === "function") && v !== null && methods.every((m) => typeof v[m] === "function");
+/** What the HTTP API calls on its machine: what `apply` does, and `retention`, `eventTypes` for `GET {base}/`. */
+const MACHINE_METHODS = ["reduce", "due", "inspect", "retention", "eventTypes"];
 
-/** `createHttpApi`'s options, and `apply`'s among them: `[name, ok, expected]`, each optional unless `required`. */
+/** `createHttpApi`'s own options: `[name, ok, expected]`, each optional (`apply`'s are checked by applyOptionsArg). */
 const OPTION_RULES = [
-  ["machine", hasMethods(["reduce", "due", "inspect", "retention", "eventTypes"]), "a Machine (an object with reduce, due, inspect, retention and eventTypes)", true],
-  ["store", hasMethods(["load", "commit"]), "a store (an object with load and commit)", true],
   ["basePath", (v) => typeof v === "string" && (v === "" || /^\/[^?#]*$/.test(v)), 'a path starting with "/" (or "")'],
   ["maxBodyBytes", isPositiveInteger, "a whole number of bytes above 0"],
   ["bodyTimeoutMs", isPositiveInteger, "a whole number of ms above 0"],
@@ -234,25 +223,25 @@ const OPTION_RULES = [
   ["afterCommit", (v) => v === null || isFunction(v), "a function or null"],
   ["onError", isFunction, "a function"],
   ["onWarning", isFunction, "a function"],
-  ["authorize", isFunction, "a function (request, { processId, action }) => principal"],
   ["view", (v) => VIEWS.includes(v), `one of ${VIEWS.map((v) => `"${v}"`).join(", ")}`],
-  // apply's, read by apply on every request: checked here once so a mistake is found at start.
-  ["now", (v) => isFunction(v) || isDuration(v), "a function returning ms or a number of ms"],
-  ["maxRetries", isCount, "a whole number"],
-  ["backoff", isFunction, "a function"],
-  ["onConflict", isFunction, "a function"],
-  ["lane", (v) => typeof v === "boolean", "true or false"],
-  ["laneStallMs", isDuration, "a number of ms"],
 ];
 
-/** @param {unknown} options */
+/**
+ * `createHttpApi`'s options, all checked at creation so that a mistake is found at start, not at
+ * the first request: the machine and the store (required), this API's own, and `apply`'s, which
+ * `apply` reads on every request.
+ * @param {unknown} options
+ */
 function checkOptions(options) {
   if (!isRecord(options)) throw invalidArgument("options", "an object { machine, store, ... }", options);
-  for (const [key, ok, expected, required] of OPTION_RULES) {
-    const v = options[key];
-    if ((v !== undefined || required) && !ok(v)) throw invalidArgument(`options.${key}`, expected, v);
+  withMethods(options.machine, "options.machine", MACHINE_METHODS, "a Machine (an object with reduce, due, inspect, retention and eventTypes)");
+  storeArg(options.store, "options.store");
+  // A function, or the caller's mistake: a token given where the function belongs (not repeated).
+  if (options.authorize !== undefined && !isFunction(options.authorize)) {
+    throw invalidArgument("options.authorize", "a function (request, { processId, action }) => principal", options.authorize, { conceal: true });
   }
-  return options;
+  for (const [key, ok, expected] of OPTION_RULES) optionalField(options, key, ok, expected);
+  return applyOptionsArg(options);
 }
 
 /**
@@ -269,11 +258,20 @@ export function problem(status, code, detail, extra = {}, headers = {}) {
   if (typeof detail !== "string") throw invalidArgument("detail", "a string", detail);
   if (!isRecord(extra)) throw invalidArgument("extra", "an object", extra);
   if (!isRecord(headers)) throw invalidArgument("headers", "an object", headers);
-  const body = { type: "about:blank", title: TITLES[status] ?? "Error", status, code, detail, ...extra };
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/problem+json", ...headers },
-  });
+  const body = jsonText({ type: "about:blank", title: TITLES[status] ?? "Error", status, code, detail, ...extra }, "extra");
+  return response(status, body, { "content-type": "application/problem+json", ...headers });
+}
+
+/** A Response; headers that cannot be sent (a name or value HTTP does not allow) are `invalid_argument`. */
+function response(status, body, headers) {
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value !== "string") throw invalidArgument(`headers.${name}`, "a string", value);
+  }
+  try {
+    return new Response(body, { status, headers });
+  } catch (cause) {
+    throw new IdemError("invalid_argument", `headers cannot be sent: ${cause instanceof Error ? cause.message : String(cause)}`, { path: "headers", cause });
+  }
 }
 
 function json(status, body, headers = {}) {
@@ -349,42 +347,57 @@ async function read(reader, deadline) {
   }
 }
 
-/** Read the rest of a body and drop it, up to `limit` bytes or the deadline; then cancel. */
+/** Stop reading a body; a reader that cannot even be cancelled is left as it is. */
+function cancel(reader) {
+  try {
+    Promise.resolve(reader.cancel()).catch(() => {});
+  } catch {
+    // nothing more to stop
+  }
+}
+
+/**
+ * Read the rest of a body and drop it, up to `limit` bytes or the deadline; then cancel. A body
+ * that fails while draining is dropped as it is: the answer (413) does not depend on it.
+ */
 async function drain(reader, limit, deadline) {
   let size = 0;
   try {
     for (;;) {
       const { done, value } = await read(reader, deadline);
       if (done) return;
-      size += value.byteLength;
+      size += value instanceof Uint8Array ? value.byteLength : 0;
       if (size > limit) break;
     }
-  } catch (err) {
-    if (err !== TIMED_OUT) throw err;
+  } catch {
+    // the deadline, or a stream that failed: stop draining
   }
-  reader.cancel().catch(() => {});
+  cancel(reader);
 }
 
 /**
  * Read a body whole, strictly: at most `max` bytes, within `timeoutMs`, and UTF-8 (a fatal decoder:
- * invalid bytes are refused, never replaced by U+FFFD).
- * @returns {Promise<{ text: string } | { tooLarge: true } | { timeout: true } | { notUtf8: true }>}
+ * invalid bytes are refused, never replaced by U+FFFD). A body that cannot be read (the client
+ * went away mid-body, a stream that fails or gives something other than bytes) is `unreadable`.
+ * @returns {Promise<{ text: string } | { tooLarge: true } | { timeout: true } | { notUtf8: true } | { unreadable: true }>}
  */
 async function readBody(request, max, timeoutMs) {
   if (!request.body) return { text: "" };
   const deadline = Date.now() + timeoutMs;
   const declared = Number(request.headers.get("content-length"));
-  const reader = request.body.getReader();
-  if (Number.isFinite(declared) && declared > max) {
-    await drain(reader, DRAIN_BYTES, deadline);
-    return { tooLarge: true };
-  }
+  let reader;
   const chunks = [];
   let size = 0;
   try {
+    reader = request.body.getReader();
+    if (Number.isFinite(declared) && declared > max) {
+      await drain(reader, DRAIN_BYTES, deadline);
+      return { tooLarge: true };
+    }
     for (;;) {
       const { done, value } = await read(reader, deadline);
       if (done) break;
+      if (!(value instanceof Uint8Array)) throw new TypeError("a body chunk that is not bytes");
       size += value.byteLength;
       if (size > max) {
         await drain(reader, DRAIN_BYTES, deadline);
@@ -393,9 +406,8 @@ async function readBody(request, max, timeoutMs) {
       chunks.push(value);
     }
   } catch (err) {
-    if (err !== TIMED_OUT) throw err;
-    reader.cancel().catch(() => {});
-    return { timeout: true };
+    if (reader !== undefined) cancel(reader);
+    return err === TIMED_OUT ? { timeout: true } : { unreadable: true };
   }
   const all = new Uint8Array(size);
   let at = 0;
@@ -472,8 +484,8 @@ async function scopeOf(principal) {
  * @returns {Promise<string>}
  */
 export async function scopedEventId(principal, key) {
-  if (typeof principal !== "string" || principal === "" || principal.length > MAX_PRINCIPAL_LENGTH || !wellFormed(principal)) {
-    throw invalidArgument("principal", `a well-formed string of 1 to ${MAX_PRINCIPAL_LENGTH} characters`, principal);
+  if (!isPrincipal(principal)) {
+    throw invalidArgument("principal", `a well-formed string of 1 to ${MAX_PRINCIPAL_LENGTH} characters`, principal, { conceal: true });
   }
   if (typeof key !== "string" || !KEY_PATTERN.test(key)) throw invalidArgument("key", `an Idempotency-Key (${KEY_PATTERN.source})`, key);
   return `${await scopeOf(principal)}${key}`;
@@ -506,6 +518,8 @@ function summary(v) {
  * `afterCommit(processId, outcome)` runs after every successful commit made
  * for a request (never before it, never for a duplicate); when it returns a
  * promise, that promise is handed to `waitUntil` so the reply is not delayed.
+ * If it throws (or its promise rejects), `onError` is told and the reply is
+ * still the commit's: the event is stored.
  *
  * `authorize(request, { processId, action })` says who calls (see the top of
  * this file): each caller's Idempotency-Keys are its own. `view: "full"` lets
@@ -535,10 +549,53 @@ export function createHttpApi(options) {
   function sayUndispatched(processId, out) {
     if (undispatchedSaid || !out.changed || out.nextDueAt === null) return;
     undispatchedSaid = true;
-    (options.onWarning ?? console.warn)(
-      `idem: process "${processId}" has work due (effects or timers) and createHttpApi has no afterCommit, so nothing dispatches it; ` +
-        "pass afterCommit (e.g. dispatch), or afterCommit: null when a cron, an alarm or a queue dispatches",
-    );
+    try {
+      (options.onWarning ?? console.warn)(
+        `idem: process "${processId}" has work due (effects or timers) and createHttpApi has no afterCommit, so nothing dispatches it; ` +
+          "pass afterCommit (e.g. dispatch), or afterCommit: null when a cron, an alarm or a queue dispatches",
+      );
+    } catch (err) {
+      reportError(err);
+    }
+  }
+
+  /**
+   * Tell `onError` (console.error without one) of a failure the answer does not carry. An
+   * `onError` that throws in turn is dropped: it must not change what the request is answered.
+   */
+  function reportError(err) {
+    try {
+      (options.onError ?? console.error)(err);
+    } catch {
+      // nothing further to tell it to
+    }
+  }
+
+  /**
+   * After a commit made for a request: the undispatched-work warning, and `afterCommit`. The event
+   * is stored whatever these do, so the answer is the commit's: an `afterCommit` that throws, or
+   * whose promise rejects, is reported to `onError`, never answered as the request's failure (a
+   * client told 500 would retry a key that is already applied). Its promise, guarded, goes to
+   * `waitUntil` when the host gives one.
+   */
+  function afterCommitted(processId, out, hooks) {
+    sayUndispatched(processId, out);
+    if (!out.changed || !options.afterCommit) return;
+    let p;
+    try {
+      p = options.afterCommit(processId, out);
+    } catch (err) {
+      reportError(err);
+      return;
+    }
+    if (p !== null && (typeof p === "object" || typeof p === "function") && typeof p.then === "function") {
+      const guarded = Promise.resolve(p).catch(reportError);
+      try {
+        hooks.waitUntil?.(guarded);
+      } catch (err) {
+        reportError(err); // a host that no longer takes work (the request is over): the answer stands
+      }
+    }
   }
 
   /** Frozen first answer for an event: from the applied outcome, or from the ledger for a replay. */
@@ -588,7 +645,7 @@ export function createHttpApi(options) {
     try {
       who = await authorize(request, { processId, action });
     } catch (err) {
-      (options.onError ?? console.error)(err);
+      reportError(err);
       return problem(500, "authorize_failed", `authorize failed on a request to ${what}; nothing was read or written`);
     }
     if (who === null || who === undefined) {
@@ -596,11 +653,11 @@ export function createHttpApi(options) {
     }
     if (who === false) return problem(403, "forbidden", `this caller may not ${what}`);
     if (who instanceof Response) return who;
-    if (typeof who !== "string" || who === "" || who.length > MAX_PRINCIPAL_LENGTH || !wellFormed(who)) {
+    if (!isPrincipal(who)) {
       return problem(
         500,
         "invalid_principal",
-        `authorize must answer a principal (a well-formed string of 1 to ${MAX_PRINCIPAL_LENGTH} characters), null, false or a Response; it answered ${described(who)}`,
+        `authorize must answer a principal (a well-formed string of 1 to ${MAX_PRINCIPAL_LENGTH} characters), null, false or a Response; it answered ${described(who, { conceal: true })}`,
       );
     }
     return { principal: who, scope: await scopeOf(who) };
@@ -620,6 +677,7 @@ export function createHttpApi(options) {
       return problem(408, "request_timeout", `the body did not arrive within ${bodyTimeout} ms; send it again with the same Idempotency-Key`, { limit: bodyTimeout });
     }
     if ("notUtf8" in read) return problem(400, "invalid_json", "the body is not valid utf-8");
+    if ("unreadable" in read) return problem(400, "unreadable_body", "the body could not be read to its end; send it again with the same Idempotency-Key");
     // Parsed here only to look at it (its shape, its id, its type); the engine reads the text itself.
     let body;
     try {
@@ -657,14 +715,7 @@ export function createHttpApi(options) {
 
     switch (out.status) {
       case "applied": {
-        sayUndispatched(processId, out);
-        if (out.changed && options.afterCommit) {
-          const p = options.afterCommit(processId, out);
-          if (p && typeof p.then === "function") {
-            const guarded = p.catch((err) => options.onError?.(err));
-            if (hooks.waitUntil) hooks.waitUntil(guarded);
-          }
-        }
+        afterCommitted(processId, out, hooks);
         const a = firstAnswer(processId, k.key, { status: "applied", rev: out.revision, response: out.response }, event.type);
         return answer(a, "applied", false, out.attempts);
       }
@@ -674,11 +725,7 @@ export function createHttpApi(options) {
         return answer(firstAnswer(processId, k.key, entry, event.type), "duplicate", true, out.attempts);
       }
       case "ignored": {
-        sayUndispatched(processId, out);
-        if (out.changed && options.afterCommit) {
-          const p = options.afterCommit(processId, out);
-          if (p && typeof p.then === "function" && hooks.waitUntil) hooks.waitUntil(p.catch((err) => options.onError?.(err)));
-        }
+        afterCommitted(processId, out, hooks);
         const a = firstAnswer(processId, k.key, { status: "ignored" }, event.type);
         return answer(a, "ignored", false, out.attempts);
       }

@@ -82,6 +82,7 @@ export type HostErrorCode =
   | "reserved_event_type"
   | "request_too_large"
   | "request_timeout"
+  | "unreadable_body"
   | "uri_too_long"
   | "headers_too_large"
   | "unsupported_media_type"
@@ -90,7 +91,13 @@ export type HostErrorCode =
   | "process_not_found"
   | "invalid_query"
   | "not_found"
-  | "method_not_allowed";
+  | "method_not_allowed"
+  | "unauthorized"
+  | "forbidden"
+  | "authorize_failed"
+  | "invalid_principal"
+  // dispatch: a handler's result JSON cannot write (the code of the failure it reports)
+  | "invalid_result";
 
 /**
  * Every error idem throws: the engine's (invalid definitions, a bad `nowMs`, unreadable snapshots
@@ -521,7 +528,11 @@ export interface HttpApiOptions extends ApplyOptions {
    * elsewhere (a cron, an alarm, a queue) and keeps that warning quiet.
    */
   afterCommit?: ((processId: string, outcome: AppliedOutcome) => Promise<unknown> | void) | null;
-  /** Errors of `afterCommit`'s promise (default: dropped), and an error `authorize` throws (default: `console.error`). */
+  /**
+   * Told what the answer does not carry (default: `console.error`): an error `afterCommit` throws or
+   * its promise rejects with (the answer is still the commit's: the event is stored), an error
+   * `authorize` throws. An `onError` that throws is ignored.
+   */
   onError?: (err: unknown) => void;
   /**
    * Who calls: asked for every request that names a route, before anything is read. Answer the

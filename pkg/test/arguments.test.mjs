@@ -13,6 +13,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { argumentsFor, badThrow, describeArg, oddValues, offline, ORDER, PAYMENT, pools, T0 } from "./arguments.mjs";
 import * as idem from "../src/node.js";
 import * as lean from "../dist/lean/idem.js";
 import * as full from "../dist/idem.js";
@@ -25,162 +26,6 @@ const { IdemError } = idem;
 const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const CALLS = Number(process.env.CALLS ?? 120_000);
 const RAW_CALLS = Math.ceil(CALLS / 4);
-
-const machineText = (name) => readFileSync(new URL(`../../tests/machines/${name}`, import.meta.url), "utf8");
-const PAYMENT = JSON.parse(machineText("payment.json"));
-const ORDER = JSON.parse(machineText("order.json"));
-
-const T0 = 1_700_000_000_000;
-const BIG = "x".repeat(100 * 1024);
-const cyclic = { id: "e1", type: "CHECKOUT" };
-cyclic.self = cyclic;
-
-/** Good values per kind, and the snapshots the run has made so far (to pass back). */
-function pools(r) {
-  const snapshots = [];
-  const keep = (out) => {
-    if (out && (typeof out.snapshot === "string" || out.snapshot instanceof Uint8Array)) {
-      if (snapshots.length < 16) snapshots.push(out.snapshot);
-      else snapshots[r.int(0, 15)] = out.snapshot;
-    }
-  };
-  const event = () =>
-    r.pick([
-      () => ({ id: `e${r.int(0, 39)}`, type: "CHECKOUT", payload: { amount: r.int(0, 99) } }),
-      () => ({ id: `e${r.int(0, 39)}`, type: r.pick(["RETRY", "NOPE", "charge.failed"]) }),
-      () => ({ id: `e${r.int(0, 39)}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `p${r.int(0, 4)}`, amount: 40 } }),
-      () => JSON.stringify({ id: `e${r.int(0, 39)}`, type: "CHECKOUT", payload: { amount: 5 } }),
-    ])();
-  const good = {
-    processId: () => `p-${r.int(0, 7)}`,
-    now: () => T0 + r.int(0, 199_999),
-    event,
-    snapshot: () => (snapshots.length > 0 && r.chance(0.7) ? r.pick(snapshots) : null),
-    stored: () => (snapshots.length > 0 ? r.pick(snapshots) : "idem3\n"),
-    definition: () => r.pick([PAYMENT, ORDER, machineText("payment.json")]),
-  };
-  return { good, keep, snapshots };
-}
-
-/** Every odd value the run draws from: wrong types, wrong shapes, edge numbers, hostile objects. */
-function oddValues(r, ctx) {
-  const list = [
-    () => undefined,
-    () => null,
-    () => NaN,
-    () => Infinity,
-    () => -Infinity,
-    () => -1,
-    () => 0,
-    () => 1.5,
-    () => 2 ** 53,
-    () => Date.now(),
-    () => -0,
-    () => 10n,
-    () => Symbol("odd"),
-    () => () => {},
-    () => () => 5,
-    () => function named() {},
-    () => BIG,
-    () => "",
-    () => "123",
-    () => "p1",
-    () => "p".repeat(300),
-    () => "é".repeat(129),
-    () => "\uD800",
-    () => "{",
-    () => "idem3\ngarbage",
-    () => true,
-    () => false,
-    () => ({}),
-    () => ({ x: 1 }),
-    () => [],
-    () => ["p1"],
-    () => [1, 2, 3],
-    () => new Uint8Array(8),
-    () => new Uint8Array(0),
-    () => new Int8Array(2),
-    () => new Float64Array(1),
-    () => new Uint8ClampedArray(3),
-    () => new DataView(new ArrayBuffer(2)),
-    () => new ArrayBuffer(8),
-    () => new Date(),
-    () => new String("p1"),
-    () => new Number(5),
-    () => Object.create(null),
-    () => new Map(),
-    () => Promise.resolve(1),
-    () => ({ toJSON() { throw new Error("no json for you"); } }),
-    () => ({ toJSON: () => undefined }),
-    () => cyclic,
-    () => ({ id: "e1", type: "CHECKOUT", payload: { n: 5n } }),
-    () => ({ id: 1, type: [] }),
-    () => ({ id: "e1" }),
-    () => ({ type: "CHECKOUT" }),
-    () => ({ id: BIG, type: "CHECKOUT" }),
-    () => ({ now: "123" }),
-    () => ({ now: () => "123" }),
-    () => ({ now: -5 }),
-    () => ({ maxRetries: -1 }),
-    () => ({ lane: "yes", laneStallMs: NaN }),
-    () => ({ handlers: { charge: 5 } }),
-    () => ({ handlers: { charge: () => ({ ok: true }) }, verifiers: { charge: () => ({ exists: false }) }, now: T0 + 100_000 }),
-    () => ({ timeoutMs: "1s", onStep: 3 }),
-    () => ({ after: -1, limit: 1.5 }),
-    () => ({ snapshot: 5, revision: "x" }),
-    () => ({ snapshot: "idem3\n", revision: 1, status: "applied" }),
-    () => [{ outcome: { snapshot: 1 } }],
-    () => new idem.MemoryStore(),
-    () => ({ load: () => null, commit: () => ({ ok: true, version: 1 }) }),
-    () => ctx.machine,
-    () => ctx.raw,
-    () => ctx.good.event(),
-    () => ctx.good.snapshot(),
-    () => ctx.good.stored(),
-    () => ctx.good.processId(),
-    () => ctx.good.now(),
-    () => (ctx.snapshots.length > 0 ? new TextEncoder().encode(String(r.pick(ctx.snapshots))) : new Uint8Array(1)),
-    () => (ctx.snapshots.length > 0 ? String(r.pick(ctx.snapshots)).slice(0, -3) : "idem3"),
-  ];
-  return () => r.pick(list)();
-}
-
-/**
- * The arguments of one call: each position good (60%) or odd; sometimes shuffled, cut short or
- * given one more.
- * @param {(() => unknown)[]} slots good value makers, in order
- */
-function argumentsFor(r, slots, odd) {
-  let args = slots.map((good) => (r.chance(0.6) ? good() : odd()));
-  if (r.chance(0.15)) args = args.sort(() => r.next() - 0.5);
-  if (r.chance(0.08)) args = args.slice(0, r.int(0, args.length));
-  if (r.chance(0.05)) args.push(odd());
-  return args;
-}
-
-/**
- * A platform binding (D1, KV, Durable Object storage, Deno KV) that is out of reach: every method
- * throws `store_unavailable`, and `touched` counts the calls. A store's argument checks come first,
- * so a wrong argument never gets this far; a right one gets this coded error.
- */
-function offline() {
-  const binding = { touched: 0 };
-  for (const name of ["prepare", "batch", "getWithMetadata", "put", "get", "delete", "list", "atomic", "enqueue", "listenQueue"]) {
-    binding[name] = () => {
-      binding.touched++;
-      throw new IdemError("store_unavailable", `${name}: this binding is offline`);
-    };
-  }
-  return binding;
-}
-
-/** What a thrown value must be: an IdemError with a code (never a trap, never a bare TypeError). */
-function badThrow(err) {
-  if (err instanceof WebAssembly.RuntimeError) return `WebAssembly.RuntimeError: ${err.message}`;
-  if (!(err instanceof IdemError)) return `not an IdemError: ${err?.constructor?.name} ${err?.message ?? String(err)}`;
-  if (typeof err.code !== "string" || err.code === "") return `IdemError without a code: ${err.message}`;
-  return null;
-}
 
 /** The known stream: three processes, interleaved, with duplicates, a conflict, rejects and due work. */
 function knownStream(m, bytes) {
@@ -403,16 +248,33 @@ test("the checks name the argument and what it got", async () => {
   assert.equal(m.reduce(null, { type: "PAYMENT_PARTIAL" }, 1000, "o1").error.code, "missing_event_id");
 });
 
-/** An argument, for a failure message. */
-function describeArg(a) {
-  if (typeof a === "string") return a.length > 40 ? `string(${a.length})` : JSON.stringify(a);
-  if (typeof a === "bigint" || typeof a === "symbol" || typeof a === "function") return typeof a;
-  if (a instanceof Uint8Array) return `Uint8Array(${a.length})`;
-  if (ArrayBuffer.isView(a)) return a.constructor.name;
-  try {
-    const s = JSON.stringify(a);
-    return s === undefined ? String(a) : s.length > 60 ? `${s.slice(0, 60)}...` : s;
-  } catch {
-    return Object.prototype.toString.call(a);
+test("dispatch: a handler's result JSON cannot write is a permanent failure invalid_result; a verifier's, a verifier error", async () => {
+  const def = JSON.parse(readFileSync(new URL("./fixtures/checkout.json", import.meta.url), "utf8"));
+  const cyclic = {};
+  cyclic.self = cyclic;
+  for (const [result, said] of [[5n, "Do not know how to serialize a BigInt"], [() => 1, "got a function"], [Symbol("s"), "got a symbol"], [cyclic, "Converting circular structure to JSON"]]) {
+    const m = new idem.Machine(def);
+    const store = new idem.MemoryStore();
+    const now = T0;
+    await idem.apply(store, m, "o1", { id: "c1", type: "CHECKOUT", payload: { amount: 4 } }, { now });
+    const report = await idem.dispatch(store, m, "o1", { now, handlers: { charge: () => result } });
+    assert.deepEqual(report.steps.map((s) => [s.result, s.status, s.state]), [["failed", "applied", "review"]]);
+    const { failure } = (await idem.inspect(store, m, "o1")).context;
+    assert.equal(failure.reason, "permanent");
+    assert.equal(failure.error.code, "invalid_result");
+    assert.ok(failure.error.message.startsWith(`the charge handler's result cannot be written as JSON: ${said}`), failure.error.message);
   }
-}
+  // A non-idempotent charge whose answer was lost is verified; a verifier that finds it but answers a
+  // result JSON cannot write reports nothing: the item stays due, as when a verifier throws.
+  def.states.charging.entry[0].effect.idempotent = false;
+  const m = new idem.Machine(def);
+  const store = new idem.MemoryStore();
+  let now = T0;
+  await idem.apply(store, m, "o1", { id: "c1", type: "CHECKOUT", payload: { amount: 4 } }, { now: () => now });
+  const options = { now: () => now, handlers: { charge: () => { throw idem.unknownOutcome(new Error("lost")); } }, verifiers: { charge: () => ({ exists: true, result: 7n }) } };
+  const lost = await idem.dispatch(store, m, "o1", options);
+  now = lost.nextDueAt;
+  const verify = await idem.dispatch(store, m, "o1", options);
+  assert.deepEqual(verify.steps.map((s) => [s.kind, s.result, s.error?.code]), [["verify", "verify-error", "invalid_result"]]);
+  assert.equal((await idem.inspect(store, m, "o1")).value, "charging");
+});

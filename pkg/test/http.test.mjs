@@ -395,6 +395,25 @@ test("afterCommit runs after the commit, handed to waitUntil; never for duplicat
   assert.deepEqual(calls, [["o1", "applied", 1]]);
 });
 
+test("afterCommit that throws or rejects: onError is told, the answer is the commit's (the event is stored), a retry replays it", async () => {
+  const boom = new Error("queue down");
+  for (const afterCommit of [() => { throw boom; }, async () => { throw boom; }, () => ({ then: () => { throw boom; } })]) {
+    const told = [];
+    // onError that throws too: still the commit's answer.
+    const { post, store } = setup({ api: { afterCommit, onError: (err) => { told.push(err); throw new Error("onError down"); } } });
+    const first = await post("o1", "k1", { type: "CHECKOUT", payload: { amount: 5 } });
+    assert.equal(first.status, 201);
+    const body = await first.text();
+    assert.equal(JSON.parse(body).status, "applied");
+    assert.equal(store.writes, 1);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.deepEqual(told, [boom]);
+    const again = await post("o1", "k1", { type: "CHECKOUT", payload: { amount: 5 } });
+    assert.deepEqual([again.status, await again.text(), again.headers.get("idempotency-replayed")], [201, body, "true"]);
+    assert.equal(told.length, 1, "never for a duplicate");
+  }
+});
+
 // --- Who calls: `authorize`, keys scoped by the caller, what GET shows ---
 
 /** A bearer token per caller, as the examples read them from a secret. */
@@ -531,7 +550,7 @@ test("authorize that throws -> 500 authorize_failed (onError told); an answer th
   assert.equal(p.code, "authorize_failed");
   assert.doesNotMatch(p.detail, /token service/, "the error's message stays on the server");
   assert.deepEqual(seen, [boom]);
-  for (const [answer, said] of [["", "an empty string"], ["x".repeat(257), "a string of 257 characters"], ["a\uDC00b", "a string of 3 characters"], [42, "number 42"], [true, "boolean true"], [{ id: "alice" }, "an object"], [["alice"], "an array"]]) {
+  for (const [answer, said] of [["", "an empty string"], ["x".repeat(257), "a string of 257 characters"], ["a\uDC00b", "a string of 3 characters"], [42, "the number 42"], [true, "true"], [{ id: "alice" }, "an object"], [["alice"], "an array"]]) {
     const { post: send } = setup({ store, api: { authorize: () => answer } });
     const bad = await send("o1", "k1", pay("p1"));
     assert.equal(bad.status, 500, said);
@@ -627,16 +646,16 @@ test("createHttpApi checks its options: invalid_argument naming the option and w
     [{ machine }, "options.store", "undefined"],
     [{ machine, store: { load() {} } }, "options.store", "an object"],
     [{ machine, store, authorize: "Bearer x" }, "options.authorize", "a string of 8 characters"],
-    [{ machine, store, view: "everything" }, "options.view", "a string of 10 characters"],
-    [{ machine, store, basePath: "api" }, "options.basePath", "a string of 3 characters"],
-    [{ machine, store, maxBodyBytes: "65536" }, "options.maxBodyBytes", "a string of 5 characters"],
-    [{ machine, store, bodyTimeoutMs: 0 }, "options.bodyTimeoutMs", "number 0"],
-    [{ machine, store, maxUrlBytes: NaN }, "options.maxUrlBytes", "number NaN"],
-    [{ machine, store, afterCommit: true }, "options.afterCommit", "boolean true"],
+    [{ machine, store, view: "everything" }, "options.view", 'the string "everything"'],
+    [{ machine, store, basePath: "api" }, "options.basePath", 'the string "api"'],
+    [{ machine, store, maxBodyBytes: "65536" }, "options.maxBodyBytes", 'the string "65536"'],
+    [{ machine, store, bodyTimeoutMs: 0 }, "options.bodyTimeoutMs", "the number 0"],
+    [{ machine, store, maxUrlBytes: NaN }, "options.maxUrlBytes", "the number NaN"],
+    [{ machine, store, afterCommit: true }, "options.afterCommit", "true"],
     [{ machine, store, onError: {} }, "options.onError", "an object"],
-    [{ machine, store, maxRetries: -1 }, "options.maxRetries", "number -1"],
-    [{ machine, store, lane: "off" }, "options.lane", "a string of 3 characters"],
-    [{ machine, store, now: "123" }, "options.now", "a string of 3 characters"],
+    [{ machine, store, maxRetries: -1 }, "options.maxRetries", "the number -1"],
+    [{ machine, store, lane: "off" }, "options.lane", 'the string "off"'],
+    [{ machine, store, now: "123" }, "options.now", 'the string "123"'],
   ];
   for (const [options, name, got] of cases) {
     assert.throws(
