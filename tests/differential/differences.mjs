@@ -66,7 +66,8 @@ export const DOCUMENTED = [
     reason:
       "JSONLogic's reference (json-logic-js), which evaluates the XState side's expressions, gives NaN for `+` on a " +
       "value that is not a number, such as a payload field the event does not carry or a raised event without a " +
-      "payload, and XState stores that NaN in the context; idem never makes a number up: arithmetic on a missing " +
+      "payload, and XState stores that NaN in the context (or, with the NaN in its guards, runs on until its " +
+      "microstep limit); idem never makes a number up: arithmetic on a missing " +
       "value, null, a boolean, an array, an object or a string that is not a number fails the event " +
       "(`expression_failed`), which is rejected and writes nothing (docs/expressions.md).",
     // idem refused the event with expression_failed where XState stored a NaN, and XState with
@@ -76,9 +77,14 @@ export const DOCUMENTED = [
   },
 ];
 
-/** Whether idem refused step `at` of `result` where XState stored a NaN, and that alone. */
+/**
+ * Whether idem refused step `at` of `result` where XState went on with a NaN (stored it, or failed
+ * otherwise with it in its guards), and that alone.
+ */
 function refusedWhereXStateStoredNaN(kase, at, result) {
-  if (result.idem[at]?.error !== "expression_failed" || !holdsNaN(result.xstate.steps[at]?.context)) return false;
+  const xs = result.xstate.steps[at];
+  const wentOnWithNaN = holdsNaN(xs?.context) || (typeof xs?.error === "string" && !xs.error.includes("expression_failed"));
+  if (result.idem[at]?.error !== "expression_failed" || !wentOnWithNaN) return false;
   const strict = strictly(() => runXState(kase.def, kase.events));
   const failed = strict.steps.findIndex((s) => s.error);
   return failed === at && strict.steps[at].error.includes("expression_failed") &&
