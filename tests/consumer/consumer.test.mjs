@@ -296,9 +296,11 @@ test("(d) the Worker section under wrangler dev: migrations from the package, an
   await until(worker, "the ship effect is dispatched after the reply", () => worker.log.includes("ship [\"p1\"] (Idempotency-Key: order-1/pay-1:0)"));
   const process = await (await fetch(`${base}/processes/order-1`)).json();
   assert.deepEqual(process.value, "paid");
-  // The cron's handler, as wrangler dev runs it on request: it finds nothing due (the effect went
-  // out after the reply) and fails on nothing.
-  const cron = await fetch(`http://127.0.0.1:${port}/cdn-cgi/handler/scheduled`);
+  // The cron's handler, run on request as the README says to run it locally: it finds nothing due
+  // (the effect went out after the reply) and fails on nothing.
+  const cronCommand = readme.match(/^curl "localhost:8787(\/\S+)"/m);
+  assert.ok(cronCommand, "the README says how to run the cron under wrangler dev");
+  const cron = await fetch(`http://127.0.0.1:${port}${cronCommand[1]}`);
   assert.equal(cron.status, 200, await cron.text());
   stop(worker);
   // No warning; wrangler's notice that crons do not fire by themselves in local development is

@@ -2,6 +2,8 @@
 // runs as an ES module in Node.js, its `idem` imports resolved as
 // pkg/package.json "exports" resolves them for Node, and what it prints must
 // be exactly the lines its `// → ...` comments announce, in order.
+// Its reference tables are checked against the package: every error code that
+// pkg/src/index.d.ts declares, the five statuses, and the retention defaults.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -104,4 +106,52 @@ test("the machine definitions shown in README.md load, and the statechart exampl
   assert.equal(send("e3", "PAY").status, "applied");
   assert.equal(send("e4", "SHIP").state, "complete", "both regions final: onDone completes the order");
   assert.equal(send("e4", "SHIP").status, "duplicate");
+});
+
+/** The string members of a union type `export type NAME = "a" | "b" ...;` in the package's declarations. */
+function unionOf(name) {
+  const declarations = readFileSync(new URL("pkg/src/index.d.ts", root), "utf8").replace(/\/\/.*$/gm, "");
+  const m = declarations.match(new RegExp(`export type ${name} =([^;]*);`));
+  assert.ok(m, `pkg/src/index.d.ts declares no type ${name}`);
+  return [...m[1].matchAll(/"([a-z_]+)"/g)].map((x) => x[1]);
+}
+
+/** The text of a markdown section, from its heading to the next heading of the same level. */
+function section(markdown, heading) {
+  const start = markdown.indexOf(`\n## ${heading}`);
+  assert.ok(start >= 0, `no section "## ${heading}"`);
+  const end = markdown.indexOf("\n## ", start + 1);
+  return markdown.slice(start, end < 0 ? undefined : end);
+}
+
+/** The first cells of a section's table rows (not its header rows), without their backticks. */
+function firstCells(text) {
+  const lines = text.split("\n");
+  return lines.flatMap((line, i) => {
+    const m = line.match(/^\| `([^`]+)` \|/);
+    return m && !lines[i + 1]?.startsWith("|-") ? [m[1]] : [];
+  });
+}
+
+test("the README's error table names every code the package declares (ErrorCode, HostErrorCode)", () => {
+  const errors = section(readme, "Errors: `IdemError` and its codes");
+  const codes = [...unionOf("ErrorCode"), ...unionOf("HostErrorCode")];
+  assert.ok(codes.length > 40, `only ${codes.length} codes read from pkg/src/index.d.ts`);
+  assert.deepEqual(codes.filter((c) => !errors.includes(`\`${c}\``)), [], "codes the README's Errors section does not name");
+});
+
+test("both READMEs' status tables list the five statuses the package declares", () => {
+  const statuses = unionOf("OutcomeStatus");
+  assert.deepEqual(firstCells(section(readme, "Five statuses")), statuses);
+  const published = readFileSync(new URL("pkg/README.md", root), "utf8");
+  assert.deepEqual(firstCells(section(published, "What `apply` answers")), statuses);
+});
+
+test("the retention defaults the README gives are the engine's", async () => {
+  const { Machine } = await import(resolveIdem("idem"));
+  const defaults = new Machine({ id: "m", initial: "a", states: { a: {} } }).retention();
+  const rows = [...section(readme, "Retention").matchAll(/^\| `(\w+)` \| `([^`]+)`/gm)].map((m) => [m[1], JSON.parse(m[2])]);
+  assert.deepEqual(Object.fromEntries(rows), defaults);
+  const published = section(readFileSync(new URL("pkg/README.md", root), "utf8"), "What `apply` answers");
+  assert.match(published, new RegExp(`${defaults.defaultMs / 86_400_000} days\\s+and ${defaults.maxEntries.toLocaleString("en")} ids`));
 });
