@@ -1,4 +1,4 @@
-// Browser entry: fetch and instantiate the lean module (the engine built for speed, 92 KiB
+// Browser entry: fetch and instantiate the lean module (the engine built for speed, about 150 KiB
 // gzip) before anything is exported. The hazard analysis and the XState import live in the
 // full module (the engine again, with them, built for size), fetched only by
 // `await loadAnalysis()`: a page that only reduces never downloads it.
