@@ -235,10 +235,9 @@ export interface Retention {
 type IsAny<D> = 0 extends 1 & D ? true : false;
 
 /**
- * Whether `D` is a definition TypeScript knows literally (written `as const`, or inline in
- * `new Machine({...})`): its `id` is a string literal. A parsed JSON value, an imported `.json`
- * file, a definition kept in a plain `const` (its `id` widened to `string`) or a JSON text is not,
- * and types as `Event`.
+ * Whether `D` is a definition TypeScript knows literally (written `as const`): its `id` is a string
+ * literal. A parsed JSON value, an imported `.json` file, an object literal without `as const` (its
+ * `id` widened to `string`) or a JSON text is not, and takes any `Event`.
  */
 type IsLiteral<D> = IsAny<D> extends true ? false : D extends { readonly id: infer I extends string } ? (string extends I ? false : true) : false;
 
@@ -331,7 +330,7 @@ export interface Implementations<D = object> {
 
 /**
  * The engine's `Machine` (from `idem` / pkg/src/<runtime>.js), taking events of type `E`. Built
- * from a literal definition (`as const`, or written inline), `E` is `EventOf<typeof definition>`:
+ * from a definition written `as const`, `E` is `EventOf<typeof definition>`:
  * `reduce` and `apply` refuse a misspelt event type or a payload missing a required field at
  * compile time. Built from any other definition, it takes any `Event`. A typed machine is still a
  * `Machine` (its events are `Event`s).
@@ -374,7 +373,7 @@ export declare const Machine: {
    * Build a machine from its definition (an object or its JSON text), checked whole: an invalid
    * one throws an `IdemError`. `implementations` gives named guards, actions and delays as functions.
    */
-  new <const D extends object | string>(definition: D, implementations?: Implementations<D>): Machine<EventOf<D>>;
+  new <D extends object | string>(definition: D, implementations?: Implementations<D>): Machine<EventOf<D>>;
   readonly prototype: Machine;
 };
 export declare function newEventId(): string;

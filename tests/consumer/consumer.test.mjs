@@ -123,7 +123,9 @@ before(() => {
     join(APP, "package.json"),
     JSON.stringify({ name: "orders", private: true, type: "module", dependencies: { idem: `file:${join(TMP, packed.filename)}` } }, null, 2),
   );
-  run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"]);
+  // The package's one dependency (json-schema-to-ts, types only) comes from npm's cache, or the
+  // registry when the cache lacks it; the package itself only from the tarball.
+  run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"]);
   readme = readFileSync(join(APP, "node_modules/idem/README.md"), "utf8");
   writeBlock("order.json");
 });
@@ -201,8 +203,13 @@ console.log(JSON.stringify(Object.assign(new Error("x"), { name: "IdemError", co
   ]);
 });
 
-test("(b) tsc --strict with module nodenext checks a program importing every subpath, with no paths and no allowJs", () => {
+test("(b) tsc --strict with module nodenext checks a program importing every subpath, and the README's TypeScript section, with no paths and no allowJs", () => {
   cpSync(join(ROOT, "tests/consumer/usage.ts"), join(APP, "usage.ts"));
+  // A definition written `as const` types the machine's events (payloads from its schemas, read by
+  // the package's dependency json-schema-to-ts): the block's `@ts-expect-error`s must each be an error.
+  const typed = writeBlock("typed.ts");
+  assert.match(typed, /as const;/);
+  assert.ok((typed.match(/@ts-expect-error/g) ?? []).length >= 2, "the TypeScript section shows refused events");
   writeFileSync(
     join(APP, "tsconfig.json"),
     JSON.stringify({
@@ -210,7 +217,7 @@ test("(b) tsc --strict with module nodenext checks a program importing every sub
         target: "es2022", module: "nodenext", moduleResolution: "nodenext", lib: ["es2023", "dom"], types: [],
         strict: true, noEmit: true, skipLibCheck: false, exactOptionalPropertyTypes: true, noUnusedLocals: true,
       },
-      files: ["usage.ts"],
+      files: ["usage.ts", "typed.ts"],
     }),
   );
   run(join(BIN, "tsc"), ["-p", "."]);

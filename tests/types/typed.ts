@@ -1,4 +1,4 @@
-// Typed definitions: a definition written `as const` (or inline in `new Machine({...})`) gives
+// Typed definitions: a definition written `as const` gives
 // the events it accepts, each with the payload its `events` schema describes, and its context;
 // `tsc -p tests/types` checks this file (never run). Each `@ts-expect-error` asserts a refusal.
 import { Machine, type ContextOf, type Event, type EventOf, type EventTypeOf, type InternalEvent, type Json } from "idem";
@@ -123,11 +123,16 @@ const implemented = new Machine(order, {
   delays: { retryDelay: ({ context }) => context.total * 10 },
 });
 
-// Inline definitions are typed as `as const` ones are.
+// A definition written inline without `as const` is not narrowed (as before: its id widens to
+// string), so code written for untyped machines keeps compiling.
 const inline = new Machine({ id: "toggle", initial: "off", states: { off: { on: { TOGGLE: "on" } }, on: { on: { TOGGLE: "off" } } } });
-inline.reduce(null, { id: "t1", type: "TOGGLE" }, now, "t");
-// @ts-expect-error a misspelt event type for an inline definition
-inline.reduce(null, { id: "t2", type: "TOGGEL" }, now, "t");
+const anyEvent: Event = { id: "t1", type: "TOGGEL" };
+inline.reduce(null, anyEvent, now, "t");
+// The same inline, `as const`: narrowed.
+const toggle = new Machine({ id: "toggle", initial: "off", states: { off: { on: { TOGGLE: "on" } }, on: { on: { TOGGLE: "off" } } } } as const);
+toggle.reduce(null, { id: "t2", type: "TOGGLE" }, now, "t");
+// @ts-expect-error a misspelt event type for an `as const` inline definition
+toggle.reduce(null, { id: "t3", type: "TOGGEL" }, now, "t");
 
 // Untyped definitions take any Event, as before: a parsed JSON value, a plain object, a JSON text.
 const parsed = new Machine(JSON.parse('{"id":"m","initial":"a","states":{"a":{}}}'));
