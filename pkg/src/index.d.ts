@@ -246,15 +246,31 @@ type OnTypes<S> =
   | (S extends { readonly on: infer On } ? Extract<keyof On, string> : never)
   | (S extends { readonly states: infer C } ? { [K in keyof C]: OnTypes<C[K]> }[keyof C] : never);
 
+/** The effect types named anywhere in a definition (`{ effect: { type: "charge", ... } }`). */
+type EffectTypes<T> = T extends { readonly effect: { readonly type: infer E extends string } }
+  ? E
+  : T extends readonly (infer I)[]
+    ? EffectTypes<I>
+    : T extends object
+      ? { [K in keyof T]: EffectTypes<T[K]> }[keyof T]
+      : never;
+
+/**
+ * What the outbox raises when an effect finishes (`charge.succeeded`, `charge.failed`): a state
+ * may handle them, but they are never sent from outside (the engine answers `reserved_event`).
+ */
+type OutcomeTypes<D> = `${EffectTypes<D>}.${"succeeded" | "failed"}`;
+
 /** The payload schemas a definition declares, by event type. */
 type Declared<D> = D extends { readonly events: infer E } ? E : {};
 
 /**
- * The event types a literal definition accepts, as the engine does: every `on` key of every state,
- * and every type declared in `events` (a declared type no state handles yet is accepted and
- * ignored). The engine's and XState's internal types (`idem.*`, `xstate.*`) are `InternalEvent`s.
+ * The event types a literal definition accepts from outside, as the engine does: every `on` key of
+ * every state, and every type declared in `events` (a declared type no state handles yet is
+ * accepted and ignored), less the outcomes of its effects (`charge.succeeded`), which only the
+ * outbox raises. The engine's and XState's internal types (`idem.*`, `xstate.*`) are `InternalEvent`s.
  */
-export type EventTypeOf<D> = IsLiteral<D> extends true ? Exclude<OnTypes<D> | Extract<keyof Declared<D>, string>, InternalEvent["type"]> : string;
+export type EventTypeOf<D> = IsLiteral<D> extends true ? Exclude<OnTypes<D> | Extract<keyof Declared<D>, string>, InternalEvent["type"] | OutcomeTypes<D>> : string;
 
 /** `unknown` (what a schema leaves open, such as the other members of an object) read as any JSON. */
 type AsJson<T> = unknown extends T ? Json : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T;
@@ -309,10 +325,14 @@ type Widen<T> = T extends string
  */
 export type ContextOf<D> = IsLiteral<D> extends true ? (D extends { readonly context: infer C extends object } ? Widen<C> : {}) : { [key: string]: Json };
 
-/** What a named implementation is given: the context before the event, the event, and the `params` written where it is used. */
+/**
+ * What a named implementation is given: the context before the event, the event (one the machine
+ * accepts, or an effect's outcome the outbox raised, its payload the effect's result), and the
+ * `params` written where it is used.
+ */
 export interface ImplementationArgs<D> {
   context: ContextOf<D>;
-  event: EventOf<D>;
+  event: EventOf<D> | (IsLiteral<D> extends true ? { id: string; type: OutcomeTypes<D>; payload?: Json } : never);
   params: Json | undefined;
 }
 

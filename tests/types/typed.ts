@@ -31,7 +31,10 @@ const order = {
       initial: "open",
       states: { open: { on: { NOTE: "open", "xstate.done.state.order.pending": "open" } } },
     },
-    cancelled: { on: { REFUND: "cancelled", "idem.effect.refund.succeeded": "cancelled" } },
+    cancelled: {
+      entry: [{ effect: { type: "refund", payload: { var: "context.paid" } } }],
+      on: { REFUND: "cancelled", "refund.succeeded": "cancelled", "refund.failed": { guard: "mayRetry", target: "cancelled" } },
+    },
   },
 } as const;
 
@@ -42,6 +45,8 @@ const types: Types[] = ["PAY", "REFUND", "PING", "CANCEL", "NOTE"];
 const internal: Types = "xstate.done.state.order.pending";
 // @ts-expect-error not a type the definition names
 const unnamed: Types = "SHIP";
+// @ts-expect-error an effect's outcome is raised by the outbox, never sent (reserved_event)
+const outcome: Types = "refund.succeeded";
 
 const machine = new Machine(order);
 const now = Date.now();
@@ -76,6 +81,8 @@ machine.reduce(null, { id: "p7", type: "PAY", payload: { paymentId: "x", amount:
 machine.reduce(null, { id: "e", type: "PAY" } as Event, now, "o1");
 // @ts-expect-error event ids stay strings
 machine.reduce(null, { id: 7, type: "CANCEL" }, now, "o1");
+// @ts-expect-error an effect's outcome is the outbox's to raise
+machine.reduce(null, { id: "o1", type: "refund.failed", payload: null }, now, "o1");
 // @ts-expect-error reduceBytes takes the same events
 machine.reduceBytes(null, { id: "b1", type: "SHIPP" }, now, "o1");
 
@@ -111,6 +118,8 @@ const api = createHttpApi({ machine, store, afterCommit: null });
 const implemented = new Machine(order, {
   guards: {
     isBig: ({ context, event }) => context.paid > 100 && event.type === "PAY" && event.payload.amount > 10,
+    // An effect's outcome reaches the guards of the transitions that handle it.
+    mayRetry: ({ event }) => event.type === "refund.failed" && event.payload !== null,
     // @ts-expect-error context has no field `unpaid`
     misspelt: ({ context }) => context.unpaid > 0,
   },
@@ -148,4 +157,4 @@ parsed.reduce(null, { id: "u5", type: "X", payload: { f: () => 1 } }, now, "u");
 // A typed machine is still a Machine.
 const plain: Machine = machine;
 
-export const usedTyped = [types, internal, unnamed, amountOf, context, badContext, api, implemented, wideContext, wideEvent, plain];
+export const usedTyped = [types, internal, unnamed, outcome, amountOf, context, badContext, api, implemented, wideContext, wideEvent, plain];
