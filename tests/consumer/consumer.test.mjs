@@ -236,6 +236,36 @@ test("(b) tsc --strict with module nodenext checks a program importing every sub
   }
 });
 
+test("what a typed machine refuses at compile time, the engine refuses at run time, and what it accepts, the engine takes", () => {
+  // The rules of EventOf (index.d.ts), checked against the installed engine: a payload is required
+  // when its schema refuses null; a declared type no state handles is accepted (and ignored); an
+  // effect's outcome and an unnamed type are refused.
+  writeFileSync(
+    join(APP, "typed-rules.mjs"),
+    `import { Machine } from "idem";
+const m = new Machine({
+  id: "m", initial: "a",
+  events: { PAY: { payload: { type: "object", required: ["amount"] } }, REFUND: { payload: { type: ["object", "null"] } }, PING: { description: "declared only" } },
+  states: { a: { entry: [{ effect: { type: "charge", payload: 1 } }], on: { PAY: "a", REFUND: "a", "charge.succeeded": "a" } } },
+});
+const events = [{ type: "PAY" }, { type: "PAY", payload: { amount: 1 } }, { type: "REFUND" }, { type: "PING" }, { type: "charge.succeeded" }, { type: "PAYY" }];
+for (const [i, e] of events.entries()) {
+  const o = m.reduce(null, { id: "e" + i, ...e }, 1, "p");
+  console.log(JSON.stringify([e.type, o.status, o.error?.code ?? null]));
+}
+`,
+  );
+  const lines = run(process.execPath, ["typed-rules.mjs"]).trimEnd().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines, [
+    ["PAY", "rejected", "invalid_payload"],
+    ["PAY", "applied", null],
+    ["REFUND", "applied", null],
+    ["PING", "ignored", null],
+    ["charge.succeeded", "rejected", "reserved_event"],
+    ["PAYY", "rejected", "unknown_event_type"],
+  ]);
+});
+
 test("(c) the Deno section: deno check, then deno run serving an event, its replay and its effect through Deno KV's queue", async () => {
   const code = writeBlock("main.ts");
   assert.match(code, /from "npm:idem"/);
