@@ -1,6 +1,8 @@
 // Types for idem's JavaScript API: the engine (Machine), the store contract,
 // the host loop, the dispatcher and the HTTP mapping.
 
+import type { FromSchema, JSONSchema } from "json-schema-to-ts";
+
 /** Any JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -8,6 +10,16 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 export interface Event {
   id: string;
   type: string;
+  payload?: Json;
+}
+
+/**
+ * An event the engine makes itself and hosts hand back (effect reports `idem.effect.*`, timers
+ * `idem.after`), or one of XState's internal types (`xstate.*`): always accepted by a typed machine.
+ */
+export interface InternalEvent {
+  id: string;
+  type: `idem.${string}` | `xstate.${string}`;
   payload?: Json;
 }
 
@@ -179,13 +191,13 @@ export type DueItem =
       attemptId: string;
       dueAt: number;
       /** Report this first; only an `applied` outcome lets this dispatcher perform the attempt. */
-      started: Event;
+      started: InternalEvent;
       /** Id of the result report (succeeded / failed / unknown). */
       resultId: string;
     }
   | { kind: "verify"; key: string; type: string; payload: Json; idempotent: boolean; attempt: number; attemptId: string; dueAt: number; resultId: string }
-  | { kind: "expire"; key: string; type: string; payload: Json; idempotent: boolean; attempt: number; attemptId: string; dueAt: number; report: Event }
-  | { kind: "timer"; state: string; delay: number; dueAt: number; event: Event };
+  | { kind: "expire"; key: string; type: string; payload: Json; idempotent: boolean; attempt: number; attemptId: string; dueAt: number; report: InternalEvent }
+  | { kind: "timer"; state: string; delay: number; dueAt: number; event: InternalEvent };
 
 export interface LedgerEntry {
   id: string;
@@ -216,9 +228,134 @@ export interface Retention {
   maxEntries: number;
 }
 
-/** The engine's `Machine` (from `idem` / pkg/src/<runtime>.js). */
-export declare class Machine implements MachineLike {
-  constructor(definition: object | string);
+// ---------------------------------------------------------------------------
+// Typed definitions: events and context read from a literal definition
+
+/** `D` is `any`: nothing is known of it. */
+type IsAny<D> = 0 extends 1 & D ? true : false;
+
+/**
+ * Whether `D` is a definition TypeScript knows literally (written `as const`): its `id` is a string
+ * literal. A parsed JSON value, an imported `.json` file, an object literal without `as const` (its
+ * `id` widened to `string`) or a JSON text is not, and takes any `Event`.
+ */
+type IsLiteral<D> = IsAny<D> extends true ? false : D extends { readonly id: infer I extends string } ? (string extends I ? false : true) : false;
+
+/** Event types named as `on` keys in a state and every state below it. */
+type OnTypes<S> =
+  | (S extends { readonly on: infer On } ? Extract<keyof On, string> : never)
+  | (S extends { readonly states: infer C } ? { [K in keyof C]: OnTypes<C[K]> }[keyof C] : never);
+
+/** The effect types named anywhere in a definition (`{ effect: { type: "charge", ... } }`). */
+type EffectTypes<T> = T extends { readonly effect: { readonly type: infer E extends string } }
+  ? E
+  : T extends readonly (infer I)[]
+    ? EffectTypes<I>
+    : T extends object
+      ? { [K in keyof T]: EffectTypes<T[K]> }[keyof T]
+      : never;
+
+/**
+ * What the outbox raises when an effect finishes (`charge.succeeded`, `charge.failed`): a state
+ * may handle them, but they are never sent from outside (the engine answers `reserved_event`).
+ */
+type OutcomeTypes<D> = `${EffectTypes<D>}.${"succeeded" | "failed"}`;
+
+/** The payload schemas a definition declares, by event type. */
+type Declared<D> = D extends { readonly events: infer E } ? E : {};
+
+/**
+ * The event types a literal definition accepts from outside, as the engine does: every `on` key of
+ * every state, and every type declared in `events` (a declared type no state handles yet is
+ * accepted and ignored), less the outcomes of its effects (`charge.succeeded`), which only the
+ * outbox raises. The engine's and XState's internal types (`idem.*`, `xstate.*`) are `InternalEvent`s.
+ */
+export type EventTypeOf<D> = IsLiteral<D> extends true ? Exclude<OnTypes<D> | Extract<keyof Declared<D>, string>, InternalEvent["type"] | OutcomeTypes<D>> : string;
+
+/** `unknown` (what a schema leaves open, such as the other members of an object) read as any JSON. */
+type AsJson<T> = unknown extends T ? Json : T extends object ? { [K in keyof T]: AsJson<T[K]> } : T;
+
+/** The payload a declared schema describes (json-schema-to-ts's `FromSchema`); any JSON when none. */
+type PayloadOf<D, T extends string> = T extends keyof Declared<D>
+  ? Declared<D>[T] extends { readonly payload: infer S }
+    ? S extends JSONSchema
+      ? AsJson<FromSchema<S>>
+      : Json
+    : Json
+  : Json;
+
+/** One event of type `T`: its payload required unless the schema accepts a missing one (null). */
+type TypedEvent<D, T extends string> = null extends PayloadOf<D, T>
+  ? { id: string; type: T; payload?: PayloadOf<D, T> }
+  : { id: string; type: T; payload: PayloadOf<D, T> };
+
+/**
+ * The events a definition accepts: for a literal definition, one member per event type with the
+ * payload its `events` schema describes, plus the internal events; for any other, `Event`.
+ *
+ * ```ts
+ * const definition = { id: "order", initial: "open", states: { open: { on: { PAY: "paid" } }, paid: {} },
+ *   events: { PAY: { payload: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] } } } } as const;
+ * type OrderEvent = EventOf<typeof definition>; // { id: string; type: "PAY"; payload: { amount: number; ... } } | InternalEvent
+ * ```
+ */
+export type EventOf<D> = IsLiteral<D> extends true ? { [T in EventTypeOf<D>]: TypedEvent<D, T> }[EventTypeOf<D>] | InternalEvent : Event;
+
+/** A literal type widened to what may replace it: `0` to `number`, `readonly ["a"]` to `string[]`. */
+type Widen<T> = T extends string
+  ? string
+  : T extends number
+    ? number
+    : T extends boolean
+      ? boolean
+      : T extends null
+        ? null
+        : T extends readonly (infer I)[]
+          ? [I] extends [never]
+            ? Json[]
+            : Widen<I>[]
+          : T extends object
+            ? { -readonly [K in keyof T]: Widen<T[K]> }
+            : T;
+
+/**
+ * A definition's context: for a literal definition, its `context` with literals widened
+ * (`{ n: 0, tags: [] }` gives `{ n: number; tags: Json[] }`); otherwise any JSON object. Keys an
+ * `assign` adds later are not in it.
+ */
+export type ContextOf<D> = IsLiteral<D> extends true ? (D extends { readonly context: infer C extends object } ? Widen<C> : {}) : { [key: string]: Json };
+
+/**
+ * What a named implementation is given: the context before the event, the event (one the machine
+ * accepts, or an effect's outcome the outbox raised, its payload the effect's result), and the
+ * `params` written where it is used.
+ */
+export interface ImplementationArgs<D> {
+  context: ContextOf<D>;
+  event: EventOf<D> | (IsLiteral<D> extends true ? { id: string; type: OutcomeTypes<D>; payload?: Json } : never);
+  params: Json | undefined;
+}
+
+/**
+ * Named guards, actions and delays as functions, for `new Machine(definition, implementations)`.
+ * They run inside `reduce` and must be pure: a duplicate replays its frozen answer and never calls
+ * them. A guard answers a boolean; an action a patch of the context or a list of idem actions (as
+ * data); a delay the milliseconds to wait.
+ */
+export interface Implementations<D = object> {
+  guards?: { [name: string]: (args: ImplementationArgs<D>) => boolean };
+  actions?: { [name: string]: (args: ImplementationArgs<D>) => Partial<ContextOf<D>> | Json[] };
+  delays?: { [name: string]: (args: Omit<ImplementationArgs<D>, "params">) => number };
+}
+
+/**
+ * The engine's `Machine` (from `idem` / pkg/src/<runtime>.js), taking events of type `E`. Built
+ * from a definition written `as const`, `E` is `EventOf<typeof definition>`:
+ * `reduce` and `apply` refuse a misspelt event type or a payload missing a required field at
+ * compile time. Built from any other definition, it takes any `Event`. A typed machine is still a
+ * `Machine` (its events are `Event`s).
+ */
+export interface Machine<E extends { id: string; type: string } = Event> extends MachineLike<E> {
   readonly id: string;
   readonly version: string;
   readonly hash: string;
@@ -231,13 +368,13 @@ export declare class Machine implements MachineLike {
    * An argument of another type (a `nowMs` given as a string, a process id over 256 bytes, a snapshot
    * that is `undefined`) throws `invalid_argument`, naming it, before anything reaches the engine.
    */
-  reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId: string): Outcome;
+  reduce(snapshot: Snapshot | null, event: E | string, nowMs: number, processId: string): Outcome;
   /**
    * As `reduce`, for hosts that store bytes: the snapshot (ASCII text) as a `Uint8Array` in and out.
    * Each applied event returns a new array, filled whole. Hand arrays back unchanged: a kept
    * snapshot is recognised by the array itself and its last 16 bytes (its checksum).
    */
-  reduceBytes(snapshot: Uint8Array | null, event: Event | string, nowMs: number, processId: string): Omit<Outcome, "snapshot"> & { snapshot: Uint8Array | null };
+  reduceBytes(snapshot: Uint8Array | null, event: E | string, nowMs: number, processId: string): Omit<Outcome, "snapshot"> & { snapshot: Uint8Array | null };
   due(snapshot: Snapshot | Uint8Array, nowMs: number): DueItem[];
   inspect(snapshot: Snapshot | Uint8Array): Inspection;
   retention(): Retention;
@@ -251,6 +388,14 @@ export declare class Machine implements MachineLike {
    */
   analyze(): Finding[];
 }
+export declare const Machine: {
+  /**
+   * Build a machine from its definition (an object or its JSON text), checked whole: an invalid
+   * one throws an `IdemError`. `implementations` gives named guards, actions and delays as functions.
+   */
+  new <D extends object | string>(definition: D, implementations?: Implementations<D>): Machine<EventOf<D>>;
+  readonly prototype: Machine;
+};
 export declare function newEventId(): string;
 export declare function version(): string;
 
@@ -339,12 +484,12 @@ export interface Witness {
   };
 }
 
-/** What the hosts need of a machine (the engine's `Machine` satisfies it). */
-export interface MachineLike {
+/** What the hosts need of a machine (the engine's `Machine` satisfies it); `E`, the events it takes. */
+export interface MachineLike<E extends { id: string; type: string } = Event> {
   readonly id: string;
   readonly version: string;
   readonly hash: string;
-  reduce(snapshot: Snapshot | null, event: Event | string, nowMs: number, processId: string): Outcome;
+  reduce(snapshot: Snapshot | null, event: E | string, nowMs: number, processId: string): Outcome;
   due(snapshot: Snapshot, nowMs: number): DueItem[];
   inspect(snapshot: Snapshot): Inspection;
   retention(): Retention;
@@ -447,7 +592,8 @@ export declare class EventText {
   readonly text: string;
 }
 
-export declare function apply(store: Store, machine: MachineLike, processId: string, event: Event | EventText, options?: ApplyOptions): Promise<AppliedOutcome>;
+/** Apply one event to the stored process: load, reduce, commit (retried on a lost compare-and-set). A typed machine takes its own events only. */
+export declare function apply<E extends { id: string; type: string }>(store: Store, machine: MachineLike<E>, processId: string, event: NoInfer<E> | EventText, options?: ApplyOptions): Promise<AppliedOutcome>;
 
 // ---------------------------------------------------------------------------
 // dispatch.js

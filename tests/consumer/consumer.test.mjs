@@ -123,7 +123,9 @@ before(() => {
     join(APP, "package.json"),
     JSON.stringify({ name: "orders", private: true, type: "module", dependencies: { idem: `file:${join(TMP, packed.filename)}` } }, null, 2),
   );
-  run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"]);
+  // The package's one dependency (json-schema-to-ts, types only) comes from npm's cache, or the
+  // registry when the cache lacks it; the package itself only from the tarball.
+  run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"]);
   readme = readFileSync(join(APP, "node_modules/idem/README.md"), "utf8");
   writeBlock("order.json");
 });
@@ -201,8 +203,13 @@ console.log(JSON.stringify(Object.assign(new Error("x"), { name: "IdemError", co
   ]);
 });
 
-test("(b) tsc --strict with module nodenext checks a program importing every subpath, with no paths and no allowJs", () => {
+test("(b) tsc --strict with module nodenext checks a program importing every subpath, and the README's TypeScript section, with no paths and no allowJs", () => {
   cpSync(join(ROOT, "tests/consumer/usage.ts"), join(APP, "usage.ts"));
+  // A definition written `as const` types the machine's events (payloads from its schemas, read by
+  // the package's dependency json-schema-to-ts): the block's `@ts-expect-error`s must each be an error.
+  const typed = writeBlock("typed.ts");
+  assert.match(typed, /as const;/);
+  assert.ok((typed.match(/@ts-expect-error/g) ?? []).length >= 2, "the TypeScript section shows refused events");
   writeFileSync(
     join(APP, "tsconfig.json"),
     JSON.stringify({
@@ -210,7 +217,7 @@ test("(b) tsc --strict with module nodenext checks a program importing every sub
         target: "es2022", module: "nodenext", moduleResolution: "nodenext", lib: ["es2023", "dom"], types: [],
         strict: true, noEmit: true, skipLibCheck: false, exactOptionalPropertyTypes: true, noUnusedLocals: true,
       },
-      files: ["usage.ts"],
+      files: ["usage.ts", "typed.ts"],
     }),
   );
   run(join(BIN, "tsc"), ["-p", "."]);
@@ -227,6 +234,36 @@ test("(b) tsc --strict with module nodenext checks a program importing every sub
     const text = readFileSync(join(APP, "node_modules/idem", f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
     assert.doesNotMatch(text, /\bany\b/, `${f} declares \`any\``);
   }
+});
+
+test("what a typed machine refuses at compile time, the engine refuses at run time, and what it accepts, the engine takes", () => {
+  // The rules of EventOf (index.d.ts), checked against the installed engine: a payload is required
+  // when its schema refuses null; a declared type no state handles is accepted (and ignored); an
+  // effect's outcome and an unnamed type are refused.
+  writeFileSync(
+    join(APP, "typed-rules.mjs"),
+    `import { Machine } from "idem";
+const m = new Machine({
+  id: "m", initial: "a",
+  events: { PAY: { payload: { type: "object", required: ["amount"] } }, REFUND: { payload: { type: ["object", "null"] } }, PING: { description: "declared only" } },
+  states: { a: { entry: [{ effect: { type: "charge", payload: 1 } }], on: { PAY: "a", REFUND: "a", "charge.succeeded": "a" } } },
+});
+const events = [{ type: "PAY" }, { type: "PAY", payload: { amount: 1 } }, { type: "REFUND" }, { type: "PING" }, { type: "charge.succeeded" }, { type: "PAYY" }];
+for (const [i, e] of events.entries()) {
+  const o = m.reduce(null, { id: "e" + i, ...e }, 1, "p");
+  console.log(JSON.stringify([e.type, o.status, o.error?.code ?? null]));
+}
+`,
+  );
+  const lines = run(process.execPath, ["typed-rules.mjs"]).trimEnd().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines, [
+    ["PAY", "rejected", "invalid_payload"],
+    ["PAY", "applied", null],
+    ["REFUND", "applied", null],
+    ["PING", "ignored", null],
+    ["charge.succeeded", "rejected", "reserved_event"],
+    ["PAYY", "rejected", "unknown_event_type"],
+  ]);
 });
 
 test("(c) the Deno section: deno check, then deno run serving an event, its replay and its effect through Deno KV's queue", async () => {
