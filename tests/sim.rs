@@ -13,16 +13,20 @@
 //! it still fails) and printed with its trace and the command that replays it
 //! (`SIM_SEED=.. SIM_SHRINK=.. SIM_DROP=..`).
 
-#[path = "sim/rng.rs"]
-mod rng;
-#[path = "sim/workload.rs"]
-mod workload;
-#[path = "sim/world.rs"]
-mod world;
+#![cfg(feature = "analysis")]
 
+use idem::check::sim::workload::SHRINK_BITS;
+use idem::check::sim::world::{kind_of, run, Faults, Machines, Opts, Stats};
+use idem::Machine;
 use std::time::Instant;
-use workload::SHRINK_BITS;
-use world::{kind_of, run, Faults, Machines, Opts, Stats};
+
+/// The two machines of the workload.
+fn machines() -> Machines {
+    Machines {
+        order: Machine::from_json(include_str!("machines/order.json")).expect("order.json"),
+        checkout: Machine::from_json(include_str!("sim/checkout.json")).expect("checkout.json"),
+    }
+}
 
 /// Seeds run by `cargo test` (debug build, two cores: well under 20 s).
 const DEFAULT_SEEDS: u64 = 400;
@@ -170,7 +174,7 @@ fn run_many(start: u64, seeds: u64, faults: Faults, stop_at_first: bool) -> (Sta
             .map(|t| {
                 let stop = &stop;
                 scope.spawn(move || {
-                    let machines = Machines::load();
+                    let machines = machines();
                     let mut stats = Stats::default();
                     let mut failing = Vec::new();
                     let opts = Opts { faults, ..Opts::default() };
@@ -204,7 +208,7 @@ fn run_many(start: u64, seeds: u64, faults: Faults, stop_at_first: bool) -> (Sta
 
 #[test]
 fn simulated_executions_keep_every_invariant() {
-    let machines = Machines::load();
+    let machines = machines();
     if let Some(seed) = env_u64("SIM_SEED") {
         let opts = Opts { shrink: env_u64("SIM_SHRINK").unwrap_or(0) as u32, drop: env_drop(), trace: true, faults: env_faults() };
         let r = run(&machines, seed, &opts);
@@ -234,7 +238,7 @@ fn simulated_executions_keep_every_invariant() {
 
 #[test]
 fn one_seed_replays_the_same_execution() {
-    let machines = Machines::load();
+    let machines = machines();
     for seed in [3, 4] {
         let opts = Opts { trace: true, ..Opts::default() };
         let (a, b) = (run(&machines, seed, &opts), run(&machines, seed, &opts));
@@ -248,7 +252,7 @@ fn one_seed_replays_the_same_execution() {
 fn caught(faults: Faults, expect: &[&str]) -> String {
     let (_, failing) = run_many(0, 400, faults, true);
     let seed = *failing.first().unwrap_or_else(|| panic!("no seed caught {faults:?}"));
-    let machines = Machines::load();
+    let machines = machines();
     let r = run(&machines, seed, &Opts { faults, ..Opts::default() });
     assert!(
         r.violations.iter().any(|v| expect.iter().any(|e| v.contains(e))),
@@ -288,4 +292,24 @@ fn the_checks_catch_a_gateway_that_ignores_idempotency_keys() {
 #[test]
 fn seeds_alternate_between_the_two_machines() {
     assert_ne!(kind_of(0), kind_of(1));
+}
+
+#[test]
+fn every_snapshot_is_read_back_in_a_fresh_machine() {
+    use idem::check::sim::world::read_back;
+    let m = machines().order;
+    let fresh = Machine::from_json(&m.definition_json()).unwrap();
+    let pay = serde_json::json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 40 } });
+    let o = m.reduce_in("o1", None, &pay, 1_000);
+    let s = o.snapshot.clone().expect("applied");
+    assert_eq!(read_back(&fresh, &s, &o), Ok(()));
+    // An answer that does not match what was written is caught, as is a snapshot the machine cannot read.
+    let mut wrong = o.clone();
+    wrong.state = serde_json::json!("paid");
+    assert!(read_back(&fresh, &s, &wrong).unwrap_err().contains("reads back in state"));
+    wrong = o.clone();
+    wrong.revision = 7;
+    assert!(read_back(&fresh, &s, &wrong).unwrap_err().contains("revision"));
+    let other = machines().checkout;
+    assert!(read_back(&other, &s, &o).unwrap_err().contains("cannot be read back by a fresh machine"));
 }
