@@ -8,3 +8,7 @@
 //! generator passed in.
 
 pub mod sim;
+pub mod model;
+pub mod scenario;
+pub mod explore;
+pub mod report;

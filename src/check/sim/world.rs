@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Deliberate defects, to prove that the checks catch what they claim to.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Faults {
     /// The store writes without comparing versions (last writer wins).
     pub no_compare_and_set: bool,
