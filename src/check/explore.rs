@@ -14,7 +14,7 @@ use super::scenario::Scenario;
 use crate::Machine;
 use serde_json::{json, Value};
 use std::collections::{HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Property {
@@ -76,31 +76,11 @@ pub struct Counterexample {
     pub run: Vec<Value>,
 }
 
-/// Feeds `Hash` into a buffer hashed once with XXH3-128.
-#[derive(Default)]
-struct Encoder(Vec<u8>);
-
-impl Hasher for Encoder {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.extend_from_slice(bytes);
-    }
-    fn finish(&self) -> u64 {
-        unreachable!("fingerprints are 128 bits")
-    }
-}
-
-/// Hosts are interchangeable: which one holds a job is not part of the
-/// fingerprint (traces keep their own numbering).
-fn fingerprint(s: &State, buf: &mut Encoder) -> u128 {
-    buf.0.clear();
-    if s.hosts.windows(2).all(|w| w[0] <= w[1]) {
-        s.hash(buf);
-    } else {
-        let mut sorted = s.clone();
-        sorted.hosts.sort_unstable();
-        sorted.hash(buf);
-    }
-    xxhash_rust::xxh3::xxh3_128(&buf.0)
+/// XXH3-128 of the state's exact encoding.
+fn fingerprint(s: &State, buf: &mut Vec<u8>) -> u128 {
+    buf.clear();
+    s.encode(buf);
+    xxhash_rust::xxh3::xxh3_128(buf)
 }
 
 /// Fingerprints are already uniform: the set keys on their low bits.
@@ -135,7 +115,7 @@ pub fn check(
 ) -> Report {
     let mut w = World::new(m, scenario, &opts.process, opts.bounds.clone());
     let start = w.initial();
-    let mut buf = Encoder::default();
+    let mut buf = Vec::with_capacity(256);
     let mut seen: HashSet<u128, BuildHasherDefault<Identity>> = HashSet::default();
     seen.insert(fingerprint(&start, &mut buf));
     let mut parents: Vec<(u32, Action)> = vec![(u32::MAX, Action::Crash { host: 0 })];
@@ -306,7 +286,8 @@ fn event_name(w: &World, ev: u32) -> String {
 fn describe(w: &mut World, before: &State, after: &State, a: Action, n: usize) -> Value {
     let outcome = |w: &World| {
         let o = &w.outs[w.last_out.unwrap_or(0) as usize];
-        (o.status.as_str(), serde_json::from_str::<Value>(&w.strings.all[o.response as usize]).unwrap_or(Value::Null), o.state.clone())
+        let text = |i: u32| serde_json::from_str::<Value>(&w.strings.all[i as usize]).unwrap_or(Value::Null);
+        (o.status.as_str(), text(o.response), text(o.state))
     };
     let (text, host) = match a {
         Action::Deliver { host, event } | Action::Resend { host, event } => {

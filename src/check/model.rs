@@ -18,6 +18,8 @@ use super::sim::world::{read_back, Faults};
 use crate::{Machine, Status};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::rc::Rc;
 
 /// What a schedule may contain, beyond the scenario's own events.
 #[derive(Clone, Debug, PartialEq)]
@@ -148,10 +150,64 @@ pub struct State {
     pub effect_faults: u8,
     pub fresh: u8,
     pub hosts: Vec<Host>,
-    /// Logical event ids with a recorded outcome in the reference, with their frozen response.
-    pub frozen: Vec<(u32, u32)>,
+    /// Logical event ids with a recorded outcome in the reference, with their
+    /// frozen response, the end of its retention window and the event recorded
+    /// (the original or its fresh re-send).
+    pub frozen: Vec<(u32, u32, u64, u32)>,
     /// Gateway: (key, times performed, answer: 0 none, 1 succeeded, 2 declined), by key.
     pub gateway: Vec<(u32, u8, u8)>,
+}
+
+impl Host {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let job = match self.job {
+            Job::None => [0, 0, 0, 0, 0],
+            Job::Client(i) => [1, i, 0, 0, 0],
+            Job::Attempt(i) => { let b = i.to_le_bytes(); [2, b[0], b[1], b[2], b[3]] }
+            Job::Verify(i) => { let b = i.to_le_bytes(); [3, b[0], b[1], b[2], b[3]] }
+            Job::Internal => [4, 0, 0, 0, 0],
+        };
+        out.push(self.pc as u8);
+        out.extend_from_slice(&job);
+        for n in [self.ev, self.version, self.out] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&self.at.to_le_bytes());
+        out.extend_from_slice(&self.claimed_at.to_le_bytes());
+        out.extend_from_slice(&[self.repeat as u8, self.twice as u8, self.phase]);
+    }
+}
+
+impl State {
+    /// The exact bytes a fingerprint is taken of: every field, interned
+    /// strings by their index (one index, one text), the hosts in sorted order
+    /// (hosts are interchangeable: which one holds a job is not part of the state).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.now.to_le_bytes());
+        for n in [self.store, self.version, self.reference] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&self.delivered.to_le_bytes());
+        out.extend_from_slice(&[self.next_advance, self.expiries, self.crashes, self.effect_faults, self.fresh, self.hosts.len() as u8]);
+        if self.hosts.windows(2).all(|w| w[0] <= w[1]) {
+            self.hosts.iter().for_each(|h| h.encode(out));
+        } else {
+            let mut sorted = self.hosts.clone();
+            sorted.sort_unstable();
+            sorted.iter().for_each(|h| h.encode(out));
+        }
+        out.extend_from_slice(&(self.frozen.len() as u32).to_le_bytes());
+        for &(id, response, until, ev) in &self.frozen {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(&response.to_le_bytes());
+            out.extend_from_slice(&until.to_le_bytes());
+            out.extend_from_slice(&ev.to_le_bytes());
+        }
+        for &(key, times, answer) in &self.gateway {
+            out.extend_from_slice(&key.to_le_bytes());
+            out.extend_from_slice(&[times, answer]);
+        }
+    }
 }
 
 /// A reduce's result, kept once per (snapshot, event, now).
@@ -160,9 +216,9 @@ pub struct Out {
     pub status: Status,
     pub snapshot: u32,
     pub response: u32,
-    pub state: Value,
-    pub effects: Vec<(u32, bool)>,
-    pub error: Option<String>,
+    /// The state value it answered (interned text).
+    pub state: u32,
+    pub effects: Rc<[(u32, bool)]>,
 }
 
 /// What the checker knows of a snapshot, computed once.
@@ -182,6 +238,30 @@ pub struct SnapInfo {
 pub struct Violation {
     pub message: String,
 }
+
+/// FxHash (rustc's): the memo tables key on small integers, which need no
+/// defence against chosen collisions.
+#[derive(Default, Clone, Copy)]
+pub struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
 /// Strings kept once; index 0 is "none".
 #[derive(Default)]
@@ -210,6 +290,8 @@ impl Interner {
 pub struct EventInfo {
     pub value: Value,
     pub logical: u32,
+    /// A re-send under a fresh id: a repeat the ledger cannot recognise.
+    pub fresh: bool,
 }
 
 /// The machine, the scenario and every cache the exploration shares.
@@ -227,9 +309,15 @@ pub struct World<'m> {
     pub items: Vec<Value>,
     item_ids: HashMap<String, u32>,
     pub outs: Vec<Out>,
-    reduced: HashMap<(u32, u32, u64), u32>,
-    snaps: HashMap<u32, SnapInfo>,
-    due_now: HashMap<(u32, u64), Vec<u32>>,
+    /// Per item: the host that takes it (its job and first event).
+    item_jobs: Vec<Host>,
+    /// Per item: its effect key (interned) and whether the provider honours keys.
+    item_keys: Vec<(u32, bool)>,
+    /// Result events of calls, per (item, what the gateway said).
+    reports: FxMap<(u32, u8), u32>,
+    reduced: FxMap<(u32, u32, u64), u32>,
+    snaps: FxMap<u32, SnapInfo>,
+    due_now: FxMap<(u32, u64), Vec<u32>>,
     pub reduces: u64,
     /// The outcome the last step reduced, if it reduced (for traces).
     pub last_out: Option<u32>,
@@ -249,14 +337,17 @@ impl<'m> World<'m> {
             client: Vec::new(),
             advances: scenario.advances().collect(),
             strings: Interner::new(),
-            events: vec![EventInfo { value: Value::Null, logical: 0 }],
+            events: vec![EventInfo { value: Value::Null, logical: 0, fresh: false }],
             event_ids: HashMap::new(),
             items: vec![Value::Null],
             item_ids: HashMap::new(),
-            outs: vec![Out { status: Status::Ignored, snapshot: 0, response: 0, state: Value::Null, effects: vec![], error: None }],
-            reduced: HashMap::new(),
-            snaps: HashMap::new(),
-            due_now: HashMap::new(),
+            outs: vec![Out { status: Status::Ignored, snapshot: 0, response: 0, state: 0, effects: Rc::new([]) }],
+            item_jobs: vec![Host::default()],
+            item_keys: vec![(0, true)],
+            reports: FxMap::default(),
+            reduced: FxMap::default(),
+            snaps: FxMap::default(),
+            due_now: FxMap::default(),
             reduces: 0,
             last_out: None,
             last_answer: None,
@@ -290,9 +381,10 @@ impl<'m> World<'m> {
         if let Some(&i) = self.event_ids.get(&text) {
             return i;
         }
+        let fresh = logical.is_some();
         let logical = logical.unwrap_or_else(|| self.strings.id(v["id"].as_str().unwrap_or("")));
         let i = self.events.len() as u32;
-        self.events.push(EventInfo { value: v, logical });
+        self.events.push(EventInfo { value: v, logical, fresh });
         self.event_ids.insert(text, i);
         i
     }
@@ -303,7 +395,16 @@ impl<'m> World<'m> {
             return i;
         }
         let i = self.items.len() as u32;
+        let job = match v["kind"].as_str() {
+            Some("attempt") => Host { job: Job::Attempt(i), ev: self.event(v["started"].clone(), None), ..Host::default() },
+            Some("verify") => Host { job: Job::Verify(i), pc: Pc::Call, phase: 1, ..Host::default() },
+            Some("expire") => Host { job: Job::Internal, ev: self.event(v["report"].clone(), None), ..Host::default() },
+            _ => Host { job: Job::Internal, ev: self.event(v["event"].clone(), None), ..Host::default() },
+        };
+        let key = (self.strings.id(v["key"].as_str().unwrap_or("")), v["idempotent"].as_bool().unwrap_or(true));
         self.items.push(v);
+        self.item_jobs.push(job);
+        self.item_keys.push(key);
         self.item_ids.insert(text, i);
         i
     }
@@ -327,9 +428,8 @@ impl<'m> World<'m> {
             status: o.status,
             snapshot: o.snapshot.as_deref().map_or(0, |s| self.strings.id(s)),
             response: self.strings.id(&canonical(&o.response).to_string()),
-            state: o.state.clone(),
+            state: self.strings.id(&o.state.to_string()),
             effects: o.effects.iter().map(|e| (self.strings.id(&e.key), e.idempotent)).collect(),
-            error: o.error.as_ref().map(|e| e.to_string()),
         };
         let i = self.outs.len() as u32;
         self.outs.push(out);
@@ -370,16 +470,19 @@ impl<'m> World<'m> {
 
     /// Items due at `now` in `snap`.
     pub fn due(&mut self, snap: u32, now: u64) -> Vec<u32> {
-        if let Some(d) = self.due_now.get(&(snap, now)) {
-            return d.clone();
+        self.due_list(snap, now).to_vec()
+    }
+
+    fn due_list(&mut self, snap: u32, now: u64) -> &[u32] {
+        if !self.due_now.contains_key(&(snap, now)) {
+            let items = match self.text(snap) {
+                None => Vec::new(),
+                Some(text) => crate::outbox::due(self.m, text, now).unwrap_or_default(),
+            };
+            let ids: Vec<u32> = items.into_iter().map(|i| self.item(i)).collect();
+            self.due_now.insert((snap, now), ids);
         }
-        let items = match self.text(snap) {
-            None => Vec::new(),
-            Some(text) => crate::outbox::due(self.m, text, now).unwrap_or_default(),
-        };
-        let ids: Vec<u32> = items.into_iter().map(|i| self.item(i)).collect();
-        self.due_now.insert((snap, now), ids.clone());
-        ids
+        &self.due_now[&(snap, now)]
     }
 
     /// Every action enabled in `s`, in a fixed order.
@@ -404,7 +507,7 @@ impl<'m> World<'m> {
                     out.push(Action::Resend { event: i as u8, host });
                 }
             }
-            for item in 0..self.due(s.store, s.now).len() {
+            for item in 0..self.due_list(s.store, s.now).len() {
                 out.push(Action::Dispatch { item: item as u8, host });
             }
         }
@@ -427,9 +530,11 @@ impl<'m> World<'m> {
                 out.push(Action::Crash { host });
             }
         }
-        // A host step takes no time: the clock moves between host runs, so a
-        // lease never runs out under a live host (a crashed one's does).
-        if s.hosts.iter().any(|h| h.pc != Pc::Idle) {
+        // A host step takes no time, and the background pass dispatches what is
+        // due before time moves on (the simulator's scheduler does the same): the
+        // clock moves only when every host is idle and nothing is due, so a lease
+        // never runs out under a live host (a crashed one's does).
+        if s.hosts.iter().any(|h| h.pc != Pc::Idle) || !self.due_list(s.store, s.now).is_empty() {
             return out;
         }
         if let Some(&ms) = self.advances.get(s.next_advance as usize) {
@@ -473,14 +578,8 @@ impl<'m> World<'m> {
                 self.load_reduce(t, host, h)?;
             }
             Action::Dispatch { item, host } => {
-                let id = self.due(s.store, s.now)[item as usize];
-                let it = self.items[id as usize].clone();
-                let h = match it["kind"].as_str() {
-                    Some("attempt") => Host { job: Job::Attempt(id), ev: self.event(it["started"].clone(), None), ..Host::default() },
-                    Some("verify") => Host { job: Job::Verify(id), pc: Pc::Call, phase: 1, ..Host::default() },
-                    Some("expire") => Host { job: Job::Internal, ev: self.event(it["report"].clone(), None), ..Host::default() },
-                    _ => Host { job: Job::Internal, ev: self.event(it["event"].clone(), None), ..Host::default() },
-                };
+                let id = self.due_list(s.store, s.now)[item as usize];
+                let h = self.item_jobs[id as usize];
                 if h.pc == Pc::Call {
                     t.hosts[host as usize] = h;
                 } else {
@@ -509,8 +608,9 @@ impl<'m> World<'m> {
         Ok(())
     }
 
-    fn seen(t: &State, logical: u32) -> Option<u32> {
-        t.frozen.binary_search_by_key(&logical, |f| f.0).ok().map(|i| t.frozen[i].1)
+    /// The frozen response of a logical id with a recorded outcome, and the end of its retention window.
+    fn seen(t: &State, logical: u32) -> Option<(u32, u64, u32)> {
+        t.frozen.binary_search_by_key(&logical, |f| f.0).ok().map(|i| (t.frozen[i].1, t.frozen[i].2, t.frozen[i].3))
     }
 
     fn load_reduce(&mut self, t: &mut State, host: u8, mut h: Host) -> Result<(), Violation> {
@@ -521,18 +621,17 @@ impl<'m> World<'m> {
         h.repeat = Self::seen(t, self.events[h.ev as usize].logical).is_some();
         h.pc = Pc::Reduced;
         if self.bounds.faults.effects_before_commit && matches!(h.job, Job::Client(_)) {
-            for (key, idempotent) in self.outs[h.out as usize].effects.clone() {
+            for &(key, idempotent) in self.outs[h.out as usize].effects.clone().iter() {
                 self.perform(t, key, idempotent, false)?;
             }
         }
         if self.outs[h.out as usize].snapshot == 0 {
             // Nothing to write: the host answers (or moves on) at once; what it
             // answered was true of the version it loaded.
-            let out = self.outs[h.out as usize].clone();
             if matches!(h.job, Job::Client(_)) {
                 self.last_answer = Some((h.ev, h.at));
             }
-            return self.done(t, host, h, &out);
+            return self.done(t, host, h);
         }
         t.hosts[host as usize] = h;
         Ok(())
@@ -540,17 +639,17 @@ impl<'m> World<'m> {
 
     fn commit(&mut self, t: &mut State, host: u8) -> Result<(), Violation> {
         let h = t.hosts[host as usize];
-        let out = self.outs[h.out as usize].clone();
-        if out.snapshot != 0 {
+        let written = self.outs[h.out as usize].snapshot;
+        if written != 0 {
             if h.version != t.version && !self.bounds.faults.no_compare_and_set {
                 // Conflict: another host committed first; load and reduce again.
                 return self.load_reduce(t, host, h);
             }
-            t.store = out.snapshot;
+            t.store = written;
             t.version += 1;
-            self.follow(t, &h, &out)?;
+            self.follow(t, &h)?;
         }
-        self.done(t, host, h, &out)
+        self.done(t, host, h)
     }
 
     /// After the commit (or with nothing to write): a delivery replies, a claim
@@ -558,12 +657,13 @@ impl<'m> World<'m> {
     /// round once more; anything else ends the job. The reply is checked here:
     /// a crash between commit and reply only loses the answer, and the client's
     /// redelivery is explored anyway.
-    fn done(&mut self, t: &mut State, host: u8, mut h: Host, out: &Out) -> Result<(), Violation> {
+    fn done(&mut self, t: &mut State, host: u8, mut h: Host) -> Result<(), Violation> {
+        let status = self.outs[h.out as usize].status;
         if matches!(h.job, Job::Client(_)) {
             self.reply(t, &h)?;
         }
         h.pc = match (h.job, h.phase) {
-            (Job::Attempt(_), 0) if out.status == Status::Applied || self.bounds.faults.ignore_claim => {
+            (Job::Attempt(_), 0) if status == Status::Applied || self.bounds.faults.ignore_claim => {
                 h.claimed_at = h.at;
                 Pc::Call
             }
@@ -579,34 +679,36 @@ impl<'m> World<'m> {
 
     /// The reference takes the committed event unless it is a repeat; then the
     /// store must hold the reference's state value and context.
-    fn follow(&mut self, t: &mut State, h: &Host, out: &Out) -> Result<(), Violation> {
+    fn follow(&mut self, t: &mut State, h: &Host) -> Result<(), Violation> {
+        let out = self.outs[h.out as usize].clone();
         let logical = self.events[h.ev as usize].logical;
-        let id = self.events[h.ev as usize].value["id"].as_str().unwrap_or("").to_string();
+        let id = || self.events[h.ev as usize].value["id"].as_str().unwrap_or("").to_string();
         let repeat = Self::seen(t, logical);
-        if let Some(frozen) = repeat {
+        if repeat.is_some() {
+            // Past its retention window a repeat may be judged again by the
+            // topology; it must still leave state, context and effects alone.
             if !out.effects.is_empty() {
-                return Err(self.violation(format!("a repeat of {id} was applied again and emitted effect {}", self.strings.all[out.effects[0].0 as usize])));
-            }
-            if out.response != frozen && out.status == Status::Applied {
-                return Err(self.violation(format!(
-                    "a repeat of {id} was applied again with response {} (frozen: {})",
-                    self.strings.all[out.response as usize],
-                    self.strings.all[frozen as usize]
-                )));
+                return Err(self.violation(format!("a repeat of {} was applied again and emitted effect {}", id(), self.strings.all[out.effects[0].0 as usize])));
             }
         } else {
             let r = self.reduce(t.reference, h.ev, h.at)?;
-            let r = self.outs[r as usize].clone();
-            if r.snapshot != 0 {
-                t.reference = r.snapshot;
+            let (snapshot, response) = (self.outs[r as usize].snapshot, self.outs[r as usize].response);
+            if snapshot != 0 {
+                t.reference = snapshot;
                 let at = t.frozen.partition_point(|f| f.0 < logical);
-                t.frozen.insert(at, (logical, r.response));
+                let ty = self.events[h.ev as usize].value["type"].as_str().unwrap_or("");
+                let until = h.at.saturating_add(self.m.retention_for(ty));
+                t.frozen.insert(at, (logical, response, until, h.ev));
             }
         }
         if t.store != t.reference {
-            let (a, b) = (self.info(t.store).state_text.clone(), self.info(t.reference).state_text.clone());
-            if a != b {
-                let what = if repeat.is_some() { format!("a repeat of {id}") } else { id };
+            let (store, reference) = (t.store, t.reference);
+            self.info(store);
+            self.info(reference);
+            if self.snaps[&store].state_text != self.snaps[&reference].state_text {
+                let (a, b) = (&self.snaps[&store].state_text, &self.snaps[&reference].state_text);
+                let id = self.events[h.ev as usize].value["id"].as_str().unwrap_or("");
+                let what = if repeat.is_some() { format!("a repeat of {id}") } else { id.to_string() };
                 return Err(self.violation(format!("after {what} the store holds {a} but the schedule without repeats gives {b}")));
             }
         }
@@ -619,11 +721,15 @@ impl<'m> World<'m> {
         }
         let out = &self.outs[h.out as usize];
         let logical = self.events[h.ev as usize].logical;
-        let Some(frozen) = Self::seen(t, logical) else { return Ok(()) };
-        if out.status == Status::Duplicate && out.response != frozen {
+        let Some((frozen, until, recorded)) = Self::seen(t, logical) else { return Ok(()) };
+        // Within the window the ledger answers every repeat of the id it
+        // recorded with the frozen response (another id of the same logical
+        // event, a fresh re-send, is the machine's to absorb).
+        if recorded == h.ev && h.at < until && (out.status != Status::Duplicate || out.response != frozen) {
             let id = self.events[h.ev as usize].value["id"].as_str().unwrap_or("").to_string();
             let (got, want) = (self.strings.all[out.response as usize].clone(), self.strings.all[frozen as usize].clone());
-            return Err(self.violation(format!("the reply to a repeat of {id} is {got}, not the frozen response {want}")));
+            let status = out.status.as_str();
+            return Err(self.violation(format!("the reply to a repeat of {id} within its retention window is {status} {got}, not the frozen response {want}")));
         }
         Ok(())
     }
@@ -631,14 +737,14 @@ impl<'m> World<'m> {
     fn call(&mut self, t: &mut State, host: u8, result: CallResult) -> Result<(), Violation> {
         let mut h = t.hosts[host as usize];
         let (Job::Attempt(item) | Job::Verify(item)) = h.job else { unreachable!("only effect jobs call the gateway") };
-        let it = self.items[item as usize].clone();
-        let key = self.strings.id(it["key"].as_str().unwrap_or(""));
-        let mut payload = json!({ "key": it["key"], "attempt": it["attempt"] });
-        let kind = if matches!(h.job, Job::Verify(_)) {
-            let ok = t.gateway.iter().find(|g| g.0 == key).is_some_and(|g| g.2 == 1);
-            payload["exists"] = json!(ok);
-            payload["result"] = if ok { result_of(&it) } else { Value::Null };
-            "idem.effect.verified"
+        let (key, idempotent) = self.item_keys[item as usize];
+        // What the report says: 0 succeeded, 1 declined, 2 unknown, 3 verified (exists), 4 verified (absent).
+        let said = if matches!(h.job, Job::Verify(_)) {
+            if t.gateway.iter().any(|g| g.0 == key && g.2 == 1) {
+                3
+            } else {
+                4
+            }
         } else {
             if t.now >= h.claimed_at + crate::outbox::ATTEMPT_LEASE_MS {
                 // The lease is over; another dispatcher may own the attempt now.
@@ -648,31 +754,53 @@ impl<'m> World<'m> {
             if result != CallResult::Succeeded {
                 t.effect_faults += 1;
             }
-            let idempotent = it["idempotent"].as_bool().unwrap_or(true);
-            let declined = result == CallResult::Failed;
-            let answer = self.perform(t, key, idempotent, declined)?;
+            let answer = self.perform(t, key, idempotent, result == CallResult::Failed)?;
             match (result, answer) {
-                (CallResult::Lost, _) => {
-                    payload["error"] = json!("timeout");
-                    "idem.effect.unknown"
-                }
-                (_, 2) => {
-                    payload["retryable"] = json!(false);
-                    payload["error"] = json!("declined");
-                    "idem.effect.failed"
-                }
-                _ => {
-                    payload["result"] = result_of(&it);
-                    "idem.effect.succeeded"
-                }
+                (CallResult::Lost, _) => 2,
+                (_, 2) => 1,
+                _ => 0,
             }
         };
-        h.ev = self.event(json!({ "id": it["resultId"], "type": kind, "payload": payload }), None);
+        h.ev = match self.reports.get(&(item, said)) {
+            Some(&ev) => ev,
+            None => {
+                let ev = self.report_event(item, said);
+                self.reports.insert((item, said), ev);
+                ev
+            }
+        };
         h.twice = result == CallResult::Twice;
         h.phase = 1;
         h.pc = Pc::Report;
         t.hosts[host as usize] = h;
         Ok(())
+    }
+
+    /// The event a dispatcher reports for `item` after the gateway said `said` (see `call`).
+    fn report_event(&mut self, item: u32, said: u8) -> u32 {
+        let it = self.items[item as usize].clone();
+        let mut payload = json!({ "key": it["key"], "attempt": it["attempt"] });
+        let kind = match said {
+            0 => {
+                payload["result"] = result_of(&it);
+                "idem.effect.succeeded"
+            }
+            1 => {
+                payload["retryable"] = json!(false);
+                payload["error"] = json!("declined");
+                "idem.effect.failed"
+            }
+            2 => {
+                payload["error"] = json!("timeout");
+                "idem.effect.unknown"
+            }
+            _ => {
+                payload["exists"] = json!(said == 3);
+                payload["result"] = if said == 3 { result_of(&it) } else { Value::Null };
+                "idem.effect.verified"
+            }
+        };
+        self.event(json!({ "id": it["resultId"], "type": kind, "payload": payload }), None)
     }
 
     /// The gateway performs `key` (or answers from its memory of the key); its answer: 1 done, 2 declined.
