@@ -1,7 +1,7 @@
 //! `idem check`'s figures (issue 34), printed, not asserted:
 //!
 //! ```text
-//! cargo bench --bench check
+//! cargo bench --bench checker
 //! ```
 //!
 //! - order-robust on a 6-event scenario (4 payments, one a fresh id for a paid payment, SHIP,

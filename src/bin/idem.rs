@@ -269,6 +269,7 @@ fn check(args: &[String], out: &mut impl Write) -> Result<ExitCode, Error> {
     if format != "text" && format != "json" {
         return Err(usage("--format must be text or json"));
     }
+    let mut ce_other: Option<String> = None;
     let (m, scenario, opts, actions) = if let Some(ce) = replay_path {
         if path.is_some() || scenario_path.is_some() || !set.is_empty() {
             return Err(usage("--replay takes the counterexample file alone: it holds the machine, scenario and bounds"));
@@ -280,6 +281,7 @@ fn check(args: &[String], out: &mut impl Write) -> Result<ExitCode, Error> {
         let bounds = report::bounds_from_json(&v["bounds"]).ok_or_else(|| bad("bounds"))?;
         let property = if v["property"] == "confluent" { Property::Confluent } else { Property::Dedup };
         let process = v["process"].as_str().ok_or_else(|| bad("process"))?.to_string();
+        ce_other = v["counterexample"]["otherOrderSettlesIn"].as_str().map(String::from);
         let actions = v["counterexample"]["actions"].as_array().ok_or_else(|| bad("counterexample.actions"))?;
         let actions = actions.iter().map(explore::action_from_json).collect::<Option<Vec<_>>>().ok_or_else(|| bad("an action"))?;
         (m, scenario, Options { bounds, property, max_states, timeout_s: timeout, process }, Some(actions))
@@ -312,7 +314,7 @@ fn check(args: &[String], out: &mut impl Write) -> Result<ExitCode, Error> {
     let mut elapsed = || t0.elapsed().as_secs_f64();
     let r = match &actions {
         Some(actions) => {
-            let cx = explore::replay(&m, &scenario, &opts, actions);
+            let cx = explore::replay(&m, &scenario, &opts, actions, ce_other.clone());
             let verdict = match cx {
                 Some(cx) => Verdict::Violated(Box::new(cx)),
                 None => Verdict::Proved,

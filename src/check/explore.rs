@@ -74,6 +74,8 @@ pub struct Counterexample {
     pub actual: Value,
     /// The events reduced whose outcome stood (committed, or answered without a write), as `idem run` lines.
     pub run: Vec<Value>,
+    /// `confluent`: the state value and context another order settled in.
+    pub other_order: Option<String>,
 }
 
 /// XXH3-128 of the state's exact encoding.
@@ -137,7 +139,8 @@ pub fn check(
                 let mut actions = path(&parents, node);
                 actions.push(a);
                 p.seconds = elapsed();
-                let cx = replay(m, scenario, opts, &actions).unwrap_or_else(|| explain(&mut w, &actions, v, &t));
+                let other = settled.as_ref().map(|(text, _)| text.clone());
+                let cx = replay(m, scenario, opts, &actions, other.clone()).unwrap_or_else(|| explain(&mut w, &actions, v, &t));
                 return Report { verdict: Verdict::Violated(Box::new(cx)), progress: p, reduces: w.reduces };
             }
             if seen.insert(fingerprint(&t, &mut buf)) {
@@ -205,12 +208,13 @@ fn path(parents: &[(u32, Action)], mut node: u32) -> Vec<Action> {
 
 /// Run `actions` from the start and describe every step; `None` when the
 /// trace no longer breaks the property (for `--replay`, a fixed machine).
-pub fn replay(m: &Machine, scenario: &Scenario, opts: &Options, actions: &[Action]) -> Option<Counterexample> {
+/// `other_order`: for `confluent`, the state another order settled in.
+pub fn replay(m: &Machine, scenario: &Scenario, opts: &Options, actions: &[Action], other_order: Option<String>) -> Option<Counterexample> {
     let mut w = World::new(m, scenario, &opts.process, opts.bounds.clone());
     let mut s = w.initial();
     let mut steps = Vec::new();
     let mut run = Vec::new();
-    let mut settled = None;
+    let mut settled = other_order.clone().map(|text| (text, 0));
     for (i, &a) in actions.iter().enumerate() {
         if !w.actions(&s).contains(&a) {
             return None;
@@ -230,6 +234,7 @@ pub fn replay(m: &Machine, scenario: &Scenario, opts: &Options, actions: &[Actio
             let mut cx = explain(&mut w, actions, v, &t);
             cx.steps = steps;
             cx.run = run;
+            cx.other_order = other_order;
             return Some(cx);
         }
         s = t;
@@ -272,6 +277,7 @@ fn explain(w: &mut World, actions: &[Action], v: Violation, t: &State) -> Counte
         expected: json!({ "value": reference.value, "context": reference.context, "effects": emitted }),
         actual: json!({ "value": store.value, "context": store.context, "effectsPerformed": performed }),
         run: Vec::new(),
+        other_order: None,
     }
 }
 

@@ -123,6 +123,9 @@ pub fn to_json(r: &Report, opts: &Options) -> Value {
                 "actions": cx.actions.iter().map(|&a| action_json(a)).collect::<Vec<_>>(),
                 "run": cx.run,
             });
+            if let Some(other) = &cx.other_order {
+                v["counterexample"]["otherOrderSettlesIn"] = json!(other);
+            }
         }
     }
     v
@@ -159,6 +162,9 @@ pub fn to_text(r: &Report, opts: &Options, replay: &str) -> String {
                 out.push_str(&format!(" -> {status}, state {}, response {}", s["state"], s["response"]));
             }
             out.push('\n');
+        }
+        if let Some(other) = &cx.other_order {
+            out.push_str(&format!("\nanother order settles in {other}\n"));
         }
         out.push_str(&format!(
             "\nexpected (the same schedule with repeats removed):\n  value {}\n  context {}\n  effects emitted {}\n",
