@@ -323,3 +323,24 @@ fn the_demo_machines_are_proved_or_violated_as_their_descriptions_say() {
         assert_eq!(got, want, "{m}");
     }
 }
+
+#[test]
+fn confluence_is_opt_in_and_names_the_other_order() {
+    let m = machine("www/machines/order-robust.json");
+    let s = Scenario::parse(&m, &std::fs::read_to_string(root("tests/check/order-3.jsonl")).unwrap()).unwrap();
+    let mut opts = options(&s, |_| {});
+    opts.property = Property::Confluent;
+    let r = explore::check(&m, &s, &opts, &mut || 0.0, &mut |_| {});
+    // The payments set keeps arrival order: two orders settle with the same ids in another order.
+    let cx = violated(&r);
+    assert!(cx.violation.contains("another in"), "{}", cx.violation);
+    assert!(cx.other_order.as_deref().is_some_and(|o| o.contains("shipped")), "{:?}", cx.other_order);
+    assert!(!cx.steps.is_empty());
+    // A door opened and closed settles closed whatever the order (within the retention window).
+    let door = machine("tests/machines/door.json");
+    let s = Scenario::parse(&door, "{\"id\":\"o1\",\"type\":\"OPEN\"}\n{\"id\":\"c1\",\"type\":\"CLOSE\"}").unwrap();
+    let mut opts = options(&s, |b| b.expiries = 0);
+    opts.property = Property::Confluent;
+    let r = explore::check(&door, &s, &opts, &mut || 0.0, &mut |_| {});
+    assert!(matches!(r.verdict, Verdict::Proved), "{:?}", r.verdict);
+}
