@@ -15,6 +15,7 @@
 
 #![cfg(feature = "analysis")]
 
+use idem::check::report::{fault_names, plant};
 use idem::check::sim::workload::SHRINK_BITS;
 use idem::check::sim::world::{kind_of, run, Faults, Machines, Opts, Stats};
 use idem::Machine;
@@ -42,36 +43,16 @@ fn env_u64(name: &str) -> Option<u64> {
     })
 }
 
-/// `SIM_FAULT`: run with a deliberate defect, to watch the checks catch it.
+/// `SIM_FAULT`: run with a deliberate defect, to watch the checks catch it (the
+/// names `idem check --host-defect` takes).
 fn env_faults() -> Faults {
     let mut f = Faults::default();
     for name in std::env::var("SIM_FAULT").unwrap_or_default().split(',').filter(|s| !s.is_empty()) {
-        match name.trim() {
-            "no-cas" => f.no_compare_and_set = true,
-            "effects-before-commit" => f.effects_before_commit = true,
-            "ignore-claim" => f.ignore_claim = true,
-            "no-keys" => f.gateway_without_keys = true,
-            other => panic!("SIM_FAULT={other}: expected no-cas, effects-before-commit, ignore-claim or no-keys"),
+        if !plant(&mut f, name.trim()) {
+            panic!("SIM_FAULT={name}: expected no-cas, effects-before-commit, ignore-claim or no-keys");
         }
     }
     f
-}
-
-fn fault_names(f: Faults) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if f.no_compare_and_set {
-        out.push("no-cas");
-    }
-    if f.effects_before_commit {
-        out.push("effects-before-commit");
-    }
-    if f.ignore_claim {
-        out.push("ignore-claim");
-    }
-    if f.gateway_without_keys {
-        out.push("no-keys");
-    }
-    out
 }
 
 fn env_drop() -> Vec<usize> {
