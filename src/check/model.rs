@@ -149,7 +149,7 @@ pub struct State {
     pub crashes: u8,
     pub effect_faults: u8,
     pub fresh: u8,
-    pub hosts: Vec<Host>,
+    pub hosts: Hosts,
     /// Logical event ids with a recorded outcome in the reference, with their
     /// frozen response, the end of its retention window and the event recorded
     /// (the original or its fresh re-send).
@@ -178,6 +178,36 @@ impl Host {
     }
 }
 
+/// Most hosts a check runs (`--hosts`).
+pub const MAX_HOSTS: usize = 8;
+
+/// The hosts of a state, held inline: a state is copied for every step, and
+/// an array copies without an allocation. Reads as a slice of the `n` in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Hosts {
+    n: u8,
+    all: [Host; MAX_HOSTS],
+}
+
+impl Hosts {
+    pub fn new(n: usize) -> Hosts {
+        Hosts { n: n.clamp(1, MAX_HOSTS) as u8, all: [Host::default(); MAX_HOSTS] }
+    }
+}
+
+impl std::ops::Deref for Hosts {
+    type Target = [Host];
+    fn deref(&self) -> &[Host] {
+        &self.all[..self.n as usize]
+    }
+}
+
+impl std::ops::DerefMut for Hosts {
+    fn deref_mut(&mut self) -> &mut [Host] {
+        &mut self.all[..self.n as usize]
+    }
+}
+
 impl State {
     /// The exact bytes a fingerprint is taken of: every field, interned
     /// strings by their index (one index, one text), the hosts in sorted order
@@ -192,7 +222,7 @@ impl State {
         if self.hosts.windows(2).all(|w| w[0] <= w[1]) {
             self.hosts.iter().for_each(|h| h.encode(out));
         } else {
-            let mut sorted = self.hosts.clone();
+            let mut sorted = self.hosts;
             sorted.sort_unstable();
             sorted.iter().for_each(|h| h.encode(out));
         }
@@ -377,7 +407,7 @@ impl<'m> World<'m> {
     }
 
     pub fn initial(&self) -> State {
-        State { now: START, hosts: vec![Host::default(); self.bounds.hosts.max(1) as usize], ..State::default() }
+        State { now: START, hosts: Hosts::new(self.bounds.hosts as usize), ..State::default() }
     }
 
     fn event(&mut self, v: Value, logical: Option<u32>) -> u32 {
