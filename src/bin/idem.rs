@@ -57,10 +57,13 @@ fresh re-sends count as repeats), no effect reaches the gateway twice or before 
 emitted it, a repeat emits nothing, and a reply to a repeat is the frozen response (past its
 retention window a repeat may be answered by the topology: ignored). --property confluent
 also requires every order to settle in the same state. States are fingerprinted exactly
-(XXH3-128 of the decoded state, the hosts, the reference, the gateway; the collision
-probability is printed). \"proved\" covers only these bounds and this scenario: not other
+(XXH3-128 over the stored snapshot's exact text, which idem writes deterministically, the
+hosts, the reference, the gateway and the clock; the collision probability is printed). \"proved\" covers only these bounds and this scenario: not other
 events, other payloads, more crashes or faults, or a host that breaks the store's contract.
---max-states (default 10,000,000) and --timeout (seconds) end a run as inconclusive.
+Time moves only when every host is idle and nothing is due, so a late dispatcher and a lease that
+runs out under a live host are not explored. --max-states (default 10,000,000) and --timeout
+(seconds) end a run as inconclusive. --host-defect no-cas|effects-before-commit|ignore-claim|no-keys
+plants one of the simulator's host defects, to watch the checker find it.
 
 The process id (--process) names the process the events belong to: its effects' idempotency
 keys start with it, so two processes that reuse an event id never share one.
