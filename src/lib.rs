@@ -17,6 +17,8 @@
 //! - `json/`: JSON read and written, canonical form and fingerprints, and
 //!   JavaScript's number rules (`float`);
 //! - `analysis/`: hazard analysis and XState import (feature `analysis`);
+//! - `check/`: the simulator's world and `idem check`, every delivery
+//!   schedule of a scenario explored (feature `analysis`);
 //! - `wasm/`: the JavaScript bindings, the only code that names them;
 //! - `bin/`: the `idem` command line.
 //!
@@ -48,6 +50,8 @@ pub mod json;
 pub mod snapshot;
 #[cfg(feature = "analysis")]
 pub mod analysis;
+#[cfg(feature = "analysis")]
+pub mod check;
 
 /// The JavaScript bindings. Public so that the wasm boundary tests
 /// (tests/wasm_shared) call the exports exactly as JavaScript does.

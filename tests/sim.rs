@@ -13,16 +13,21 @@
 //! it still fails) and printed with its trace and the command that replays it
 //! (`SIM_SEED=.. SIM_SHRINK=.. SIM_DROP=..`).
 
-#[path = "sim/rng.rs"]
-mod rng;
-#[path = "sim/workload.rs"]
-mod workload;
-#[path = "sim/world.rs"]
-mod world;
+#![cfg(feature = "analysis")]
 
+use idem::check::report::{fault_names, plant};
+use idem::check::sim::workload::SHRINK_BITS;
+use idem::check::sim::world::{kind_of, run, Faults, Machines, Opts, Stats};
+use idem::Machine;
 use std::time::Instant;
-use workload::SHRINK_BITS;
-use world::{kind_of, run, Faults, Machines, Opts, Stats};
+
+/// The two machines of the workload.
+fn machines() -> Machines {
+    Machines {
+        order: Machine::from_json(include_str!("machines/order.json")).expect("order.json"),
+        checkout: Machine::from_json(include_str!("sim/checkout.json")).expect("checkout.json"),
+    }
+}
 
 /// Seeds run by `cargo test` (debug build, two cores: well under 20 s).
 const DEFAULT_SEEDS: u64 = 400;
@@ -38,36 +43,16 @@ fn env_u64(name: &str) -> Option<u64> {
     })
 }
 
-/// `SIM_FAULT`: run with a deliberate defect, to watch the checks catch it.
+/// `SIM_FAULT`: run with a deliberate defect, to watch the checks catch it (the
+/// names `idem check --host-defect` takes).
 fn env_faults() -> Faults {
     let mut f = Faults::default();
     for name in std::env::var("SIM_FAULT").unwrap_or_default().split(',').filter(|s| !s.is_empty()) {
-        match name.trim() {
-            "no-cas" => f.no_compare_and_set = true,
-            "effects-before-commit" => f.effects_before_commit = true,
-            "ignore-claim" => f.ignore_claim = true,
-            "no-keys" => f.gateway_without_keys = true,
-            other => panic!("SIM_FAULT={other}: expected no-cas, effects-before-commit, ignore-claim or no-keys"),
+        if !plant(&mut f, name.trim()) {
+            panic!("SIM_FAULT={name}: expected no-cas, effects-before-commit, ignore-claim or no-keys");
         }
     }
     f
-}
-
-fn fault_names(f: Faults) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if f.no_compare_and_set {
-        out.push("no-cas");
-    }
-    if f.effects_before_commit {
-        out.push("effects-before-commit");
-    }
-    if f.ignore_claim {
-        out.push("ignore-claim");
-    }
-    if f.gateway_without_keys {
-        out.push("no-keys");
-    }
-    out
 }
 
 fn env_drop() -> Vec<usize> {
@@ -170,7 +155,7 @@ fn run_many(start: u64, seeds: u64, faults: Faults, stop_at_first: bool) -> (Sta
             .map(|t| {
                 let stop = &stop;
                 scope.spawn(move || {
-                    let machines = Machines::load();
+                    let machines = machines();
                     let mut stats = Stats::default();
                     let mut failing = Vec::new();
                     let opts = Opts { faults, ..Opts::default() };
@@ -204,7 +189,7 @@ fn run_many(start: u64, seeds: u64, faults: Faults, stop_at_first: bool) -> (Sta
 
 #[test]
 fn simulated_executions_keep_every_invariant() {
-    let machines = Machines::load();
+    let machines = machines();
     if let Some(seed) = env_u64("SIM_SEED") {
         let opts = Opts { shrink: env_u64("SIM_SHRINK").unwrap_or(0) as u32, drop: env_drop(), trace: true, faults: env_faults() };
         let r = run(&machines, seed, &opts);
@@ -234,7 +219,7 @@ fn simulated_executions_keep_every_invariant() {
 
 #[test]
 fn one_seed_replays_the_same_execution() {
-    let machines = Machines::load();
+    let machines = machines();
     for seed in [3, 4] {
         let opts = Opts { trace: true, ..Opts::default() };
         let (a, b) = (run(&machines, seed, &opts), run(&machines, seed, &opts));
@@ -248,7 +233,7 @@ fn one_seed_replays_the_same_execution() {
 fn caught(faults: Faults, expect: &[&str]) -> String {
     let (_, failing) = run_many(0, 400, faults, true);
     let seed = *failing.first().unwrap_or_else(|| panic!("no seed caught {faults:?}"));
-    let machines = Machines::load();
+    let machines = machines();
     let r = run(&machines, seed, &Opts { faults, ..Opts::default() });
     assert!(
         r.violations.iter().any(|v| expect.iter().any(|e| v.contains(e))),
@@ -288,4 +273,24 @@ fn the_checks_catch_a_gateway_that_ignores_idempotency_keys() {
 #[test]
 fn seeds_alternate_between_the_two_machines() {
     assert_ne!(kind_of(0), kind_of(1));
+}
+
+#[test]
+fn every_snapshot_is_read_back_in_a_fresh_machine() {
+    use idem::check::sim::world::read_back;
+    let m = machines().order;
+    let fresh = Machine::from_json(&m.definition_json()).unwrap();
+    let pay = serde_json::json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p1", "amount": 40 } });
+    let o = m.reduce_in("o1", None, &pay, 1_000);
+    let s = o.snapshot.clone().expect("applied");
+    assert_eq!(read_back(&fresh, &s, &o), Ok(()));
+    // An answer that does not match what was written is caught, as is a snapshot the machine cannot read.
+    let mut wrong = o.clone();
+    wrong.state = serde_json::json!("paid");
+    assert!(read_back(&fresh, &s, &wrong).unwrap_err().contains("reads back in state"));
+    wrong = o.clone();
+    wrong.revision = 7;
+    assert!(read_back(&fresh, &s, &wrong).unwrap_err().contains("revision"));
+    let other = machines().checkout;
+    assert!(read_back(&other, &s, &o).unwrap_err().contains("cannot be read back by a fresh machine"));
 }

@@ -10,12 +10,12 @@
 
 use super::rng::Rng;
 use super::workload::{plan, Chaos, Kind, Planned};
-use idem::{EmittedEffect, Machine, Status};
+use crate::{EmittedEffect, Machine, Status};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Deliberate defects, to prove that the checks catch what they claim to.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Faults {
     /// The store writes without comparing versions (last writer wins).
     pub no_compare_and_set: bool,
@@ -95,19 +95,13 @@ const MAX_CAS_TRIES: u32 = 40;
 /// Bound on a retrying sender's attempts.
 const MAX_SENDS: u32 = 200;
 
+/// The two machines the workload drives (tests/machines/order.json and
+/// tests/sim/checkout.json), loaded by the caller.
 pub struct Machines {
     pub order: Machine,
     pub checkout: Machine,
 }
 
-impl Machines {
-    pub fn load() -> Machines {
-        Machines {
-            order: Machine::from_json(include_str!("../machines/order.json")).expect("order.json"),
-            checkout: Machine::from_json(include_str!("checkout.json")).expect("checkout.json"),
-        }
-    }
-}
 
 pub fn kind_of(seed: u64) -> Kind {
     if seed % 2 == 0 {
@@ -298,7 +292,7 @@ struct Worker {
     event: Value,
     loaded: Option<String>,
     version: u64,
-    outcome: Option<idem::Outcome>,
+    outcome: Option<crate::Outcome>,
     cas_tries: u32,
     claimed_at: u64,
     /// Host time given to `reduce`.
@@ -330,6 +324,10 @@ struct Reply {
 
 struct World<'m> {
     m: &'m Machine,
+    /// The same definition built again: every snapshot the engine gives back is
+    /// read in it, so nothing the resident machine remembers can hide a
+    /// snapshot idem cannot read back.
+    fresh: Machine,
     kind: Kind,
     names: Vec<String>,
     store: Store,
@@ -355,10 +353,29 @@ fn short(e: &Value) -> String {
     format!("{} {}{}", e["id"].as_str().unwrap_or("?"), e["type"].as_str().unwrap_or("?"), payload)
 }
 
+/// Read `snapshot` in `fresh` (a machine with no copy of it) and compare its
+/// state value, context and revision with what `reduce` answered: the state
+/// value and revision of the outcome, the context its snapshot text holds.
+pub fn read_back(fresh: &Machine, snapshot: &str, o: &crate::Outcome) -> Result<(), String> {
+    let read = crate::inspect(fresh, snapshot).map_err(|e| format!("cannot be read back by a fresh machine: {e}"))?;
+    let written = crate::Snapshot::decode(snapshot, usize::MAX).map_err(|e| format!("cannot be decoded: {e}"))?.to_value();
+    if read["value"] != o.state {
+        return Err(format!("reads back in state {} but reduce answered {}", read["value"], o.state));
+    }
+    if read["context"] != written["context"] {
+        return Err(format!("reads back with context {} but holds {}", read["context"], written["context"]));
+    }
+    if read["revision"] != json!(o.revision) {
+        return Err(format!("reads back at revision {} but reduce answered {}", read["revision"], o.revision));
+    }
+    Ok(())
+}
+
 impl<'m> World<'m> {
     fn new(m: &'m Machine, kind: Kind, processes: usize, chaos: Chaos, opts: &Opts, rng: Rng) -> World<'m> {
         World {
             m,
+            fresh: Machine::from_json(&m.definition_json()).expect("a machine's own definition builds again"),
             kind,
             names: (1..=processes).map(|i| format!("{}-{i}", kind.name())).collect(),
             store: Store { rows: vec![(None, 0); processes], compare_and_set: !opts.faults.no_compare_and_set },
@@ -442,7 +459,7 @@ impl<'m> World<'m> {
     }
 
     fn jobs_for(&mut self, process: usize, snapshot: &str) {
-        let items = match idem::outbox::due(self.m, snapshot, self.now) {
+        let items = match crate::outbox::due(self.m, snapshot, self.now) {
             Ok(items) => items,
             Err(e) => {
                 let name = self.names[process].clone();
@@ -478,7 +495,7 @@ impl<'m> World<'m> {
         let mut next = self.pending.iter().map(|(at, _, _)| *at).min();
         for p in 0..self.names.len() {
             if let (Some(s), _) = self.store.load(p) {
-                if let Ok(items) = idem::outbox::due(self.m, &s, u64::MAX) {
+                if let Ok(items) = crate::outbox::due(self.m, &s, u64::MAX) {
                     for it in items {
                         if let Some(at) = it["dueAt"].as_u64() {
                             next = Some(next.map_or(at, |n| n.min(at)));
@@ -634,6 +651,12 @@ impl<'m> World<'m> {
                 if o.status == Status::Duplicate {
                     self.stats.duplicates += 1;
                 }
+                if let Some(s) = &o.snapshot {
+                    if let Err(v) = read_back(&self.fresh, s, &o) {
+                        let (n, e) = (self.names[w.process].clone(), short(&w.event));
+                        self.violation(format!("{n}: the snapshot written for {e} {v}"));
+                    }
+                }
                 if o.status == Status::Rejected {
                     let (n, e) = (self.names[w.process].clone(), short(&w.event));
                     self.violation(format!("{n}: {e} was rejected: {:?}", o.error));
@@ -744,7 +767,7 @@ impl<'m> World<'m> {
             self.log(Some(&w), || format!("verify {key}: exists {exists}"));
             report("idem.effect.verified", json!({ "exists": exists, "result": result }))
         } else {
-            if self.now >= w.claimed_at + idem::outbox::ATTEMPT_LEASE_MS {
+            if self.now >= w.claimed_at + crate::outbox::ATTEMPT_LEASE_MS {
                 // The lease is over; another dispatcher may own the effect now.
                 self.log(Some(&w), || format!("lease of {key} expired before the call: abandon"));
                 return None;
@@ -841,7 +864,7 @@ impl<'m> World<'m> {
         }
 
         if let Some(s) = &stored {
-            match idem::inspect(self.m, s) {
+            match crate::inspect(self.m, s) {
                 Err(e) => v.push(format!("{name}: final snapshot unreadable: {e}")),
                 Ok(snap) => {
                     if snap["revision"] != json!(commits.len()) {
