@@ -154,7 +154,7 @@ pub fn check(
             p.seconds = elapsed();
             progress(&p);
             if opts.timeout_s.is_some_and(|limit| p.seconds > limit) {
-                let reason = format!("time limit of {} s reached", opts.timeout_s.unwrap_or(0.0));
+                let reason = format!("time limit of {} ms reached", (opts.timeout_s.unwrap_or(0.0) * 1000.0) as u64);
                 return Report { verdict: Verdict::Inconclusive(reason), progress: p, reduces: w.reduces };
             }
         }
@@ -284,7 +284,7 @@ fn explain(w: &mut World, actions: &[Action], v: Violation, t: &State) -> Counte
 fn event_name(w: &World, ev: u32) -> String {
     let e = &w.events[ev as usize].value;
     let p = &e["payload"];
-    let payload = if p.as_object().is_some_and(|o| o.is_empty()) || p.is_null() { String::new() } else { format!(" {p}") };
+    let payload = if p.as_object().is_some_and(|o| o.is_empty()) || p.is_null() { String::new() } else { format!(" {}", crate::json::to_text(p)) };
     format!("{} {}{payload}", e["id"].as_str().unwrap_or("?"), e["type"].as_str().unwrap_or("?"))
 }
 
@@ -292,7 +292,7 @@ fn event_name(w: &World, ev: u32) -> String {
 fn describe(w: &mut World, before: &State, after: &State, a: Action, n: usize) -> Value {
     let outcome = |w: &World| {
         let o = &w.outs[w.last_out.unwrap_or(0) as usize];
-        let text = |i: u32| serde_json::from_str::<Value>(&w.strings.all[i as usize]).unwrap_or(Value::Null);
+        let text = |i: u32| crate::json::parse(&w.strings.all[i as usize], crate::Code::InvalidJson, "response").unwrap_or(Value::Null);
         (o.status.as_str(), text(o.response), text(o.state))
     };
     let (text, host) = match a {

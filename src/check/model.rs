@@ -246,7 +246,11 @@ pub struct Fx(u64);
 
 impl std::hash::Hasher for Fx {
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        for &b in chunks.remainder() {
             self.write_u64(b as u64);
         }
     }
@@ -266,13 +270,13 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 /// Strings kept once; index 0 is "none".
 #[derive(Default)]
 pub struct Interner {
-    map: HashMap<String, u32>,
+    map: FxMap<String, u32>,
     pub all: Vec<String>,
 }
 
 impl Interner {
     fn new() -> Interner {
-        Interner { map: HashMap::new(), all: vec![String::new()] }
+        Interner { map: FxMap::default(), all: vec![String::new()] }
     }
 
     pub fn id(&mut self, s: &str) -> u32 {
@@ -305,9 +309,9 @@ pub struct World<'m> {
     pub advances: Vec<u64>,
     pub strings: Interner,
     pub events: Vec<EventInfo>,
-    event_ids: HashMap<String, u32>,
+    event_ids: FxMap<String, u32>,
     pub items: Vec<Value>,
-    item_ids: HashMap<String, u32>,
+    item_ids: FxMap<String, u32>,
     pub outs: Vec<Out>,
     /// Per item: the host that takes it (its job and first event).
     item_jobs: Vec<Host>,
@@ -338,9 +342,9 @@ impl<'m> World<'m> {
             advances: scenario.advances().collect(),
             strings: Interner::new(),
             events: vec![EventInfo { value: Value::Null, logical: 0, fresh: false }],
-            event_ids: HashMap::new(),
+            event_ids: FxMap::default(),
             items: vec![Value::Null],
-            item_ids: HashMap::new(),
+            item_ids: FxMap::default(),
             outs: vec![Out { status: Status::Ignored, snapshot: 0, response: 0, state: 0, effects: Rc::new([]) }],
             item_jobs: vec![Host::default()],
             item_keys: vec![(0, true)],
@@ -377,7 +381,7 @@ impl<'m> World<'m> {
     }
 
     fn event(&mut self, v: Value, logical: Option<u32>) -> u32 {
-        let text = v.to_string();
+        let text = crate::json::to_text(&v);
         if let Some(&i) = self.event_ids.get(&text) {
             return i;
         }
@@ -390,7 +394,7 @@ impl<'m> World<'m> {
     }
 
     fn item(&mut self, v: Value) -> u32 {
-        let text = v.to_string();
+        let text = crate::json::to_text(&v);
         if let Some(&i) = self.item_ids.get(&text) {
             return i;
         }
@@ -427,8 +431,8 @@ impl<'m> World<'m> {
         let out = Out {
             status: o.status,
             snapshot: o.snapshot.as_deref().map_or(0, |s| self.strings.id(s)),
-            response: self.strings.id(&canonical(&o.response).to_string()),
-            state: self.strings.id(&o.state.to_string()),
+            response: self.strings.id(&canonical(&o.response)),
+            state: self.strings.id(&crate::json::to_text(&o.state)),
             effects: o.effects.iter().map(|e| (self.strings.id(&e.key), e.idempotent)).collect(),
         };
         let i = self.outs.len() as u32;
@@ -454,7 +458,7 @@ impl<'m> World<'m> {
                     let mut outbox_keys: Vec<u32> = keys.iter().map(|k| self.strings.id(k)).collect();
                     outbox_keys.sort();
                     SnapInfo {
-                        state_text: json!([v["value"], v["context"]]).to_string(),
+                        state_text: crate::json::to_text(&json!([v["value"], v["context"]])),
                         value: v["value"].clone(),
                         context: v["context"].clone(),
                         next_due,
@@ -835,21 +839,16 @@ impl<'m> World<'m> {
     }
 }
 
-/// `v` with every object's members in key order. Replies are compared in this
-/// form: FIXME(the full build keeps insertion order) a first delivery's default
-/// response is written `{"state","revision"}` and its replay from the ledger
-/// `{"revision","state"}`, equal as JSON but not byte for byte (tests/check.rs
-/// `the_default_response_replays_in_another_key_order` holds it as it is).
-pub fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&o[k]))).collect())
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
+/// `v` as text with every object's members in key order. Replies are compared
+/// in this form: FIXME(the full build keeps insertion order) a first delivery's
+/// default response is written `{"state","revision"}` and its replay from the
+/// ledger `{"revision","state"}`, equal as JSON but not byte for byte
+/// (tests/check.rs `the_default_response_replays_in_another_key_order` holds
+/// it as it is).
+pub fn canonical(v: &Value) -> String {
+    let mut out = String::new();
+    crate::json::canonical(v, &mut out);
+    out
 }
 
 /// What the gateway answers for an attempt: the same value every time, so
