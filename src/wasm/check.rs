@@ -36,7 +36,7 @@ pub fn check_machine(definition: JsValue, scenario: &str, options: JsValue, on_p
         serde_wasm_bindgen::from_value(options).map_err(|_| bad("must be an object"))?
     };
     let mut bounds = Bounds::defaults(s.events().count());
-    let count = |name: &str, v: &Value| v.as_u64().and_then(|n| u8::try_from(n).ok()).ok_or_else(|| bad(&format!("{name} must be a whole number from 0 to 255, got {v}")));
+    let count = |name: &str, v: &Value| v.as_u64().and_then(|n| u8::try_from(n).ok()).ok_or_else(|| bad(&format!("{name} must be a whole number from 0 to 255, got {}", crate::json::to_text(v))));
     let mut opts = Options { bounds: bounds.clone(), property: Property::Dedup, max_states: 10_000_000, timeout_s: None, process: "p1".into() };
     if let Some(map) = o.as_object() {
         for (k, v) in map {
@@ -44,7 +44,7 @@ pub fn check_machine(definition: JsValue, scenario: &str, options: JsValue, on_p
                 "reorder" => {
                     bounds.reorder = match v {
                         Value::String(s) if s == "all" => None,
-                        _ => Some(v.as_u64().filter(|&w| w >= 1).ok_or_else(|| bad(&format!("reorder must be \"all\" or a window of 1 or more, got {v}")))? as usize),
+                        _ => Some(v.as_u64().filter(|&w| w >= 1).ok_or_else(|| bad(&format!("reorder must be \"all\" or a window of 1 or more, got {}", crate::json::to_text(v))))? as usize),
                     }
                 }
                 "expiries" => bounds.expiries = count(k, v)?,
@@ -56,11 +56,11 @@ pub fn check_machine(definition: JsValue, scenario: &str, options: JsValue, on_p
                     opts.property = match v.as_str() {
                         Some("dedup") => Property::Dedup,
                         Some("confluent") => Property::Confluent,
-                        _ => return Err(bad(&format!("property must be \"dedup\" or \"confluent\", got {v}"))),
+                        _ => return Err(bad(&format!("property must be \"dedup\" or \"confluent\", got {}", crate::json::to_text(v)))),
                     }
                 }
-                "maxStates" => opts.max_states = v.as_u64().ok_or_else(|| bad(&format!("maxStates must be a whole number, got {v}")))?,
-                "timeout" => opts.timeout_s = Some(v.as_f64().filter(|t| *t > 0.0).ok_or_else(|| bad(&format!("timeout must be a positive number of seconds, got {v}")))?),
+                "maxStates" => opts.max_states = v.as_u64().ok_or_else(|| bad(&format!("maxStates must be a whole number, got {}", crate::json::to_text(v))))?,
+                "timeout" => opts.timeout_s = Some(v.as_f64().filter(|t| *t > 0.0).ok_or_else(|| bad(&format!("timeout must be a positive number of seconds, got {}", crate::json::to_text(v))))?),
                 "process" => opts.process = v.as_str().filter(|p| !p.is_empty()).ok_or_else(|| bad("process must be a non-empty string"))?.to_string(),
                 "onProgress" => {}
                 other => return Err(bad(&format!("unknown option \"{other}\""))),
