@@ -8,7 +8,7 @@ import { checkedMachine, jsonArg } from "./checks.js";
  * The entry's `Machine` and `importXState` over the lean module's `Machine`, their arguments
  * checked (checks.js).
  * @param {{ Machine: new (definition: unknown) => { definition(): unknown } }} lean
- * @param {() => { Machine: new (definition: unknown) => { analyze(): unknown }, importXState(config: unknown): unknown }} full
+ * @param {() => { Machine: new (definition: unknown) => { analyze(): unknown }, importXState(config: unknown): unknown, checkMachine(definition: unknown, scenario: string, options: unknown, onProgress?: Function): unknown }} full
  *   the full module's exports, instantiated (it throws when they cannot be had now)
  */
 export function withAnalysis(lean, full) {
@@ -28,6 +28,17 @@ export function withAnalysis(lean, full) {
         analysed.set(this, m);
       }
       return m.analyze();
+    }
+
+    /**
+     * Every delivery schedule of `scenario` within bounds (`idem check`; see index.d.ts): the
+     * verdict object the CLI prints with `--format json`. `scenario` is JSON Lines text or an
+     * array of events and `{ advance: ms }` lines.
+     */
+    check(scenario, options = {}) {
+      const lines = Array.isArray(scenario) ? scenario.map((l) => JSON.stringify(l)).join("\n") : scenario;
+      const { onProgress, ...bounds } = options ?? {};
+      return full().checkMachine(this.definition(), lines, bounds, typeof onProgress === "function" ? onProgress : undefined);
     }
   }
 

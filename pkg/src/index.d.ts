@@ -387,6 +387,53 @@ export interface Machine<E extends { id: string; type: string } = Event> extends
    * entries (workerd, deno) load the engine alone.
    */
   analyze(): Finding[];
+  /**
+   * `idem check`: every delivery schedule of `scenario` within the bounds, breadth first, and the
+   * verdict the CLI prints with `--format json` (proved, violated with the shortest counterexample,
+   * or inconclusive when `maxStates` or `timeout` was reached). Where `analyze()` is available.
+   */
+  check(scenario: string | Array<Event | { advance: number }>, options?: CheckOptions): CheckVerdict;
+}
+
+/** Bounds of `machine.check` (the CLI's flags; each has the CLI's default). */
+export interface CheckOptions {
+  /** "all" (default up to 7 events) or a window: a first delivery at most N-1 places ahead (3 beyond 7 events). */
+  reorder?: "all" | number;
+  expiries?: number;
+  crashes?: number;
+  effectFaults?: number;
+  hosts?: number;
+  freshResends?: number;
+  property?: "dedup" | "confluent";
+  maxStates?: number;
+  /** Seconds. */
+  timeout?: number;
+  process?: string;
+  /** Called about every 50,000 steps. */
+  onProgress?: (p: { states: number; transitions: number; depth: number; seconds: number }) => void;
+}
+
+export interface CheckVerdict {
+  verdict: "proved" | "violated" | "inconclusive";
+  property: "dedup" | "confluent";
+  bounds: { deliveries: "unbounded"; reorder: "all" | number; expiries: number; crashes: number; effectFaults: number; hosts: number; freshResends: number; hostDefects: string[] };
+  states: number;
+  transitions: number;
+  depth: number;
+  seconds: number;
+  collisionProbability: number;
+  /** Why a run was inconclusive. */
+  reason?: string;
+  counterexample?: {
+    violation: string;
+    steps: Array<{ step: number; action: string; now: number; status?: OutcomeStatus; response?: Json; state?: Json }>;
+    expected: { value: Json; context: Json; effects: string[] };
+    actual: { value: Json; context: Json; effectsPerformed: Array<{ key: string; times: number }> };
+    /** The machine-readable trace `idem check --replay` runs. */
+    actions: Json[];
+    /** The events whose outcome stood, as `idem run` lines. */
+    run: Json[];
+  };
 }
 export declare const Machine: {
   /**

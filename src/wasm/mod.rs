@@ -27,6 +27,8 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+#[cfg(feature = "analysis")]
+mod check;
 mod crossing;
 mod machine;
 mod outcome;
