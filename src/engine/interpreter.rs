@@ -573,7 +573,7 @@ impl<'a> Run<'a> {
                     self.internal.push_back(raised);
                 }
                 Action::Effect(def) => {
-                    let payload = match def.payload {
+                    let mut payload = match def.payload {
                         Some(p) => self.m.exprs.eval(p, self.data(event))?,
                         None => Value::Object(Map::new()),
                     };
@@ -596,6 +596,9 @@ impl<'a> Run<'a> {
                         // Same key, same operation: the outbox already has it.
                         continue;
                     }
+                    // Members in key order, as the outbox writes them: the payload this outcome
+                    // hands the host and the one `due` reads back later are the same bytes.
+                    payload.sort_all_objects();
                     self.effects.push((
                         EmittedEffect { key, effect_type: def.effect_type.clone(), payload, idempotent: def.idempotent },
                         def.retry,

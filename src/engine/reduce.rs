@@ -338,11 +338,14 @@ impl Machine {
 
         let state = run.value.clone();
         let revision = run.revision;
-        let response = if taken {
+        let mut response = if taken {
             run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision })
         } else {
             Value::Null
         };
+        // Members in key order, as the ledger freezes it: a repeat's reply is the first reply
+        // byte for byte in every build (a build whose maps keep insertion order included).
+        response.sort_all_objects();
         // The snapshot's machine reference is this machine's unless it was written by another version.
         if !snap.machine.names(self) {
             snap.machine = snapshot::MachineRef::of(self);
