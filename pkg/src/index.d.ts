@@ -25,9 +25,11 @@ export type ErrorCode =
   | "invalid_initial"
   | "duplicate_state_id"
   | "invalid_expression"
-  // a guard written as a bare string (an XState named guard)
+  // a guard that is an object literal or an empty name
   | "invalid_guard"
   | "unknown_action"
+  // a guard, action or delay named and not in the definition's implementations
+  | "unimplemented"
   | "always_loop"
   | "definition_too_large"
   // event
