@@ -280,6 +280,12 @@ export interface ImportedXState {
   diagnostics: Finding[];
   /** How much of the source survived: its states, its transitions and those imported. */
   kept: { states: number; transitions: number; transitionsKept: number };
+  /**
+   * The named guards and actions the definition uses. Each has a stand-in in
+   * `definition.implementations` (a flag the event carries, an opaque effect): replace it
+   * with the guard or actions as data.
+   */
+  needs: { guards: string[]; actions: string[] };
 }
 
 // ---------------------------------------------------------------------------
