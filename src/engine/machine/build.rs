@@ -490,7 +490,7 @@ fn machine_hash(def: &Value) -> String {
 /// and names: one copy of that work in the module, not one per site.
 #[cold]
 #[inline(never)]
-fn fail(code: Code, path: &str, message: &[&str]) -> Error {
+pub(super) fn fail(code: Code, path: &str, message: &[&str]) -> Error {
     Error::at(code, path.to_string(), message.concat())
 }
 
@@ -503,7 +503,7 @@ fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Error {
 
 /// `path.key`, or `key` when `path` is empty (the root).
 #[inline(never)]
-fn join(path: &str, key: &str) -> String {
+pub(super) fn join(path: &str, key: &str) -> String {
     let mut out = String::with_capacity(path.len() + 1 + key.len());
     if !path.is_empty() {
         out.push_str(path);

@@ -14,6 +14,7 @@
 //! implemented is refused (`unimplemented`), every such name listed with the
 //! path of its use.
 
+use super::build::{fail, join};
 use super::*;
 use crate::expr::PRESERVE;
 
@@ -43,15 +44,15 @@ impl<'a> Implementations<'a> {
         let mut imps = Implementations::default();
         let Some(v) = v else { return Ok(imps) };
         let Some(o) = v.as_object() else {
-            return Err(Error::at(Code::InvalidDefinition, "implementations", "implementations must be an object of guards, actions and delays"));
+            return Err(fail(Code::InvalidDefinition, "implementations", &["implementations must be an object of guards, actions and delays"]));
         };
         for (key, section) in members(o) {
-            let path = format!("implementations.{key}");
+            let path = join("implementations", key);
             let Some(k) = KEYS.iter().position(|k| k == key) else {
-                return Err(Error::at(Code::InvalidDefinition, path, format!("unknown key \"{key}\" (implementations are guards, actions and delays)")));
+                return Err(fail(Code::InvalidDefinition, &path, &["unknown key \"", key, "\" (implementations are guards, actions and delays)"]));
             };
             let Some(map) = section.as_object() else {
-                return Err(Error::at(Code::InvalidDefinition, path, format!("{key} must be an object of named implementations")));
+                return Err(fail(Code::InvalidDefinition, &path, &[key, " must be an object of named implementations"]));
             };
             match k {
                 0 => imps.guards = Some(map),
@@ -62,32 +63,32 @@ impl<'a> Implementations<'a> {
         // Checked once as written, so that a mistake in one no use reaches is found too.
         let mut scratch = Exprs::default();
         for (name, g) in imps.guards.into_iter().flat_map(members) {
-            scratch.compile_guard(g, &format!("implementations.guards.{name}"))?;
+            scratch.compile_guard(g, &join("implementations.guards", name))?;
         }
         for (name, a) in imps.actions.into_iter().flat_map(members) {
-            super::build::parse_actions(&mut scratch, &mut NameSet::default(), None, a, &format!("implementations.actions.{name}"))?;
+            super::build::parse_actions(&mut scratch, &mut NameSet::default(), None, a, &join("implementations.actions", name))?;
         }
         for (name, d) in imps.delays.into_iter().flat_map(members) {
-            delay_ms(d, &format!("implementations.delays.{name}"))?;
+            delay_ms(d, &join("implementations.delays", name))?;
         }
         Ok(imps)
     }
 
     /// The guard `named` uses, its params bound, or `None` (noted as missing).
     pub fn guard(&mut self, named: &Named<'_>, at: &str) -> Option<(Value, String)> {
-        self.find(self.guards, "guard", named, at).map(|g| (g, format!("implementations.guards.{}", named.name)))
+        self.find(self.guards, "guard", named, at).map(|g| (g, join("implementations.guards", named.name)))
     }
 
     /// The actions `named` uses, their params bound, or `None` (noted as missing).
     pub fn action(&mut self, named: &Named<'_>, at: &str) -> Option<(Value, String)> {
-        self.find(self.actions, "action", named, at).map(|a| (a, format!("implementations.actions.{}", named.name)))
+        self.find(self.actions, "action", named, at).map(|a| (a, join("implementations.actions", named.name)))
     }
 
     /// The milliseconds of the delay `name` (an `after` key that is not a
     /// number), or `None` (noted as missing).
     pub fn delay(&mut self, name: &str, at: &str) -> Result<Option<u64>> {
         match self.delays.and_then(|d| d.get(name)) {
-            Some(d) => delay_ms(d, &format!("implementations.delays.{name}")).map(Some),
+            Some(d) => delay_ms(d, &join("implementations.delays", name)).map(Some),
             None => {
                 self.missing.push(("delay", owned(name), owned(at)));
                 Ok(None)
@@ -109,9 +110,13 @@ impl<'a> Implementations<'a> {
     /// where it is used, at the first of them.
     pub fn check(&self) -> Result<()> {
         let Some((_, _, first)) = self.missing.first() else { return Ok(()) };
-        let listed: Vec<String> = self.missing.iter().map(|(kind, name, at)| format!("{kind} \"{name}\" (used at {at})")).collect();
-        let message = format!("no implementation for {}: give each one in implementations", listed.join(", "));
-        Err(Error::at(Code::Unimplemented, first.clone(), message))
+        let mut message = String::from("no implementation for ");
+        for (i, (kind, name, at)) in self.missing.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            message.push_str(&[sep, kind, " \"", name, "\" (used at ", at, ")"].concat());
+        }
+        message.push_str(": give each one in implementations");
+        Err(fail(Code::Unimplemented, first, &[&message]))
     }
 }
 
@@ -136,12 +141,15 @@ pub(super) fn named(v: &Value) -> Option<Named<'_>> {
 fn delay_ms(d: &Value, path: &str) -> Result<u64> {
     if reads_var(d) {
         let message = "a delay must be a constant number of ms (a delay read from the context or the event is not supported)";
-        return Err(Error::at(Code::InvalidDefinition, path, message));
+        return Err(fail(Code::InvalidDefinition, path, &[message]));
     }
-    let value = crate::expr::apply(d, &Value::Null).map_err(|e| Error::at(e.code, path, e.message.clone()))?;
-    match value.as_u64() {
-        Some(ms) => Ok(ms),
-        None => Err(Error::at(Code::InvalidDefinition, path, "a delay must give a whole number of ms")),
+    // Compiled where its errors name the delay, and evaluated over nothing.
+    let mut exprs = Exprs::default();
+    let id = exprs.compile(d, path)?;
+    match exprs.eval(id, crate::expr::Data::Value(&Value::Null)).map(|v| v.as_u64()) {
+        Ok(Some(ms)) => Ok(ms),
+        Ok(None) => Err(fail(Code::InvalidDefinition, path, &["a delay must give a whole number of ms"])),
+        Err(e) => Err(e),
     }
 }
 
