@@ -189,7 +189,14 @@ fn bind(rule: &Value, params: &Value) -> Value {
             out.insert(op.clone(), args);
             Value::Object(out)
         }
-        Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), bind(x, params))).collect()),
+        Value::Object(o) => {
+            // Member by member: collecting into a map would bring a sort to the build.
+            let mut out = Map::new();
+            for (k, x) in members(o) {
+                out.insert(k.clone(), bind(x, params));
+            }
+            Value::Object(out)
+        }
         other => other.clone(),
     }
 }
