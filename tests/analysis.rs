@@ -428,20 +428,25 @@ fn xstate_configs_are_imported_with_diagnostics_and_analysed() {
     assert!(checkout.diagnostics.iter().all(|d| d.code == "unrepresentable" && d.severity == Severity::Warning));
     let guard = checkout.diagnostics.iter().find(|d| d.site.as_deref() == Some("states.pending.always.guard")).unwrap();
     assert!(guard.message.contains("isPaidInFull"), "{}", guard.message);
-    // Imported, the named guard is a flag the event carries, never the string (a literal that is
-    // always true); the config loaded as an idem definition is refused at that guard.
+    // Imported, the named guard stays a name, implemented by a stand-in flag the event carries
+    // (never the string as a literal, always true); the config loaded as an idem definition,
+    // without implementations, is refused at that guard.
     let always = &checkout.definition["states"]["pending"]["always"];
     let imported = if always.is_array() { &always[0]["guard"] } else { &always["guard"] };
-    assert_eq!(imported, &json!({ "===": [{ "var": "event.payload.$guard.isPaidInFull" }, true] }));
+    assert_eq!(imported, &json!("isPaidInFull"));
+    let stand_in = &checkout.definition["implementations"]["guards"]["isPaidInFull"];
+    assert_eq!(stand_in, &json!({ "===": [{ "var": "event.payload.$guard.isPaidInFull" }, true] }));
+    assert_eq!(checkout.needs.guards, vec!["isPaidInFull"]);
     let raw = json!({ "id": "x", "initial": "a", "states": { "a": { "always": { "guard": "isPaidInFull", "target": "b" } }, "b": {} } });
     let err = Machine::from_value(raw.clone()).unwrap_err();
-    assert_eq!((err.code, err.path.as_deref()), (idem::Code::InvalidGuard, Some("states.a.always.guard")), "{err}");
+    assert_eq!((err.code, err.path.as_deref()), (idem::Code::Unimplemented, Some("states.a.always.guard")), "{err}");
     assert!(Machine::from_value(idem::xstate::import(&raw).unwrap().definition).is_ok());
     // The topology is still there, and named actions run again on a repeat.
     let def = &checkout.definition;
     assert_eq!(def["states"]["paid"]["on"]["RETRY_NOTIFY"], json!({ "target": "paid", "reenter": true }));
     assert_eq!(def["states"]["paid"]["after"]["60000"], json!({ "target": "paid", "reenter": true }));
-    assert_eq!(def["states"]["pending"]["on"]["PAYMENT"]["actions"][0], json!({ "effect": { "type": "recordPayment" } }));
+    assert_eq!(def["states"]["pending"]["on"]["PAYMENT"]["actions"][0], json!("recordPayment"));
+    assert_eq!(def["implementations"]["actions"]["recordPayment"], json!([{ "effect": { "type": "recordPayment" } }]));
     let m = Machine::from_value(checkout.definition).unwrap();
     let f = analyze::analyze(&m);
     // The warning: a first SHIP while pending is taken by `always` (its guard,

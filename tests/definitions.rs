@@ -21,12 +21,13 @@ fn invalid_definitions_name_their_path() {
     check(json!({ "id": "m", "states": { "a": {} } }), Code::InvalidInitial, "initial");
     check(base(json!({ "a": { "states": { "b": {} } } })), Code::InvalidInitial, "states.a.initial");
     check(base(json!({ "a": { "on": { "GO": { "target": "a", "guard": { "nope": [1] } } } } })), Code::InvalidExpression, "states.a.on.GO.guard");
-    // An XState named guard is code idem cannot run; as a JSONLogic string literal it would always be true.
-    check(base(json!({ "a": { "on": { "GO": { "target": "a", "guard": "isPaid" } } } })), Code::InvalidGuard, "states.a.on.GO.guard");
+    // A name (XState's named guard or action) refers to `implementations`: without one it is refused,
+    // never read as a JSONLogic string literal that would always be true.
+    check(base(json!({ "a": { "on": { "GO": { "target": "a", "guard": "isPaid" } } } })), Code::Unimplemented, "states.a.on.GO.guard");
     check(base(json!({ "a": { "on": { "GO": [{ "target": "a", "guard": "" }] } } })), Code::InvalidGuard, "states.a.on.GO[0].guard");
-    check(base(json!({ "a": { "always": { "target": "b", "guard": "ready" } }, "b": {} })), Code::InvalidGuard, "states.a.always.guard");
-    check(base(json!({ "a": { "after": { "1000": { "target": "a", "guard": "late" } } } })), Code::InvalidGuard, "states.a.after.1000.guard");
-    check(base(json!({ "a": { "entry": ["sendEmail"] } })), Code::UnknownAction, "states.a.entry[0]");
+    check(base(json!({ "a": { "always": { "target": "b", "guard": "ready" } }, "b": {} })), Code::Unimplemented, "states.a.always.guard");
+    check(base(json!({ "a": { "after": { "1000": { "target": "a", "guard": "late" } } } })), Code::Unimplemented, "states.a.after.1000.guard");
+    check(base(json!({ "a": { "entry": ["sendEmail"] } })), Code::Unimplemented, "states.a.entry[0]");
     check(base(json!({ "a": { "entry": [{ "raise": 7 }] } })), Code::InvalidDefinition, "states.a.entry[0].raise");
     check(base(json!({ "a": { "entry": [{ "raise": { "type": "idem.after" } }] } })), Code::InvalidDefinition, "states.a.entry[0].raise.type");
     check(base(json!({ "a": { "entry": [{ "log": "X" }] } })), Code::UnknownAction, "states.a.entry[0]");
@@ -47,7 +48,8 @@ fn invalid_definitions_name_their_path() {
     check(base(json!({ "a": { "on": { "GO": { "target": ["b", "c"] } } }, "b": {}, "c": {} })), Code::InvalidDefinition, "states.a.on.GO.target");
     check(base(json!({ "a": { "on": { "GO": { "guard": { "in_state": "#m.nowhere" }, "target": "b" } } }, "b": {} })), Code::UnknownTarget, "states.a.on.GO.guard");
     check(base(json!({ "a": { "on": { "GO": { "guard": { "in_state": 3 }, "target": "b" } } }, "b": {} })), Code::InvalidExpression, "states.a.on.GO.guard");
-    check(base(json!({ "a": { "after": { "soon": "a" } } })), Code::InvalidDefinition, "states.a.after.soon");
+    check(base(json!({ "a": { "after": { "soon": "a" } } })), Code::Unimplemented, "states.a.after.soon");
+    check(base(json!({ "a": { "after": { "1.5": "a" } } })), Code::InvalidDefinition, "states.a.after.1.5");
     check(base(json!({ "a": { "entry": [{ "effect": { "payload": 1 } }] } })), Code::InvalidDefinition, "states.a.entry[0].effect.type");
     check(base(json!({ "a": { "entry": [{ "effect": { "type": "x", "retry": { "maxAttempts": 0 } } }] } })), Code::InvalidDefinition, "states.a.entry[0].effect.retry.maxAttempts");
     check(json!({ "id": "m", "initial": "a", "states": { "a": {} }, "retention": { "maxEntries": 0 } }), Code::InvalidDefinition, "retention.maxEntries");
@@ -96,7 +98,7 @@ fn error_codes_are_stable() {
         codes,
         [
             "invalid_json", "invalid_definition", "unknown_target", "invalid_initial", "duplicate_state_id",
-            "invalid_expression", "invalid_guard", "unknown_action", "always_loop", "definition_too_large", "invalid_event",
+            "invalid_expression", "invalid_guard", "unknown_action", "unimplemented", "always_loop", "definition_too_large", "invalid_event",
             "missing_event_id", "missing_event_type", "event_id_too_long", "payload_too_large", "nesting_too_deep",
             "number_out_of_range", "unknown_event_type", "invalid_payload", "id_conflict", "reserved_event", "invalid_snapshot", "snapshot_too_large",
             "unsupported_snapshot_format", "wrong_machine", "missing_state", "missing_process_id", "missing_now", "invalid_now",

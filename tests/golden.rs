@@ -138,7 +138,7 @@ fn analysis_lines() -> Vec<String> {
     for file in files("analysis/xstate", ".json") {
         let text = std::fs::read_to_string(tests_dir().join("analysis/xstate").join(&file)).unwrap();
         let out = idem::xstate::import_json(&text).unwrap();
-        let imported = json!({ "definition": out.definition, "diagnostics": out.diagnostics, "kept": out.kept });
+        let imported = json!({ "definition": out.definition, "diagnostics": out.diagnostics, "kept": out.kept, "needs": out.needs });
         lines.push(runner::canonical(&json!({ "xstate": file, "import": imported })));
     }
     lines

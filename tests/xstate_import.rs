@@ -459,7 +459,9 @@ fn xstate_action_objects_with_a_json_form_are_read_as_data() {
     // The `choose` splits GO in two: its choice, then no choice, whose actions are the others.
     let go = &out.definition["states"]["a"]["on"]["GO"];
     assert_eq!(go[0]["guard"], flag("ok"));
-    assert_eq!(go[0]["actions"][7], json!({ "effect": { "type": "go" } }));
+    // A named action stays a name, its stand-in an opaque effect among the implementations.
+    assert_eq!(go[0]["actions"][7], json!("go"));
+    assert_eq!(out.definition["implementations"]["actions"]["go"], json!([{ "effect": { "type": "go" } }]));
     let got = &go[1]["actions"];
     let at = |i: usize| format!("states.a.on.GO.actions[{i}]");
     assert_eq!(
@@ -608,7 +610,8 @@ fn corpus(name: &str) -> Imported {
     xstate::import_json(&text).unwrap_or_else(|e| panic!("{name}: {e:?}"))
 }
 
-/// What a user reads of an import: the counts, and each diagnostic by severity and site.
+/// What a user reads of an import: the counts, the names of the implementations
+/// it needs, and each diagnostic by severity and site.
 fn report(out: &Imported) -> Value {
     let diagnostics: Vec<String> = out
         .diagnostics
@@ -619,6 +622,7 @@ fn report(out: &Imported) -> Value {
         "states": out.kept.states,
         "transitions": out.kept.transitions,
         "transitionsKept": out.kept.transitions_kept,
+        "needs": out.needs,
         "diagnostics": diagnostics,
     })
 }
@@ -930,21 +934,21 @@ fn xstate_4_keys_of_states_and_events_are_read() {
     assert!(message(&out, "schema").contains("only matters to TypeScript"));
     assert_eq!(
         def["states"]["idle"]["entry"],
-        json!([{ "effect": { "type": "resetClock" } }, { "effect": { "type": "showPoster" } }]),
+        json!(["resetClock", "showPoster"]),
         "onEntry is entry, its actions first as written"
     );
-    assert_eq!(def["states"]["idle"]["exit"], json!([{ "effect": { "type": "hidePoster" } }]));
+    assert_eq!(def["states"]["idle"]["exit"], json!(["hidePoster"]));
     assert!(message(&out, "states.idle.onEntry").contains("early spelling of `entry`"));
     // `on` as a list, by event; an item without `event` is left out.
     let idle = &def["states"]["idle"]["on"];
-    assert_eq!(idle["LOAD"], json!([{ "target": "failed", "guard": flag("isBroken") }, { "target": "loading" }]));
+    assert_eq!(idle["LOAD"], json!([{ "target": "failed", "guard": "isBroken" }, { "target": "loading" }]));
     assert!(message(&out, "states.idle.on[3]").contains("needs a string `event`"));
     // A partial wildcard is each named event it matches, "mouse" itself included.
     for ev in ["mouse.move", "mouse.click", "mouse"] {
-        assert_eq!(idle[ev], json!({ "actions": [{ "effect": { "type": "trackPointer" } }] }), "{ev}");
+        assert_eq!(idle[ev], json!({ "actions": ["trackPointer"] }), "{ev}");
     }
     // The machine's "*" is every named event, after a state's own transitions for it.
-    assert_eq!(def["on"]["LOAD"], json!({ "actions": [{ "effect": { "type": "logUnhandled" } }] }));
+    assert_eq!(def["on"]["LOAD"], json!({ "actions": ["logUnhandled"] }));
     assert!(message(&out, "on.*").contains("read as the 6 event(s) the machine names"));
     // The service's done and error events, named directly, are its effect's completions.
     let loading = &def["states"]["loading"];
@@ -1158,7 +1162,8 @@ fn xstate_4_choose_on_a_transition_is_one_candidate_per_choice() {
     });
     let out = xstate::import(&config).unwrap();
     let size = &out.definition["states"]["a"]["on"]["SIZE"];
-    let effect = |t: &str| json!({ "effect": { "type": t } });
+    // Named actions stay names; a named guard combined with a choice's condition is its flag.
+    let effect = |t: &str| json!(t);
     assert_eq!(
         size,
         &json!([

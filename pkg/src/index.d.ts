@@ -37,9 +37,11 @@ export type ErrorCode =
   | "invalid_initial"
   | "duplicate_state_id"
   | "invalid_expression"
-  // a guard written as a bare string (an XState named guard)
+  // a guard that is an object literal or an empty name
   | "invalid_guard"
   | "unknown_action"
+  // a guard, action or delay named and not in the definition's implementations
+  | "unimplemented"
   | "always_loop"
   | "definition_too_large"
   // event
@@ -470,6 +472,12 @@ export interface ImportedXState {
   diagnostics: Finding[];
   /** How much of the source survived: its states, its transitions and those imported. */
   kept: { states: number; transitions: number; transitionsKept: number };
+  /**
+   * The named guards and actions the definition uses. Each has a stand-in in
+   * `definition.implementations` (a flag the event carries, an opaque effect): replace it
+   * with the guard or actions as data.
+   */
+  needs: { guards: string[]; actions: string[] };
 }
 
 // ---------------------------------------------------------------------------

@@ -17,6 +17,8 @@ pub enum Code {
     InvalidExpression,
     InvalidGuard,
     UnknownAction,
+    /// A guard, action or delay named by the definition that nothing implements.
+    Unimplemented,
     AlwaysLoop,
     DefinitionTooLarge,
     // event
@@ -67,6 +69,7 @@ impl Code {
             InvalidExpression => "invalid_expression",
             InvalidGuard => "invalid_guard",
             UnknownAction => "unknown_action",
+            Unimplemented => "unimplemented",
             AlwaysLoop => "always_loop",
             DefinitionTooLarge => "definition_too_large",
             InvalidEvent => "invalid_event",
@@ -109,6 +112,7 @@ impl Code {
         Code::InvalidExpression,
         Code::InvalidGuard,
         Code::UnknownAction,
+        Code::Unimplemented,
         Code::AlwaysLoop,
         Code::DefinitionTooLarge,
         Code::InvalidEvent,

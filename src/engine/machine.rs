@@ -681,3 +681,4 @@ pub(crate) fn owned(s: &str) -> String {
 }
 
 mod build;
+mod implementations;

@@ -143,8 +143,10 @@ fn invalid_argument(name: &str, expected: &str, got: &JsValue) -> JsValue {
 }
 
 /// Import the JSON form of an XState v5 config (`JSON.stringify(machine.config)`)
-/// as an idem definition: `{ definition, diagnostics }`, where `diagnostics` are
-/// `unrepresentable` findings naming what could not be expressed as data.
+/// as an idem definition: `{ definition, diagnostics, kept, needs }`, where
+/// `diagnostics` are `unrepresentable` findings naming what could not be
+/// expressed as data, and `needs` the named guards and actions whose stand-ins
+/// in `definition.implementations` the user replaces with data.
 ///
 /// ```js
 /// const { definition, diagnostics } = importXState(JSON.stringify(xstateMachine.config));

@@ -426,3 +426,33 @@ fn kept_snapshots_never_change_an_outcome() {
     assert!(older_given >= 30, "only {older_given} older snapshots handed back");
     assert!(largest * LARGE > 16 << 20, "the large processes ({largest} B each) fit the 16 MiB kept");
 }
+
+/// Named implementations as data run through the wasm module as in Rust, and
+/// a name nothing implements throws a real `Error` coded `unimplemented`.
+#[wasm_bindgen_test]
+fn named_implementations_run_and_missing_ones_throw_unimplemented() {
+    let def = json!({
+        "id": "tab", "initial": "open", "context": { "total": 0 },
+        "implementations": {
+            "guards": { "atLeast": { ">=": [{ "var": "event.payload.amount" }, { "var": "params.min" }] } },
+            "actions": { "add": [{ "assign": { "total": { "+": [{ "var": "context.total" }, { "var": "event.payload.amount" }] } } }] }
+        },
+        "states": { "open": { "on": { "ADD": { "guard": { "type": "atLeast", "params": { "min": 10 } }, "actions": ["add"] } } } }
+    });
+    let m = Machine::new(js(&def.to_string())).unwrap_or_else(|e| panic!("{e:?}"));
+    let add = |id: &str, amount: u32| js(&json!({ "id": id, "type": "ADD", "payload": { "amount": amount } }).to_string());
+    let first = value(&m.reduce(JsValue::NULL, add("e1", 12), 1000.0, JsValue::from("t")).unwrap());
+    assert_eq!(first["status"], "applied", "{first}");
+    let snapshot = JsValue::from(first["snapshot"].as_str().unwrap());
+    let context = value(&m.inspect(snapshot.clone()).unwrap_or_else(|e| panic!("{e:?}")))["context"].clone();
+    assert_eq!(context, json!({ "total": 12 }));
+    let low = value(&m.reduce(snapshot, add("e2", 9), 1001.0, JsValue::from("t")).unwrap());
+    assert_eq!(low["status"], "ignored", "below params.min: {low}");
+
+    let mut missing = def.clone();
+    missing["states"]["open"]["entry"] = json!(["greet"]);
+    let Err(e) = Machine::new(js(&missing.to_string())) else { panic!("an unimplemented name was accepted") };
+    assert_idem_error(&e, "unimplemented");
+    assert_eq!(prop(&e, "path").as_deref(), Some("states.open.entry[0]"));
+    assert!(prop(&e, "message").unwrap().contains("action \"greet\""), "{e:?}");
+}

@@ -41,6 +41,7 @@ use super::{join, Importer};
 use crate::analyze::Severity;
 use serde_json::{json, Map, Value};
 
+const IMPLEMENT_FIX: &str = "Give it as data in the definition's `implementations.actions` (idem actions: an `assign` if it changes context, an `effect` if it reaches the outside world).";
 const DATA_FIX: &str = "Write it as data: an idem `assign` (JSONLogic) if it changes context, an `effect` if it reaches the outside world.";
 
 impl Importer {
@@ -61,20 +62,7 @@ impl Importer {
     fn action(&mut self, a: &Value, p: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         match a {
             Value::Object(o) if o.len() == 1 && ["assign", "effect", "respond", "raise"].iter().any(|k| o.contains_key(*k)) => Some(a.clone()),
-            Value::String(name) => {
-                self.diag(
-                    Severity::Warning,
-                    spath,
-                    event,
-                    p,
-                    format!(
-                        "action `{name}` is code the analysis cannot read; it is modelled as an opaque effect `{name}`, so running it \
-                         again on a repeat is reported"
-                    ),
-                    DATA_FIX,
-                );
-                Some(opaque(name))
-            }
+            Value::String(name) if !name.is_empty() => Some(self.named_action(name, None, p, spath, event)),
             Value::Object(o) => match o.get("type").and_then(Value::as_str) {
                 Some("xstate.raise") => Some(self.raise(o, p, spath, event).unwrap_or_else(|| opaque("xstate.raise"))),
                 Some(t @ ("xstate.send" | "xstate.sendTo")) => Some(self.send(t, o, p, spath, event)),
@@ -95,6 +83,7 @@ impl Importer {
                     );
                     Some(opaque(t))
                 }
+                Some(t) if !t.is_empty() && !t.starts_with("xstate.") => Some(self.named_action(t, o.get("params"), p, spath, event)),
                 Some(t) if !t.is_empty() => {
                     let builtin = t.starts_with("xstate.");
                     self.diag(
@@ -131,6 +120,29 @@ impl Importer {
                 self.diag(Severity::Warning, spath, event, p, format!("an action cannot be {other}; left out"), "");
                 None
             }
+        }
+    }
+
+    /// A named action (`"notify"`, `{ "type": "notify", "params": … }`): kept
+    /// as the name, which `implementations.actions` must implement; the import
+    /// stands in an opaque effect of that type until the user gives it as data.
+    fn named_action(&mut self, name: &str, params: Option<&Value>, p: &str, spath: &str, event: Option<&str>) -> Value {
+        self.diag(
+            Severity::Warning,
+            spath,
+            event,
+            p,
+            format!(
+                "action `{name}` is code the analysis cannot read; it is kept as a name, which `implementations.actions.{name}` implements: \
+                 the import stands in an opaque effect `{name}`{}, so running it again on a repeat is reported",
+                if params.is_some() { " (its params are not evaluated)" } else { "" }
+            ),
+            IMPLEMENT_FIX,
+        );
+        self.stand_ins.actions.entry(name.to_string()).or_insert_with(|| json!([opaque(name)]));
+        match params {
+            Some(params) => json!({ "type": name, "params": params }),
+            None => Value::String(name.to_string()),
         }
     }
 
@@ -175,7 +187,7 @@ impl Importer {
             Value::String(target) => json!({ "target": target }),
             other => other,
         };
-        let own = base.get("guard").cloned();
+        let own = base.get("guard").cloned().map(|g| self.expression(g));
         let conds: &[Value] = listed[at].get("conds").and_then(Value::as_array).map_or(&[], Vec::as_slice);
         let mut out = Vec::new();
         let mut unconditional = false;
@@ -185,7 +197,7 @@ impl Importer {
             // A condition that cannot be read (said where it stands) is a flag of its own, never "always".
             let guard = written.map(|(k, g)| {
                 let gp = join(&jp, k);
-                self.guard(g, &gp, spath, event).unwrap_or_else(|| json!({ "===": [{ "var": format!("event.payload.$guard.{}", super::guard::site_flag(&gp)) }, true] }))
+                self.guard_expr(g, &gp, spath, event).unwrap_or_else(|| json!({ "===": [{ "var": format!("event.payload.$guard.{}", super::guard::site_flag(&gp)) }, true] }))
             });
             unconditional = written.is_none();
             let mut actions = before.clone();

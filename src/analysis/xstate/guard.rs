@@ -16,12 +16,49 @@ use crate::analyze::Severity;
 use serde_json::{json, Map, Value};
 
 impl Importer {
+    /// A transition's guard. A named guard (`"isPaid"`, `{ "type": "isPaid",
+    /// "params": … }`) stays a name, which the definition's
+    /// `implementations.guards` must implement: the import stands in the flag
+    /// [`Importer::guard_expr`] makes of it, until the user gives the guard as
+    /// data. On the completion of invoked work, whose flags are read from what
+    /// the work reported, and anything that is not a name, it is that
+    /// expression.
+    pub(super) fn guard(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
+        let named = self.flags_in.is_none().then(|| named_guard(v)).flatten();
+        let expr = self.guard_expr(v, path, spath, event)?;
+        let Some((name, params)) = named else { return Some(expr) };
+        if let Some(d) = self.diagnostics.last_mut().filter(|d| d.site.as_deref() == Some(path)) {
+            d.message.push_str(&format!("; it is kept as a name, which `implementations.guards.{name}` implements, the flag standing in until it is given"));
+            d.fix = "Give the guard as a JSONLogic expression over context, event and params in the definition's `implementations.guards`.".into();
+        }
+        self.stand_ins.guards.entry(name.clone()).or_insert(expr);
+        Some(match params {
+            Some(p) => json!({ "type": name, "params": p }),
+            None => Value::String(name),
+        })
+    }
+
+    /// A guard as an expression, for where it is combined with another
+    /// (`and` with `in`, a `choose`'s condition, a lost guard's flag): a name
+    /// becomes the stand-in the import has for it.
+    pub(super) fn expression(&self, g: Value) -> Value {
+        let name = match &g {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(o) if o.keys().all(|k| k == "type" || k == "params") => o.get("type").and_then(Value::as_str),
+            _ => None,
+        };
+        match name.and_then(|n| self.stand_ins.guards.get(n)) {
+            Some(flag) => flag.clone(),
+            None => g,
+        }
+    }
+
     /// A guard as idem reads it. A named guard becomes the flag
     /// `event.payload.$guard.<name>`; an inline one (a function: `null` when
     /// written out, or XState 4's `{ "type": "xstate.guard", "name": … }`) a
     /// flag of its own, named by its function's name or else by its site, so
     /// that two inline guards are never one flag.
-    pub(super) fn guard(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
+    pub(super) fn guard_expr(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
         if let Some(g) = self.state_in(v, path, spath, event) {
             return g;
         }
@@ -43,7 +80,7 @@ impl Importer {
                             spath,
                             event,
                             &join(path, "params"),
-                            format!("params of guard `{t}` are not evaluated"),
+                            format!("params of guard `{t}` are kept for its implementation; the flag standing in for it does not read them"),
                             "",
                         );
                     } else if let Some(k) = o.keys().find(|k| k.as_str() != "type") {
@@ -142,7 +179,7 @@ impl Importer {
             }
             if let Some(o) = t.as_object_mut() {
                 let guard = match o.remove("guard") {
-                    Some(own) => json!({ "and": [flag.clone(), own] }),
+                    Some(own) => json!({ "and": [flag.clone(), self.expression(own)] }),
                     None => flag.clone(),
                 };
                 o.insert("guard".into(), guard);
@@ -188,7 +225,7 @@ impl Importer {
         let mut parts = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let ip = format!("{kp}[{i}]");
-            let Some(g) = self.guard(item, &ip, spath, event) else {
+            let Some(g) = self.guard_expr(item, &ip, spath, event) else {
                 self.diag(
                     Severity::Warning,
                     spath,
@@ -273,6 +310,30 @@ fn state_value_leaves(v: &Value, prefix: &mut String, out: &mut Vec<String>) {
             }
         }
         _ => {}
+    }
+}
+
+/// The name and params of a named guard: a string, or an object whose `type`
+/// is not one of XState's built-ins (`xstate.*`, the combinators), its
+/// `params`, or (XState 4) the members beside `type`.
+fn named_guard(v: &Value) -> Option<(String, Option<Value>)> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some((s.clone(), None)),
+        Value::Object(o) => {
+            let t = o.get("type")?.as_str()?;
+            let combinator = matches!(t, "and" | "or" | "not") && o.get("guards").is_some_and(Value::is_array);
+            if t.is_empty() || t.starts_with("xstate.") || combinator {
+                return None;
+            }
+            let beside: Map<String, Value> = o.iter().filter(|(k, _)| k.as_str() != "type").map(|(k, x)| (k.clone(), x.clone())).collect();
+            let params = match o.get("params") {
+                Some(p) => Some(p.clone()),
+                None if !beside.is_empty() => Some(Value::Object(beside)),
+                None => None,
+            };
+            Some((t.to_string(), params))
+        }
+        _ => None,
     }
 }
 

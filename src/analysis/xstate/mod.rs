@@ -15,10 +15,17 @@
 //! becomes an `unrepresentable` diagnostic (a [`Finding`]) naming its path in
 //! the XState config, and the topology is still imported and analysed:
 //!
-//! - a named action becomes an opaque effect of that type (`{ "effect": { "type": "notify" } }`),
-//!   so a repeat that runs it again is reported as the action running twice;
-//! - a named guard becomes a flag the event carries
-//!   (`event.payload.$guard.<name>`), so the analysis explores both outcomes;
+//! - a named action or guard stays a name (`"notify"`, `{ "type": "notify", "params": … }`),
+//!   which the definition's `implementations` must implement (XState 5's `setup`
+//!   shape, as data; [`Imported::needs`] lists the names). Until the user gives them,
+//!   the import stands in for each: an action is an opaque effect of its type
+//!   (`{ "effect": { "type": "notify" } }`), so a repeat that runs it again is
+//!   reported as the action running twice; a guard is a flag the event carries
+//!   (`event.payload.$guard.<name>`), so the analysis explores both outcomes.
+//!   A named guard inside `and`/`or`/`not`, combined with `in` or a `choose`'s
+//!   condition, or on the completion of invoked work (whose flags are read from
+//!   what the work reported) is that flag itself: an implementation is named only
+//!   at the top of a transition's guard;
 //! - an inline guard (a function: `null` when written out, XState 4's
 //!   `{ "type": "xstate.guard" }`) becomes a flag of its own, named by the
 //!   function's name or its site, so two inline guards stay two flags; so does
@@ -100,6 +107,9 @@ pub struct Imported {
     pub diagnostics: Vec<Finding>,
     /// How much of the source survived.
     pub kept: Kept,
+    /// The named guards and actions the definition uses, each with a stand-in
+    /// in its `implementations` that the user replaces with data.
+    pub needs: Needs,
 }
 
 /// Transitions in the source config (every entry of `on`, `always`, `after`,
@@ -150,11 +160,43 @@ pub fn import(config: &Value) -> Result<Imported> {
         imp.root_children = children.keys().cloned().collect();
     }
     let mut def = imp.state(config, "", "", true);
+    let stand_ins = std::mem::take(&mut imp.stand_ins);
+    let sorted = |m: &Map<String, Value>| {
+        let mut names: Vec<String> = m.keys().cloned().collect();
+        names.sort();
+        names
+    };
+    let needs = Needs { guards: sorted(&stand_ins.guards), actions: sorted(&stand_ins.actions) };
     if let Some(o) = def.as_object_mut() {
         o.insert("id".into(), Value::String(imp.id.clone()));
+        let mut imps = Map::new();
+        for (key, section) in [("guards", stand_ins.guards), ("actions", stand_ins.actions)] {
+            if !section.is_empty() {
+                imps.insert(key.into(), Value::Object(section));
+            }
+        }
+        if !imps.is_empty() {
+            o.insert("implementations".into(), Value::Object(imps));
+        }
     }
     imp.settle(&mut def);
-    Ok(Imported { definition: def, diagnostics: imp.diagnostics, kept: imp.kept })
+    Ok(Imported { definition: def, diagnostics: imp.diagnostics, kept: imp.kept, needs })
+}
+
+/// What the import stands in for each named guard (its flag) and action (an
+/// opaque effect), by name: the definition's `implementations` until the user
+/// gives them as data.
+#[derive(Default)]
+struct StandIns {
+    guards: Map<String, Value>,
+    actions: Map<String, Value>,
+}
+
+/// The names of the implementations a config needs, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Needs {
+    pub guards: Vec<String>,
+    pub actions: Vec<String>,
 }
 
 #[derive(Default)]
@@ -169,6 +211,8 @@ struct Importer {
     outline: outline::Outline,
     /// Read as an XState 4 config (see [`outline`]).
     v4: bool,
+    /// The stand-ins of the named guards and actions, and so the names the config needs.
+    stand_ins: StandIns,
     /// Where the guards being read find their flags: the event's payload, or
     /// for the completion of invoked work, what the work reported in it
     /// (`result` or `error`), since the outbox writes that event's payload.
@@ -894,7 +938,7 @@ impl Importer {
                 }
                 if let Some(test) = in_state {
                     let guard = match out.remove("guard") {
-                        Some(own) => json!({ "and": [test, own] }),
+                        Some(own) => json!({ "and": [test, self.expression(own)] }),
                         None => test,
                     };
                     out.insert("guard".into(), guard);

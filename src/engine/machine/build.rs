@@ -1,6 +1,7 @@
 //! From a definition's JSON to a [`Machine`]: every key checked, every
 //! target resolved, every expression compiled, each error at its JSON path.
 
+use super::implementations::{named, Implementations};
 use super::*;
 
 /// The keys a state may have. A state's members are found by their index here
@@ -12,6 +13,7 @@ const STATE_KEYS: &[&str] = &[
 const MACHINE_KEYS: &[&str] = &[
     "id", "initial", "states", "type", "on", "always", "after", "entry", "exit", "description", "meta", "tags", "history",
     "target", "onDone", "output", "version", "context", "retention", "recordIgnored", "limits", "events",
+    "implementations",
 ];
 const K_ID: usize = 0;
 const K_INITIAL: usize = 1;
@@ -32,6 +34,7 @@ const K_RETENTION: usize = 18;
 const K_RECORD_IGNORED: usize = 19;
 const K_LIMITS: usize = 20;
 const K_EVENTS: usize = 21;
+const K_IMPLEMENTATIONS: usize = 22;
 const TRANSITION_KEYS: &[&str] = &["target", "guard", "actions", "reenter", "description", "meta"];
 const EFFECT_KEYS: &[&str] = &["type", "payload", "key", "idempotent", "retry"];
 const RAISE_KEYS: &[&str] = &["type", "payload"];
@@ -42,7 +45,7 @@ const LIMITS_KEYS: &[&str] = &["maxPayloadBytes", "maxSnapshotBytes", "maxMicros
 /// The members of a definition object by their index in its list of keys.
 type Fields<'a> = [Option<&'a Value>; MAX_KEYS];
 const NO_FIELDS: Fields<'static> = [None; MAX_KEYS];
-const MAX_KEYS: usize = 22;
+const MAX_KEYS: usize = 23;
 const _: () = assert!(MACHINE_KEYS.len() == MAX_KEYS && STATE_KEYS.len() < MAX_KEYS && TRANSITION_KEYS.len() < MAX_KEYS);
 const _: () = assert!(EFFECT_KEYS.len() < MAX_KEYS && RETRY_KEYS.len() < MAX_KEYS);
 const _: () = assert!(RETENTION_KEYS.len() < MAX_KEYS && LIMITS_KEYS.len() < MAX_KEYS);
@@ -130,7 +133,8 @@ impl Machine {
         m.schemas = crate::schema::Schemas::load(f[K_EVENTS])?;
         m.hash = machine_hash(&def);
 
-        let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, raw: Vec::new() };
+        let mut imps = Implementations::parse(f[K_IMPLEMENTATIONS])?;
+        let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, imps: &mut imps, raw: Vec::new() };
         b.add_state(&m.id, None, &f, order, "")?;
         let raw = b.raw;
         m.parallel = m.states.iter().any(|s| s.kind == Kind::Parallel);
@@ -157,8 +161,9 @@ impl Machine {
         // Second pass: transitions, now that every state can be resolved.
         let mut events = Vec::new();
         for r in raw {
-            m.attach_transitions(r, &mut events)?;
+            m.attach_transitions(r, &mut events, &mut imps)?;
         }
+        imps.check()?;
         m.check_initial_history()?;
         m.check_always_loops()?;
         // `in_state` names a state as a target does (`#id`, `#machine.path`), or by its path.
@@ -223,7 +228,7 @@ impl Machine {
 
     /// Attach transitions to their state, adding the external event types
     /// it accepts to `events`.
-    fn attach_transitions<'a>(&mut self, raw: Raw<'a>, events: &mut Vec<&'a str>) -> Result<()> {
+    fn attach_transitions<'a>(&mut self, raw: Raw<'a>, events: &mut Vec<&'a str>, imps: &mut Implementations) -> Result<()> {
         if let Slot::HistoryDefault = raw.slot {
             // Resolved as the parent's transitions resolve theirs: a plain key is a child of the parent.
             let parent = self.states[raw.source].parent.unwrap_or(0);
@@ -250,7 +255,7 @@ impl Machine {
             self.states[raw.source].history_default = targets;
             return Ok(());
         }
-        let ts = self.transitions(raw.source, raw.candidates, raw.path)?;
+        let ts = self.transitions(raw.source, raw.candidates, raw.path, imps)?;
         let node = &mut self.states[raw.source];
         match raw.slot {
             Slot::OnDone => {
@@ -275,7 +280,7 @@ impl Machine {
     }
 
     /// The transitions of one candidate or an array of them, at `path`.
-    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String) -> Result<Vec<Transition>> {
+    fn transitions(&mut self, source: StateIdx, candidates: &Value, mut path: String, imps: &mut Implementations) -> Result<Vec<Transition>> {
         // One loop for both forms, so that `transition` is called (and its
         // result moved) at one place rather than two.
         let (items, listed) = match candidates {
@@ -287,12 +292,12 @@ impl Machine {
         let mut ts = Vec::new();
         for (i, v) in items.iter().enumerate() {
             let at = if listed { indexed(&path, i) } else { std::mem::take(&mut path) };
-            ts.push(self.transition(source, v, at)?);
+            ts.push(self.transition(source, v, at, imps)?);
         }
         Ok(ts)
     }
 
-    fn transition(&mut self, source: StateIdx, v: &Value, path: String) -> Result<Transition> {
+    fn transition(&mut self, source: StateIdx, v: &Value, path: String, imps: &mut Implementations) -> Result<Transition> {
         let o = match v {
             Value::String(s) => {
                 let targets = vec![self.resolve_target(source, s, &path, "")?];
@@ -319,11 +324,11 @@ impl Machine {
         // Each member made once, none assigned over a default: the drop of
         // that default would be compiled, and called, on a cold start's build.
         let guard = match f[1] {
-            Some(g) => Some(self.exprs.compile_guard(g, &join(&path, "guard"))?),
+            Some(g) => self.guard(g, &join(&path, "guard"), imps)?,
             None => None,
         };
         let actions = match f[2] {
-            Some(a) => parse_actions(&mut self.exprs, &mut self.outcome_types, a, &join(&path, "actions"))?,
+            Some(a) => parse_actions(&mut self.exprs, &mut self.outcome_types, Some(imps), a, &join(&path, "actions"))?,
             None => Vec::new(),
         };
         let reenter = match f[3] {
@@ -332,6 +337,18 @@ impl Machine {
             Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
         };
         Ok(Transition { source, targets, guard, actions, reenter, json_path: path })
+    }
+
+    /// A transition's guard: an expression, or the name of one in
+    /// `implementations.guards` (`None` when it names none: noted as missing).
+    fn guard(&mut self, g: &Value, at: &str, imps: &mut Implementations) -> Result<Option<ExprId>> {
+        match named(g).filter(|n| !n.name.is_empty()) {
+            None => self.exprs.compile_guard(g, at).map(Some),
+            Some(n) => match imps.guard(&n, at) {
+                Some((bound, path)) => self.exprs.compile_guard(&bound, &path).map(Some),
+                None => Ok(None),
+            },
+        }
     }
 
     /// Several targets must be states of different regions of a parallel state,
@@ -473,7 +490,7 @@ fn machine_hash(def: &Value) -> String {
 /// and names: one copy of that work in the module, not one per site.
 #[cold]
 #[inline(never)]
-fn fail(code: Code, path: &str, message: &[&str]) -> Error {
+pub(super) fn fail(code: Code, path: &str, message: &[&str]) -> Error {
     Error::at(code, path.to_string(), message.concat())
 }
 
@@ -486,7 +503,7 @@ fn fail_in(code: Code, path: &str, field: &str, message: &[&str]) -> Error {
 
 /// `path.key`, or `key` when `path` is empty (the root).
 #[inline(never)]
-fn join(path: &str, key: &str) -> String {
+pub(super) fn join(path: &str, key: &str) -> String {
     let mut out = String::with_capacity(path.len() + 1 + key.len());
     if !path.is_empty() {
         out.push_str(path);
@@ -562,6 +579,7 @@ struct Builder<'a, 'm> {
     exprs: &'m mut Exprs,
     /// `<effect>.succeeded` and `<effect>.failed` of every effect parsed.
     outcomes: &'m mut NameSet,
+    imps: &'m mut Implementations<'a>,
     /// In document order within a state: `on`, `always`, `after`.
     raw: Vec<Raw<'a>>,
 }
@@ -571,7 +589,7 @@ impl<'a> Builder<'a, '_> {
     fn actions_at(&mut self, v: Option<&Value>, path: &str, key: &str) -> Result<Vec<Action>> {
         match v {
             None => Ok(Vec::new()),
-            Some(a) => parse_actions(self.exprs, self.outcomes, a, &join(path, key)),
+            Some(a) => parse_actions(self.exprs, self.outcomes, Some(&mut *self.imps), a, &join(path, key)),
         }
     }
 
@@ -783,8 +801,13 @@ impl<'a> Builder<'a, '_> {
         let base = join(json_path, "after");
         for (delay, cands, _) in order.members(after) {
             let p = join(&base, delay);
-            let Ok(ms) = delay.parse::<u64>() else {
-                return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds"]));
+            // A key that is not a number names a delay in `implementations.delays`.
+            let ms = match delay.parse::<u64>() {
+                Ok(ms) => ms,
+                Err(_) if delay.is_empty() || delay.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.' || c == '+') => {
+                    return Err(fail(Code::InvalidDefinition, &p, &["after delays must be whole milliseconds or the name of a delay"]));
+                }
+                Err(_) => self.imps.delay(delay, &p)?.unwrap_or(0),
             };
             self.raw.push(Raw { source: idx, slot: Slot::After(ms), candidates: cands, path: p });
         }
@@ -792,8 +815,10 @@ impl<'a> Builder<'a, '_> {
     }
 }
 
-/// The actions at `path`, adding the outcome types of their effects to `outcomes`.
-fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &str) -> Result<Vec<Action>> {
+/// The actions at `path`, adding the outcome types of their effects to
+/// `outcomes`. A named action is replaced by the actions `imps` has for it;
+/// without `imps` (the actions of an implementation) a name is refused.
+pub(super) fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, mut imps: Option<&mut Implementations>, v: &Value, path: &str) -> Result<Vec<Action>> {
     // One loop for both forms, as in `Machine::transitions`.
     let (items, listed) = match v {
         Value::Array(items) => (items.as_slice(), true),
@@ -802,7 +827,18 @@ fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, v: &Value, path: &st
     let mut out = Vec::new();
     for (i, a) in items.iter().enumerate() {
         let at = if listed { indexed(path, i) } else { owned(path) };
-        out.push(parse_action(exprs, outcomes, a, &at)?);
+        match (named(a).filter(|n| !n.name.is_empty()), imps.as_deref_mut()) {
+            (None, _) => out.push(parse_action(exprs, outcomes, a, &at)?),
+            (Some(n), Some(imps)) => {
+                if let Some((bound, at)) = imps.action(&n, &at) {
+                    out.extend(parse_actions(exprs, outcomes, None, &bound, &at)?);
+                }
+            }
+            (Some(n), None) => {
+                let message = ["an implementation's actions are idem actions, not the name \"", n.name, "\" of another"];
+                return Err(fail(Code::InvalidDefinition, &at, &message));
+            }
+        }
     }
     Ok(out)
 }
