@@ -136,3 +136,15 @@ test("npx idem refuses bad usage and unreadable files as the Rust binary does: J
     assert.ok(e.message.startsWith(`cannot read ${join(TMP, "absent.json")}: `), e.message);
   }
 });
+
+test("npx idem stops quietly, exit 0 as the Rust binary, when its reader closes the pipe early", () => {
+  const events = join(TMP, "many.jsonl");
+  const line = (i) => JSON.stringify({ id: `e${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `p${i}`, amount: 1 } });
+  writeFileSync(events, Array.from({ length: 20_000 }, (_, i) => line(i)).join("\n"));
+  const args = `run --machine ${at("tests/machines/order.json")} --events ${events} --process o1`;
+  for (const cli of ["npx idem", RUST]) {
+    const r = spawnSync("bash", ["-c", `set -o pipefail; ${cli} ${args} | head -c 100 >/dev/null`], { cwd: APP, env: ENV, encoding: "utf8" });
+    assert.equal(r.status, 0, `${cli}: ${r.stderr}`);
+    assert.equal(r.stderr, "", cli);
+  }
+});
