@@ -38,7 +38,7 @@ command -v wasm-bindgen >/dev/null || need_setup "wasm-bindgen (wasm-bindgen-cli
 # Gzip size budgets in KiB, a guard against a change that brings in far more
 # code than it means to, not a target. Keep in step with README.md.
 LEAN_BUDGET_KIB=155
-FULL_BUDGET_KIB=300
+FULL_BUDGET_KIB=320
 
 # The lean module inlines less than opt-level 2 does by default (225): as fast,
 # and smaller (benches/RESULTS.md, log entry 14). Passed with

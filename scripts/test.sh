@@ -100,7 +100,8 @@ js_suite "e2e: demo (Playwright)"     tests/e2e   node_tests tests/e2e
 # --- TypeScript: pkg/src/*.d.ts and a typed usage of the package (tests/types) ---
 suite "types: tsc --noEmit"           tsc -p tests/types
 # --- The package as a user installs it: npm pack, a fresh project with the tarball alone, the
-# README's Node, TypeScript (nodenext), Deno and Worker sections (tests/consumer; needs pkg/dist).
+# README's Node, TypeScript (nodenext), Deno and Worker sections, and `npx idem` against the Rust
+# binary (tests/consumer; needs pkg/dist, builds target/debug/idem).
 # It prints the tarball's packed and unpacked size, which the summary repeats.
 js_suite "consumer: the packed package"  tests/consumer \
                                         node --test --test-concurrency=1 tests/consumer/

@@ -52,6 +52,8 @@ pub mod snapshot;
 pub mod analysis;
 #[cfg(feature = "analysis")]
 pub mod check;
+#[cfg(feature = "analysis")]
+pub mod cli;
 
 /// The JavaScript bindings. Public so that the wasm boundary tests
 /// (tests/wasm_shared) call the exports exactly as JavaScript does.

@@ -13,7 +13,8 @@
 //! Errors are real `Error` objects carrying `code` (and `path` where one applies).
 //!
 //! Here are the errors and values crossing the boundary and the free functions
-//! (`version`, `newEventId`, `importXState`); the class `Machine` is in
+//! (`version`, `newEventId`, `importXState`); `checkMachine` and the command line
+//! (`runCli`) are in `check` and `cli`; the class `Machine` is in
 //! `machine`, the inline JavaScript of the per-event crossings in `crossing`,
 //! the outcome and the new snapshot string in `outcome`, the decoded snapshots
 //! kept between calls in `resident`.
@@ -29,6 +30,8 @@ use wasm_bindgen::JsCast;
 
 #[cfg(feature = "analysis")]
 mod check;
+#[cfg(feature = "analysis")]
+mod cli;
 mod crossing;
 mod machine;
 mod outcome;

@@ -147,6 +147,8 @@ test("the tarball holds the package's modules, declarations, wasm, schema, READM
   }
   // What the exported files load or name: the shared bundle, and the declarations' own imports.
   want.add("dist/js/bundle.js");
+  // `npx idem` (package.json "bin"), tested by tests/consumer/cli.test.mjs.
+  want.add("bin/idem.mjs");
   want.add("dist/js/stores/limit.d.ts");
   assert.deepEqual(files, [...want].sort());
   for (const internal of ["kept", "limit", "hosting", "analysis"]) {
