@@ -340,6 +340,7 @@ async function refresh() {
   const stepping = proofStep();
   render($("diagram"), m.parsed, { active: activePaths(stepping ? stepping.value : v.value), findings, focus: focusPath });
   $("diagram").closest("figure").classList.toggle("replaying", !!stepping);
+  renderReplayBar(stepping);
   renderFindings(findings);
   renderProof();
 
@@ -713,12 +714,40 @@ function proofStep() {
   return { index: p.step, value };
 }
 
+/** Show counterexample step `i` (0-based) on the diagram; null: back to the process's own state. */
 function showStep(i) {
   const p = proofs[settings.variant];
   const n = p.verdict.counterexample.steps.length;
-  p.step = Math.max(0, Math.min(n - 1, i));
+  p.step = i == null ? null : Math.max(0, Math.min(n - 1, i));
   proofKey = null;
   serial(refresh);
+}
+
+// Above the diagram while it shows a counterexample step: which step, and the same prev/next as
+// the panel (the panel is further down the page than the diagram is tall).
+function renderReplayBar(stepping) {
+  const bar = $("replay-bar");
+  bar.hidden = !stepping;
+  if (!stepping) return bar.replaceChildren();
+  const n = proofs[settings.variant].verdict.counterexample.steps.length;
+  const i = stepping.index;
+  const button = (text, label, to, disabled) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = text;
+    b.setAttribute("aria-label", label);
+    b.disabled = disabled;
+    b.addEventListener("click", () => showStep(to));
+    return b;
+  };
+  const text = document.createElement("span");
+  text.textContent = `counterexample step ${i + 1} of ${n}`;
+  bar.replaceChildren(
+    text,
+    button("◀", "previous step", i - 1, i === 0),
+    button("▶", "next step", i + 1, i === n - 1),
+    button("back to the process", "show the process's own state", null, false),
+  );
 }
 
 // Rebuilt only when the machine, the verdict or the step changes (the page refreshes every 5 s).
@@ -748,7 +777,8 @@ function renderProof() {
   const v = p.verdict;
   const b = v.bounds;
   const file = VARIANTS[settings.variant].file;
-  const summary = `${v.states.toLocaleString("en")} states, depth ${v.depth}, in ${v.seconds.toFixed(2)} s`;
+  const took = v.seconds < 1 ? `${Math.max(1, Math.round(v.seconds * 1000))} ms` : `${v.seconds.toFixed(2)} s`;
+  const summary = `${v.states.toLocaleString("en")} states, depth ${v.depth}, in ${took}`;
   const head =
     v.verdict === "proved"
       ? `<p><span class="badge proved">proved</span> No schedule applies a repeat again: ${esc(summary)}.</p>`
@@ -779,8 +809,9 @@ function counterexampleView(cx, current) {
   const where = document.createElement("span");
   where.id = "prove-step";
   where.className = "small";
-  where.textContent = `step ${current + 1} of ${cx.steps.length}: the diagram shows the state it leaves`;
-  nav.append(button("prove-prev", "◀ Previous", current - 1, current === 0), button("prove-next", "Next ▶", current + 1, current === cx.steps.length - 1), where);
+  where.textContent = current == null ? "the diagram shows the process: click a step to show it" : `step ${current + 1} of ${cx.steps.length}: the diagram shows the state it leaves`;
+  const at = current ?? -1;
+  nav.append(button("prove-prev", "◀ Previous", Math.max(0, at - 1), at <= 0), button("prove-next", "Next ▶", at + 1, at === cx.steps.length - 1), where);
   const ol = document.createElement("ol");
   ol.className = "steps small";
   for (const [i, s] of cx.steps.entries()) {

@@ -582,8 +582,19 @@ test("Prove it: the fragile counter gives a counterexample to step through on th
     const table = await page.textContent("#prove-result table");
     assert.match(table, /"paid":60/);
     assert.match(table, /"paid":120/);
+    // the bar above the diagram steps too, and goes back to the process's own state
+    await page.click('#replay-bar button[aria-label="next step"]');
+    await settle(page);
+    assert.equal(await page.textContent("#replay-bar > span"), "counterexample step 2 of 5");
+    await page.click('#replay-bar button[aria-label="show the process\'s own state"]');
+    await settle(page);
+    assert.equal(await page.isVisible("#replay-bar"), false);
+    assert.equal(await page.locator("figure.diagram.replaying").count(), 0);
+    assert.equal(await page.textContent("#prove-step"), "the diagram shows the process: click a step to show it");
     await page.click('#prove-result ol.steps > li[data-step="4"] button');
     await settle(page);
+    assert.equal(await page.isVisible("#replay-bar"), true);
+    assert.deepEqual(await activeAtoms(page), ["payment.charging"]);
     await screenshot(page, "09-prove-it");
   }
   {
