@@ -608,6 +608,11 @@ test("Prove it: the fragile counter gives a counterexample to step through on th
     assert.equal(await page.locator("figure.diagram.replaying").count(), 0);
     assert.deepEqual(await activeAtoms(page), ["payment.collecting"]);
   }
+  for (const variant of ["robust-nokeys", "parallel"]) {
+    await chooseMachine(page, variant);
+    const r = await check();
+    assert.equal(r.verdict, "proved", `${variant}: ${r.text}`);
+  }
   assert.deepEqual(errors, []);
   await context.close();
 });
