@@ -31,6 +31,17 @@ const FAULTS = { timeout: "timeout", drop: "drop", fail: "transient", decline: "
 
 const $ = (id) => document.getElementById(id);
 
+// "Prove it": the scenario `machine.check` explores in the page, built from the events the page
+// lets a visitor send, and bounds that keep it well under a second in a browser tab (no effect
+// fault: with one the robust order takes about four times as long). The CLI proves more.
+const PROVE_SCENARIO = [
+  { id: "pay-1", type: "PAYMENT_PARTIAL", payload: { paymentId: "p1", amount: 60 } },
+  { id: "pay-2", type: "PAYMENT_PARTIAL", payload: { paymentId: "p2", amount: 40 } },
+  { id: "ship-1", type: "SHIP", payload: {} },
+  { id: "cancel-1", type: "CANCEL", payload: {} },
+];
+const PROVE_BOUNDS = { reorder: "all", expiries: 1, crashes: 1, effectFaults: 0, hosts: 2, maxStates: 200_000, timeout: 10 };
+
 // ---------------------------------------------------------------- settings
 // UI state that is not a process: which machine is shown, the clock offset, the last event
 // sent (so "deliver it again" works after a reload), the list of deliveries and the fake
@@ -325,8 +336,13 @@ async function refresh() {
 
   // diagram
   const findings = (m.findings ?? []).map((f) => ({ ...f, path: findingPath(f.state ?? f.path ?? f.statePath, m.def.id) }));
-  render($("diagram"), m.parsed, { active: activePaths(v.value), findings, focus: focusPath });
+  // while a counterexample is stepped through, the diagram shows the state at that step
+  const stepping = proofStep();
+  render($("diagram"), m.parsed, { active: activePaths(stepping ? stepping.value : v.value), findings, focus: focusPath });
+  $("diagram").closest("figure").classList.toggle("replaying", !!stepping);
+  renderReplayBar(stepping);
   renderFindings(findings);
+  renderProof();
 
   // context
   const ctx = $("context");
@@ -663,6 +679,168 @@ function setGatewayMode(mode) {
   if (FAULTS[mode]) gw.failNext(FAULTS[mode]);
 }
 
+// ---------------------------------------------------------------- prove it
+const proofs = {}; // variant -> { verdict, step } once checked; step: the counterexample step shown
+let proofKey = null;
+
+/** Check the shown machine on the demo's scenario (synchronous in wasm: a fraction of a second). */
+async function prove() {
+  const variant = settings.variant;
+  const { machine } = machines[variant];
+  $("prove").disabled = true;
+  $("prove-result").innerHTML = '<p class="muted small">Checking…</p>';
+  // let the page paint "Checking…" before the check holds the main thread
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  try {
+    const verdict = machine.check(PROVE_SCENARIO, PROVE_BOUNDS);
+    proofs[variant] = { verdict, step: verdict.counterexample ? 0 : null };
+  } catch (err) {
+    proofs[variant] = { error: err };
+  } finally {
+    $("prove").disabled = false;
+  }
+  proofKey = null;
+  await refresh();
+}
+
+/** The counterexample step the diagram shows (its state value), or null. */
+function proofStep() {
+  const p = proofs[settings.variant];
+  const steps = p?.verdict?.counterexample?.steps;
+  if (!steps || p.step == null) return null;
+  // a step without a state (a commit, the clock) leaves the state of the step before it
+  let value = initialValue(current().parsed.root);
+  for (const s of steps.slice(0, p.step + 1)) if (s.state != null) value = s.state;
+  return { index: p.step, value };
+}
+
+/** Show counterexample step `i` (0-based) on the diagram; null: back to the process's own state. */
+function showStep(i) {
+  const p = proofs[settings.variant];
+  const n = p.verdict.counterexample.steps.length;
+  p.step = i == null ? null : Math.max(0, Math.min(n - 1, i));
+  proofKey = null;
+  serial(refresh);
+}
+
+// Above the diagram while it shows a counterexample step: which step, and the same prev/next as
+// the panel (the panel is further down the page than the diagram is tall).
+function renderReplayBar(stepping) {
+  const bar = $("replay-bar");
+  bar.hidden = !stepping;
+  if (!stepping) return bar.replaceChildren();
+  const n = proofs[settings.variant].verdict.counterexample.steps.length;
+  const i = stepping.index;
+  const button = (text, label, to, disabled) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = text;
+    b.setAttribute("aria-label", label);
+    b.disabled = disabled;
+    b.addEventListener("click", () => showStep(to));
+    return b;
+  };
+  const text = document.createElement("span");
+  text.textContent = `counterexample step ${i + 1} of ${n}`;
+  bar.replaceChildren(
+    text,
+    button("◀", "previous step", i - 1, i === 0),
+    button("▶", "next step", i + 1, i === n - 1),
+    button("back to the process", "show the process's own state", null, false),
+  );
+}
+
+// Rebuilt only when the machine, the verdict or the step changes (the page refreshes every 5 s).
+function renderProof() {
+  const panel = $("prove-panel");
+  const m = current();
+  if (typeof m.machine.check !== "function" || !m.findings) {
+    panel.hidden = true;
+    return;
+  }
+  panel.hidden = false;
+  $("prove-scenario").innerHTML = PROVE_SCENARIO.map((e) => `<code>${esc(e.id)}</code> ${esc(e.type)}${e.payload.paymentId ? ` ${esc(e.payload.paymentId)} (${esc(e.payload.amount)})` : ""}`).join(", ");
+  const p = proofs[settings.variant];
+  const key = `${settings.variant}/${p ? (p.step ?? "-") : "none"}`;
+  if (key === proofKey) return;
+  proofKey = key;
+  const out = $("prove-result");
+  out.dataset.verdict = p?.verdict?.verdict ?? (p?.error ? "error" : "");
+  if (!p) {
+    out.replaceChildren();
+    return;
+  }
+  if (p.error) {
+    out.innerHTML = `<p><span class="badge error">error</span> ${esc(`${p.error.code ? `${p.error.code}: ` : ""}${p.error.message ?? p.error}`)}</p>`;
+    return;
+  }
+  const v = p.verdict;
+  const b = v.bounds;
+  const file = VARIANTS[settings.variant].file;
+  const took = v.seconds < 1 ? `${Math.max(1, Math.round(v.seconds * 1000))} ms` : `${v.seconds.toFixed(2)} s`;
+  const summary = `${v.states.toLocaleString("en")} states, depth ${v.depth}, in ${took}`;
+  const head =
+    v.verdict === "proved"
+      ? `<p><span class="badge proved">proved</span> No schedule applies a repeat again: ${esc(summary)}.</p>`
+      : v.verdict === "violated"
+        ? `<p><span class="badge violated">violated</span> ${esc(v.counterexample.violation)} (shortest schedule: ${v.counterexample.steps.length} steps; ${esc(summary)}).</p>`
+        : `<p><span class="badge inconclusive">inconclusive</span> ${esc(v.reason ?? "")} (${esc(summary)}): neither proved nor violated.</p>`;
+  const bounds = `<p class="small" id="prove-bounds">Within: deliveries ${esc(b.deliveries)}, reorder ${esc(b.reorder)}, expiries ${b.expiries}, crashes ${b.crashes}, effect faults ${b.effectFaults}, hosts ${b.hosts}, fresh re-sends ${b.freshResends}.</p>`;
+  const cli = `<p class="muted small">The command line proves more (six events, an effect fault, the defaults): <code>idem check ${esc(`www/${file}`)} --scenario tests/check/order-6.jsonl</code></p>`;
+  out.innerHTML = head + bounds;
+  if (v.counterexample) out.append(counterexampleView(v.counterexample, p.step));
+  out.insertAdjacentHTML("beforeend", cli);
+}
+
+function counterexampleView(cx, current) {
+  const box = document.createElement("div");
+  box.className = "counterexample";
+  const nav = document.createElement("div");
+  nav.className = "buttons stepper";
+  const button = (id, text, to, disabled) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.id = id;
+    b.textContent = text;
+    b.disabled = disabled;
+    b.addEventListener("click", () => showStep(to));
+    return b;
+  };
+  const where = document.createElement("span");
+  where.id = "prove-step";
+  where.className = "small";
+  where.textContent = current == null ? "the diagram shows the process: click a step to show it" : `step ${current + 1} of ${cx.steps.length}: the diagram shows the state it leaves`;
+  const at = current ?? -1;
+  nav.append(button("prove-prev", "◀ Previous", Math.max(0, at - 1), at <= 0), button("prove-next", "Next ▶", at + 1, at === cx.steps.length - 1), where);
+  const ol = document.createElement("ol");
+  ol.className = "steps small";
+  for (const [i, s] of cx.steps.entries()) {
+    const li = document.createElement("li");
+    li.dataset.step = String(i + 1);
+    if (i === current) {
+      li.className = "current";
+      li.setAttribute("aria-current", "step");
+    }
+    const b = document.createElement("button");
+    b.type = "button";
+    b.innerHTML = `${esc(s.action)}${s.status ? ` → <span class="badge ${esc(s.status)}">${esc(s.status)}</span>` : ""}${s.response != null ? ` <q>${esc(fmt(s.response))}</q>` : ""}${s.state != null ? ` · <strong>${esc(stateText(s.state))}</strong>` : ""}`;
+    b.addEventListener("click", () => showStep(i));
+    li.append(b);
+    ol.append(li);
+  }
+  const diff = document.createElement("table");
+  diff.className = "compact";
+  diff.setAttribute("aria-label", "Expected against actual");
+  const effects = (list) => list.join(", ") || "none";
+  diff.innerHTML =
+    '<thead><tr><th scope="col"></th><th scope="col">Without repeats (expected)</th><th scope="col">This schedule (actual)</th></tr></thead><tbody>' +
+    `<tr><th scope="row">State</th><td>${esc(stateText(cx.expected.value))}</td><td>${esc(stateText(cx.actual.value))}</td></tr>` +
+    `<tr><th scope="row">Context</th><td>${esc(fmt(cx.expected.context))}</td><td>${esc(fmt(cx.actual.context))}</td></tr>` +
+    `<tr><th scope="row">Effects</th><td>${esc(effects(cx.expected.effects))}</td><td>${esc(effects(cx.actual.effectsPerformed.map((e) => (e.times > 1 ? `${e.key} ×${e.times}` : e.key))))}</td></tr></tbody>`;
+  box.append(nav, ol, diff);
+  return box;
+}
+
 // ---------------------------------------------------------------- helpers
 function rows(tbody, items, cells, empty, attrs = () => ({})) {
   if (!items.length) {
@@ -735,6 +913,7 @@ async function start() {
   $("next-due").addEventListener("click", () => serial(skipToNextDue));
   $("reset").addEventListener("click", () => serial(reset));
   $("gateway-mode").addEventListener("change", (e) => setGatewayMode(e.target.value));
+  $("prove").addEventListener("click", () => serial(prove));
   for (const input of document.querySelectorAll('input[name="variant"]')) {
     input.addEventListener("change", () => {
       settings.variant = input.value;

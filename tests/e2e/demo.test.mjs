@@ -533,3 +533,86 @@ test("hazard findings are marked on the diagram", async () => {
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test("Prove it: the fragile counter gives a counterexample to step through on the diagram, the robust order is proved", async () => {
+  const { page, context, errors } = await openDemo(env);
+  const check = async () => {
+    await page.click("#prove");
+    await settle(page);
+    await page.waitForFunction(() => document.querySelector("#prove-result").dataset.verdict);
+    return page.$eval("#prove-result", (r) => ({ verdict: r.dataset.verdict, text: r.textContent }));
+  };
+  const shown = async () => ({ step: await page.textContent("#prove-step"), atoms: await activeAtoms(page) });
+  {
+    await chooseMachine(page, "fragile");
+    assert.equal(await page.isVisible("#prove-panel"), true);
+    const r = await check();
+    assert.equal(r.verdict, "violated", r.text);
+    assert.match(r.text, /a repeat of pay-1 was applied again/);
+    assert.match(r.text, /reorder all, expiries 1, crashes 1, effect faults 0, hosts 2/, "the bounds are shown");
+    assert.match(r.text, /idem check www\/machines\/order-fragile\.json --scenario tests\/check\/order-6\.jsonl/);
+    // deliver, commit, past the retention window, deliver again, commit: the diagram follows
+    const steps = await page.$$eval("#prove-result ol.steps > li", (lis) => lis.map((li) => li.textContent));
+    assert.equal(steps.length, 5, JSON.stringify(steps));
+    assert.match(steps[2], /past a retention window/);
+    assert.equal(await page.locator("figure.diagram.replaying").count(), 1);
+    assert.deepEqual(await shown(), { step: "step 1 of 5: the diagram shows the state it leaves", atoms: ["payment.collecting"] });
+    assert.equal(await page.isDisabled("#prove-prev"), true);
+    const seen = [];
+    for (let i = 0; i < 4; i++) {
+      await page.click("#prove-next");
+      await settle(page);
+      seen.push(await shown());
+    }
+    assert.deepEqual(
+      seen.map((s) => s.atoms[0]),
+      ["payment.collecting", "payment.collecting", "payment.charging", "payment.charging"],
+      "the second delivery of pay-1 counts 60 again: 120 of 100 goes on to charge",
+    );
+    assert.equal(seen[3].step, "step 5 of 5: the diagram shows the state it leaves");
+    assert.equal(await page.isDisabled("#prove-next"), true);
+    assert.equal(await page.getAttribute("#prove-result ol.steps > li[aria-current=step]", "data-step"), "5");
+    await page.click("#prove-prev");
+    await settle(page);
+    assert.deepEqual(await shown(), { step: "step 4 of 5: the diagram shows the state it leaves", atoms: ["payment.charging"] });
+    // a step clicked in the list is shown too
+    await page.click('#prove-result ol.steps > li[data-step="1"] button');
+    await settle(page);
+    assert.deepEqual((await shown()).atoms, ["payment.collecting"]);
+    const table = await page.textContent("#prove-result table");
+    assert.match(table, /"paid":60/);
+    assert.match(table, /"paid":120/);
+    // the bar above the diagram steps too, and goes back to the process's own state
+    await page.click('#replay-bar button[aria-label="next step"]');
+    await settle(page);
+    assert.equal(await page.textContent("#replay-bar > span"), "counterexample step 2 of 5");
+    await page.click('#replay-bar button[aria-label="show the process\'s own state"]');
+    await settle(page);
+    assert.equal(await page.isVisible("#replay-bar"), false);
+    assert.equal(await page.locator("figure.diagram.replaying").count(), 0);
+    assert.equal(await page.textContent("#prove-step"), "the diagram shows the process: click a step to show it");
+    await page.click('#prove-result ol.steps > li[data-step="4"] button');
+    await settle(page);
+    assert.equal(await page.isVisible("#replay-bar"), true);
+    assert.deepEqual(await activeAtoms(page), ["payment.charging"]);
+    await screenshot(page, "09-prove-it");
+  }
+  {
+    // the robust order: proved, nothing to step through, the diagram back on the process
+    await chooseMachine(page, "robust");
+    assert.equal(await page.$eval("#prove-result", (r) => r.dataset.verdict), "", "a verdict belongs to its machine");
+    const r = await check();
+    assert.equal(r.verdict, "proved", r.text);
+    assert.match(r.text, /No schedule applies a repeat again: [\d,]+ states/);
+    assert.equal(await page.locator("#prove-result ol.steps").count(), 0);
+    assert.equal(await page.locator("figure.diagram.replaying").count(), 0);
+    assert.deepEqual(await activeAtoms(page), ["payment.collecting"]);
+  }
+  for (const variant of ["robust-nokeys", "parallel"]) {
+    await chooseMachine(page, variant);
+    const r = await check();
+    assert.equal(r.verdict, "proved", `${variant}: ${r.text}`);
+  }
+  assert.deepEqual(errors, []);
+  await context.close();
+});
