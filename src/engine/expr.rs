@@ -2,12 +2,15 @@
 //! once when the machine is loaded and evaluated without cloning the scope.
 //!
 //! Why our own evaluator rather than a crate: the maintained JSONLogic crate
-//! (`datalogic-rs`) alone made the wasm ~300 KiB gzip, three times the size
-//! budget; this module is a few hundred lines, implements the operators of the
-//! JSONLogic specification (no impure `log`), and is checked against the
-//! official JSONLogic test suite (`tests/jsonlogic/tests.json`) in `cargo test`.
+//! (`datalogic-rs`) alone did not fit the wasm module's size budget
+//! (benches/RESULTS.md, entry 44); this module implements the operators of the
+//! JSONLogic specification (no impure `log`) and is checked against the official
+//! JSONLogic test suite (`tests/jsonlogic/tests.json`) in `cargo test`.
+//! `ops` holds the operators, one function per family; `js` the JavaScript
+//! semantics JSONLogic inherits.
 //!
-//! Expressions read `context`, `event` (`id`, `type`, `payload`) and `state`.
+//! Expressions read `context`, `event` (`id`, `type`, `payload`) and `state`, by
+//! reference ([`Data::Process`]), never cloning the context per guard.
 //!
 //! An object of one member is an operator, and one idem does not know is
 //! refused on load (`invalid_expression`), so a misspelt operator never
@@ -16,7 +19,14 @@
 //! expression `{"eachKey": {"amount": ...}}` (both json-logic-engine's names). One extension:
 //! an object of two or more members is an object literal whose values are
 //! expressions (`{"amount": {"var": "context.total"}, "currency": "EUR"}`), so
-//! payloads and responses can be built.
+//! payloads and responses can be built. A guard must be an operator, or the name
+//! of one in the definition's `implementations`, never a literal that is always
+//! true.
+//!
+//! Every evaluation has a work budget ([`EVAL_BUDGET`] values visited, built or
+//! copied), so no definition can exhaust memory by feeding a growing value back
+//! through `always` microsteps or `reduce` steps; a `reduce` accumulator is kept
+//! within JSON's nesting bound.
 //!
 //! Arithmetic never makes a number up: an operand of `+ - * / % min max` that
 //! is null (a missing value), a boolean, an array, an object or a string that
@@ -77,15 +87,15 @@ enum Op {
 }
 
 /// The operators by name, searched in order, with the function that evaluates
-/// each one's family. A table rather than a `match` on the names and one on
-/// the operators: those compile to a few hundred bytes more, which a cold
-/// start compiles when it builds a machine.
+/// each one's family: one table says which names exist, which operator each
+/// is and what evaluates it, where a `match` on the names and another on the
+/// operators would say it twice.
 ///
 /// Each family is a function of its own, called through the pointer its node
-/// keeps, so that neither the compiler nor wasm-opt folds them back into
-/// [`eval`]: the wasm engine compiles a function when it is first called, and
-/// an expression then compiles only the operators it uses (a cold start's
-/// first event compiled the whole evaluator, 22 KB of code, before).
+/// keeps rather than from a `match` in [`eval`], so that no optimiser folds
+/// the families back into one function: evaluating an expression touches only
+/// the code of the operators it uses, which a wasm engine then compiles on
+/// first use alone (benches/RESULTS.md, entry 17).
 const OPS: &[(&str, Op, OpFn)] = {
     use Op::*;
     &[
@@ -371,8 +381,7 @@ fn own(v: Cow<'_, Value>, budget: &Budget) -> std::result::Result<Value, Stop> {
 
 impl Exprs {
     /// Compile a computed value, naming `path` in the error when it is not valid.
-    /// Out of line, and the one copy of this work that guards share: the
-    /// builder is compiled on a cold start's first call, whole.
+    /// Out of line: the one copy of this work, which guards share.
     #[inline(never)]
     pub fn compile(&mut self, rule: &Value, path: &str) -> Result<ExprId> {
         let node = compile(rule, path, 0)?;
@@ -451,7 +460,7 @@ pub fn apply(rule: &Value, data: &Value) -> Result<Value> {
 
 /// The compiler's errors: an unknown operator (an object of one member not
 /// named as one), or (no operator) nesting too deep. One function for both,
-/// so that it has two callers and is not inlined back into either by wasm-opt.
+/// kept out of the compiler's path, which only fails through it.
 #[cold]
 #[inline(never)]
 fn compile_error(path: &str, operator: Option<&str>) -> Error {
@@ -567,17 +576,16 @@ fn template(m: &Map<String, Value>, path: &str, depth: usize) -> Result<Node> {
     Ok(Node::Object(fields))
 }
 
-/// `v.clone()` out of line: `Value::clone` is inlined where it is called, and
-/// the compiler (and the builder) would carry a copy per call, all compiled on
-/// a cold start.
+/// `v.clone()` out of line: the one copy the compiler and the builder share,
+/// where `Value::clone`, inlined where it is called, would make one per call.
 #[inline(never)]
 pub(crate) fn cloned(v: &Value) -> Value {
     v.clone()
 }
 
 /// A literal `var` key split at its dots (none for the empty key), by the
-/// builder's splitter rather than `str::split`, whose searcher and memchr a
-/// cold start would compile for this alone.
+/// builder's splitter (`machine::split_dot`), so that keys and state paths are
+/// split by one function.
 fn var_parts(key: &str) -> Vec<String> {
     let mut parts = Vec::new();
     if key.is_empty() {

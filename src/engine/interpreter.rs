@@ -9,20 +9,59 @@
 //! regions has one), `remove_conflicting_transitions` keeps one of any two
 //! that exit the same state (a descendant's transition preempts its
 //! ancestor's, otherwise the first in document order), and `microstep` takes
-//! them: exit set innermost first (recording history), transition actions,
-//! entry set outermost first (queueing done events). Then, until neither is
-//! left: eventless (`always`) transitions if any are enabled, else the next
-//! internal event (`raise`, done events). The whole macrostep belongs to the
-//! external event that started it.
+//! them: exit set innermost first in reverse document order (recording history),
+//! transition actions, entry set outermost first in document order. The history
+//! lookups live on `Entry`, which `Machine::initial_config` and the snapshot's
+//! history check share. Then, until neither is left: eventless (`always`)
+//! transitions if any are enabled, else the next internal event (`raise`, done
+//! events). The whole macrostep belongs to the external event that started it:
+//! raised events are never ledger entries.
 //!
-//! Where XState v5 and SCXML differ, this follows XState: the transition
-//! domain is the nearest proper ancestor of the source and targets (compound
-//! or parallel, not only compound); a `reenter` transition declared on the
-//! machine exits and enters the machine itself (its `exit` and `entry` run);
-//! reaching a final state of the machine runs the exit actions of every active
-//! state, innermost first. One deliberate difference: eventless transitions of
-//! different regions are considered in document order (XState: the order in
-//! which the states were entered); see ARCHITECTURE.md.
+//! Entering a final state queues the done event of its parent (carrying the
+//! state's `output`) and of every parallel ancestor now complete (carrying
+//! nothing, as in XState). A final state of the machine ends the process
+//! (`done`): every active state's exit actions run innermost first, and the
+//! timers and the internal queue are dropped. A new process enters its initial
+//! configuration and settles it (all seeing the event `xstate.init`) before its
+//! first event is judged. `in_state` guards read the state value, kept current
+//! after every microstep.
+//!
+//! Where XState v5 and SCXML differ, this follows XState (the oracle of
+//! `tests/differential/`):
+//!
+//! - the transition domain is the nearest proper ancestor of the source and the
+//!   targets, compound or parallel (SCXML: compound only), so a transition between
+//!   two regions exits and re-enters the regions, not the parallel state;
+//! - a `reenter: true` transition declared on the machine exits and enters the
+//!   machine itself: its `exit` and `entry` run (SCXML has no transitions on the
+//!   root);
+//! - after an eventless microstep that changed nothing (no state entered or
+//!   exited, no history recorded, no `assign`), eventless transitions are not
+//!   selected again until the next internal event.
+//!
+//! Deliberate differences from XState, each excused by name in
+//! `tests/differential/differences.mjs` and nowhere else:
+//!
+//! - eventless transitions of different regions are considered in document
+//!   order; XState takes them in the order the states were entered, so the order
+//!   of their actions, and which of two conflicting ones is taken, would depend
+//!   on the path that led to the configuration (and change when XState restores
+//!   a persisted snapshot);
+//! - arithmetic on a value that is not a number rejects the event
+//!   (`nan-where-idem-refuses`: `expression_failed`, nothing written) where
+//!   XState stores `NaN`;
+//! - a transition that enters its source again conflicts with one that exits it
+//!   (`history-reentry-conflicts`): a transition to a history state that restores
+//!   its own atomic source counts the source among the states it exits when
+//!   conflicts are removed; XState takes both and reaches a configuration that is
+//!   not one;
+//! - a transition enters over the domain it exited (`history-domain-before-exit`):
+//!   each domain is computed once, before the exits; XState computes the entry
+//!   set's domain again from the history just recorded and may leave a state
+//!   never entered.
+//!
+//! An idem event is `{id, type, payload}`: expressions read `event.payload.x`
+//! where XState code reads `event.x`.
 
 use crate::error::{Code, Error, Result};
 use crate::expr::Data;

@@ -1,5 +1,30 @@
 //! Machine definitions: the JSON subset of XState's configuration that idem
-//! accepts, validated once on load into a flat tree of state nodes.
+//! accepts (atomic, compound, parallel, final and history states; `on`, `always`,
+//! `after`, `onDone`, `entry`, `exit`, a final state's `output`; `target`, one or
+//! several, `guard`, `actions`, `reenter`; targets by sibling key, `.child`,
+//! `#id`, `#machine.path`), validated once on load (`build`) into a flat arena of
+//! [`StateNode`]s, root = 0.
+//!
+//! The arena is in document order: a state's index is its place in a pre-order
+//! walk of the definition, read in the order its members were written
+//! (`json::Order`; a `Value`'s map keeps its members sorted), so comparing indices
+//! compares document order, and sibling states, regions, transitions and delays
+//! are taken in the order written.
+//!
+//! `onDone` becomes a transition on the state's done event
+//! (`xstate.done.state.<xstate id>`: its declared `id`, else `<machine>.<path>`),
+//! whose payload is `{"output": ...}` when the final child entered declares
+//! `output` (evaluated after that state's entry actions), else `{}`; `output`
+//! anywhere but on a final state below the machine is refused. Several targets
+//! must lie in different regions of a parallel state; `initial` may name a
+//! history state that has a default target. Unguarded `always` cycles are refused
+//! on load (`always_loop`); any other endless loop is bounded at run time by
+//! `limits.maxMicrosteps` (`MAX_MICROSTEPS`).
+//!
+//! `Machine::initial_config`, `value_of_config` and `config_of_value` convert
+//! between configurations (the active states, in document order) and XState's
+//! state values (`{"open": {"payment": "paid", "shipping": "packed"}}`; an atomic
+//! region's value is `{}`).
 
 use crate::error::{Code, Error, Result};
 use crate::expr::{ExprId, Exprs};

@@ -1,11 +1,17 @@
 //! The outbox: effects on their way to the outside world, each moving through
-//! `pending → in_flight(attempt n) → succeeded | failed | unknown | verifying`.
+//! `pending → in_flight(attempt n) → succeeded | failed | unknown | verifying`
+//! (`unknown`: an idempotent provider, retried with the same key after backoff;
+//! `verifying`: a non-idempotent one, asked before any retry). Backoff is
+//! exponential with a cap and a jitter derived from the key and the attempt, so
+//! the schedule is the same on every run.
 //!
 //! The host never decides anything here. It asks [`due`] what to do now, does
 //! it, and reports each step back through `reduce` as an event whose id the
 //! engine chose (`<key>#<n>:started`, `<key>#<n>:result`, `<key>#<n>:verify`),
 //! so a report delivered twice is a duplicate and two dispatchers racing for
 //! the same attempt are told apart by the ledger: only one `started` applies.
+//! A finished effect raises `<type>.succeeded` or `<type>.failed` into the
+//! machine.
 
 use crate::error::{Code, Error, Result};
 use crate::json::{self, object};

@@ -1,10 +1,25 @@
 //! `reduce`: apply one event to a snapshot, once.
 //!
-//! The algorithm follows SCXML/XState: select the transition of the deepest
-//! active state that has an enabled one (document order among its candidates),
-//! take it as a microstep (exit set innermost-first, transition actions, entry
-//! set outermost-first), then take eventless `always` transitions until the
-//! configuration is stable — one macrostep per event.
+//! In order: validate the event (limits, a known type, the payload against its
+//! schema) → load the snapshot, or start a new process → a live ledger entry
+//! with the same id answers `duplicate` (same fingerprint: the first response) or
+//! `conflict` (another fingerprint) without touching anything → otherwise one
+//! macrostep (`interpreter`) on a working copy → record the id, prune the ledger
+//! (retention per event type, the entry cap), encode.
+//!
+//! An event that no transition takes, eventless or not, is `ignored` and writes
+//! nothing (unless `recordIgnored`). A new process is written only once an event
+//! is taken, or when its initial step alone leaves something (a final state,
+//! then stored `done`; an effect; a timer): the event is then recorded as
+//! ignored, so that a copy of it is its duplicate. Effect reports
+//! (`idem.effect.*`) and timer firings (`idem.after`) are events too, deduplicated
+//! by the same ledger, under ids with the reserved `idem:` prefix no outside
+//! event may use.
+//!
+//! An event given as text is read member by member when it is written as
+//! `JSON.stringify` writes one (`read_event`: no whitespace, `id`/`type`/`payload`
+//! at most once, nothing else), each member parsed in place; any other text is
+//! parsed whole; both end in the same checks (`check_fields`, `check_payload`).
 
 use crate::error::{Code, Error, Result};
 use crate::json::{self, object, Fingerprint};

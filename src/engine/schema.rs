@@ -9,12 +9,16 @@
 //! boolean schemas `true` and `false`, and the annotations `$schema`,
 //! `$comment`, `title`, `description`, `default`, `examples`, `deprecated`,
 //! `readOnly`, `writeOnly` (read, never checked). Any other keyword — `pattern`
-//! among them: a regular expression engine does not fit the lean module, and one
-//! that backtracks would let a payload spend the event's time — is refused when
+//! among them: the engine carries no regular expression engine, and one that
+//! backtracks would let a payload spend the event's time — is refused when
 //! the definition is loaded (`invalid_definition`, naming the keyword's path), so
 //! a schema never silently checks less than it says. The official
 //! JSON-Schema-Test-Suite cases of these keywords run in `cargo test`
-//! (tests/schema_suite.rs).
+//! (tests/schema_suite.rs; the groups that use other keywords are pinned as
+//! refused). Our own validator rather than the `jsonschema` crate, which brings
+//! a regular expression engine and URL handling the engine has no use for
+//! (benches/RESULTS.md, entry 44). `crate::unvalidated` (feature `analysis`)
+//! is the lint beside it: payload arithmetic no schema guards.
 //!
 //! A schema is checked once on load and kept as written; validation walks it
 //! with the payload and stops at the first violation, whose path

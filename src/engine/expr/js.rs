@@ -146,8 +146,8 @@ pub(super) fn push_js_number(f: f64, out: &mut String) {
     // The value is 0.<digits> x 10^point.
     let point = int_len as i32 - lead as i32 + exp;
     let k = digits.len() as i32;
-    // `get` where the branches bound the index: a `str` index that could fail
-    // brings in the panic message of a bad slice and core's Unicode tables.
+    // `get` where the branches bound the index: no `str` index here can panic
+    // (ARCHITECTURE.md, the invariant on `str` slices).
     if k <= point && point <= 21 {
         out.push_str(digits);
         (0..point - k).for_each(|_| out.push('0'));
@@ -181,8 +181,8 @@ pub(super) fn push_js_number(f: f64, out: &mut String) {
 
 /// `hay` contains `needle`: byte by byte (a UTF-8 needle matches only where a
 /// character starts) and in time linear in both (Knuth–Morris–Pratt), where
-/// `str::contains` would bring in the panic message of a bad `str` slice and
-/// core's Unicode tables.
+/// `str::contains` on a pattern would bring a `str` slice that can panic
+/// (ARCHITECTURE.md, the invariant on `str` slices).
 pub(super) fn contains(hay: &str, needle: &str) -> bool {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
     if n.len() <= 1 || n.len() > h.len() {
