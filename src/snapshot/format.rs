@@ -2,13 +2,29 @@
 //! their count and the next prune time, the head's JSON, and the checksum of
 //! everything before it (layout in `mod.rs`).
 //!
-//! Encoding after an append hashes only the new record, the trailer and the
-//! head (the checksum stream's state after the records is kept with the
-//! ledger), and returns the new text as the old text's unchanged prefix plus a
-//! tail (`Snapshot::encode_split`), which the wasm bindings pass on without
-//! copying the prefix back. Decoding verifies the checksum before it believes
-//! anything, even the format number, then hands formats 1 and 2 to `legacy`.
-//! Non-ASCII text is escaped, so a snapshot is ASCII.
+//! The decoded `Ledger` keeps the header line and the records as one `String`
+//! (for an owned input, the input's own buffer: `Snapshot::decode_owned`), with
+//! room to spare for appended records (`with_record_room`: an eighth of its
+//! length; a text that runs short grows by an eighth, `grow_records`, since a
+//! warm host appends to the same text event after event), and the checksum
+//! stream's state after the records (`Synced`, not kept for records shorter than
+//! `Synced::KEEP_FROM` bytes, which are hashed again). Encoding after an append
+//! hashes only the new record, the trailer and the head, and returns the new
+//! text as the old text's unchanged prefix plus a tail (`Snapshot::encode_split`:
+//! `shared` counts the leading bytes that are the old text's), which the wasm
+//! bindings pass on without copying the prefix back.
+//!
+//! The checksum state is only ever carried over unchanged bytes: `Synced` covers
+//! the ledger text up to where it was decoded or last encoded, and any edit other
+//! than an append (pruning, a batch past the cap) drops it, so the next encode
+//! hashes everything again. A new snapshot never blesses bytes that were not
+//! verified or written by this engine.
+//!
+//! Decoding verifies the checksum before it believes anything, even the format
+//! number (damage is `invalid_snapshot`; a newer format with a valid checksum is
+//! `unsupported_snapshot_format`), then hands formats 1 and 2 to `legacy`.
+//! Non-ASCII text is escaped, so a snapshot is ASCII and moves between
+//! JavaScript strings and wasm memory as one byte per character.
 
 use super::*;
 

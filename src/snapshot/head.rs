@@ -8,6 +8,10 @@
 //! byte the text the `Serialize` derives give through serde_json. The machine
 //! reference last written is kept per thread (`KNOWN`): the next head that
 //! starts with its very bytes shares it instead of reading three new strings.
+//!
+//! The public types keep their serde derives as the reference: tests compare
+//! the readers and the writer with them on every variant of a representative
+//! head. The per-event path itself never goes through serde.
 
 use super::*;
 

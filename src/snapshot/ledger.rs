@@ -3,12 +3,25 @@
 //! repeated event is recognised (`Ledger::find`).
 //!
 //! The records are kept as text, one per line, exactly as the snapshot holds
-//! them (never parsed as JSON), and a record is read only when it is used: a
-//! lookup compares the length and the last bytes of each id first. A ledger
-//! looked up a second time (one kept decoded between events) builds an
-//! [`IdIndex`] and finds ids in a few probes. Expired records, and those past
-//! the `maxEntries` cap, are never matched and are dropped in batches, so most
-//! events only append a record.
+//! them (never parsed as JSON; `newlines` finds them), and a record is read only
+//! when it is used: its two length fields are read, and checked against where
+//! its newline is, only then, and a lookup compares the length and the last
+//! eight bytes of each id first, reading the rest of only the one that matches.
+//!
+//! A ledger looked up a second time (one kept decoded between events: a Durable
+//! Object's, a warm isolate's resident snapshots) builds an [`IdIndex`] (record
+//! places by a hash of the id, open addressing) and finds ids in a few probes;
+//! appended records join it at the next lookup, and pruning, which renumbers the
+//! records, drops it. A ledger decoded for one event is scanned.
+//!
+//! Expired records are dropped in batches: `prune at` (in the trailer) is the
+//! time at which at least an eighth of the records (and at least one) will have
+//! expired; before it nothing is scanned, and an expired record still in the text
+//! is never matched (`find` checks its expiry). The `maxEntries` cap is kept the
+//! same way: only the newest `maxEntries` records are matched or listed
+//! (`Ledger::set_cap`, set when a snapshot is loaded for its machine), and the
+//! older ones are dropped once they are an eighth of the cap. What is remembered
+//! is exactly the live records within the cap, and most events only append.
 
 use super::*;
 

@@ -1,8 +1,11 @@
 //! A snapshot checked against the machine that reduces it: the machine's id
 //! (`wrong_machine`), its states when another version of the machine wrote it
 //! (`missing_state`; `upgraded_from` when accepted), outbox attempts within
-//! their retry policy, the ledger's cap. Restoring a snapshot runs no entry
-//! actions: the configuration is the one its state value names.
+//! their retry policy, the history records (each must restore a configuration
+//! below its parent: `invalid_snapshot`), the ledger's cap. Restoring a snapshot
+//! runs no entry actions: the configuration is the one its state value names.
+//! `reduce` refuses to produce a snapshot over the machine's `maxSnapshotBytes`,
+//! so a process never grows past what it can load.
 
 use super::*;
 
