@@ -21,9 +21,12 @@
 //! - `ulid`: time-ordered ids for hosts that have none.
 //!
 //! The parser and the writers are idem's own rather than serde's derives and
-//! serializer: the per-event path reads and writes JSON without serde's
-//! machinery (see ARCHITECTURE.md, "The per-event path does not go through
-//! serde"); serde_json stays for `Value`, `Map` and `Number`.
+//! serializer: the per-event path (an event's text, the snapshot's head, the
+//! outcome) reads and writes JSON without serde's machinery, whose error and
+//! float formatting the lean module would otherwise carry (benches/RESULTS.md,
+//! entry 17); serde_json stays for `Value`, `Map` and `Number`, and is the
+//! oracle the tests compare the parser and the writers with. Values that do
+//! not cross per event leave the bindings through serde-wasm-bindgen.
 
 mod fingerprint;
 pub mod float;

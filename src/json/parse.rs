@@ -1,6 +1,18 @@
 //! Reading JSON text: strict RFC 8259 into a `serde_json::Value`, exactly as
 //! `serde_json::from_str::<Value>` reads it, with its reasons and positions,
 //! and the nesting bound every input is held to.
+//!
+//! The same value: integers that fit in a `u64`, or an `i64` when negative, stay
+//! integers; every other number is the correctly rounded `f64` (out of range, an
+//! error); duplicate keys keep the last value; lone surrogate escapes are errors.
+//! The same refusals, with serde_json's message, `<reason> at line L column C`.
+//! It is recursive descent bounded at serde_json's own 127 levels of containers,
+//! so no input can exhaust the stack, and it measures the nesting as it goes:
+//! deeper than [`MAX_DEPTH`] is `nesting_too_deep`. `tests/json_parser.rs` and the
+//! `json` fuzz target compare it with serde_json on hand-picked and generated
+//! text, values and messages alike. `parse_prefix` reads one value where it
+//! stands in a longer text, for the readers of events and snapshot heads that
+//! take their members in place.
 
 use super::float;
 use super::order::Order;

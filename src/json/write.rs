@@ -1,5 +1,13 @@
 //! Writing JSON text: compact, byte for byte as serde_json's writer writes it,
 //! with object members in key order (the canonical form) or in the map's order.
+//!
+//! `write_json` writes a `Value` as serde_json's compact `to_writer` does
+//! (members in the map's order, strings escaped by `write_str`, integers in
+//! decimal, floats by the formatter serde_json calls, called the same way);
+//! `write_canonical` the same with keys sorted whatever the map's order.
+//! `tests/json_writer.rs` compares them with serde_json on hand-picked and
+//! generated values, floats from random bits among them. Nothing here formats
+//! a serde_json error or displays a `Value` through `fmt`.
 
 use serde_json::{Map, Value};
 
@@ -255,8 +263,8 @@ fn write_value(value: &Value, out: &mut Vec<u8>, canonical: bool) {
 
 /// The canonical JSON of an object whose map does not iterate in key order.
 pub(super) fn write_sorted(map: &Map<String, Value>, out: &mut Vec<u8>) {
-    // Insertion sort: never run with serde_json's default map, and small,
-    // where a library sort would add its own code to the module.
+    // Insertion sort: run only for a map that keeps insertion order (the
+    // `analysis` feature), on objects that are small.
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
     for i in 1..entries.len() {
         let mut j = i;
