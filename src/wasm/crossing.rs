@@ -3,6 +3,16 @@
 //! and a small snapshot written straight into wasm memory by
 //! `TextEncoder.encodeInto`, the outcome built as an object literal), and the
 //! readers of what they write.
+//!
+//! The common small outcome (no effects, a state that is one name, a response
+//! that is a string, null or the default `{revision, state}`) crosses as flags,
+//! numbers and two strings' UTF-8, without JSON (`outcome_plain`); any other has
+//! its JSON-valued members from one `JSON.parse` of an array (`outcome_out`), and
+//! outcomes with `error` or `upgradedFrom` go as their whole text; a wasm test
+//! pins the three forms together. A snapshot is classified and compared with the
+//! kept one by the same call that copies a small one in; a larger one is written
+//! by one `TextEncoder.encodeInto` (bytes with `reduceBytes`: one copy, checked
+//! for ASCII), and that buffer becomes the decoded ledger's.
 
 use super::*;
 

@@ -18,6 +18,24 @@
 //! `machine`, the inline JavaScript of the per-event crossings in `crossing`,
 //! the outcome and the new snapshot string in `outcome`, the decoded snapshots
 //! kept between calls in `resident`.
+//!
+//! The definition comes in as JSON text (`JSON.stringify` of an object):
+//! `JSON.stringify` refuses a cyclic object with an error, where a deserializer
+//! walking the object would recurse until the stack runs out, and the engine's
+//! parser bounds the nesting. An integer beyond 2^53, which serde-wasm-bindgen
+//! refuses, goes out through `JSON.parse`, which rounds it as JavaScript does.
+//! `reduce` and `reduceBytes` require the process id (`missing_process_id`:
+//! effect keys are `<process>/<event>:<n>`, so two processes reusing an event id
+//! would otherwise share one at the gateway); it crosses as a JavaScript value,
+//! read only when it is a string of at most 256 bytes (`invalid_argument`
+//! otherwise), since a `String` parameter's glue converts whatever it is given.
+//! A missing `nowMs` is `missing_now`, one out of range `invalid_now`.
+//!
+//! The core never calls into the host: JavaScript's `Number` of a text,
+//! `String` of a number and `%` are Rust (`float`, `expr`), checked against the
+//! JavaScript engine by the wasm suites. Only `newEventId` draws on
+//! `crypto.getRandomValues` (through `getrandom`). Byte arrays come in by one
+//! `set` (`crossing::array_vec`).
 
 use crate::error::{Code, Error};
 use crate::json::object;

@@ -1,6 +1,10 @@
 //! The outcome on its way out: the common small outcome as flags, numbers and
 //! two strings; any other as the JSON of its structured members; and the new
 //! snapshot string made from the caller's unchanged prefix plus what changed.
+//!
+//! The writers of the structured forms are reached through a function pointer
+//! (`outcome_js`), so that no optimiser inlines them into the small outcome's
+//! path: a first event with the small outcome runs none of their code.
 
 use super::*;
 

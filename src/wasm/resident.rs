@@ -2,6 +2,16 @@
 //! between calls so that a host passing back the snapshot it was handed
 //! skips copying and decoding it. Caches never change an answer: the outcome
 //! is byte for byte the one a cold decode gives.
+//!
+//! A kept snapshot is used when the caller passes back the one the engine handed
+//! out (the same process and the same value: the very string object is recognised
+//! at once, an equal copy is compared whole, bytes must also end in the same
+//! checksum). At most `RESIDENT_ENTRIES` processes and `RESIDENT_BYTES` are kept.
+//! Before a snapshot that is not the kept one is copied in, the entries that
+//! keeping it would push out (and the process's own stale entry) are dropped
+//! (`Resident::make_room`), so their memory is reused: wasm memory never shrinks,
+//! and a host reducing one large process after another would otherwise hold two
+//! at once (benches/RESULTS.md, entry 44).
 
 use super::*;
 
