@@ -47,9 +47,9 @@ FULL_BUDGET_KIB=320
 LEAN_RUSTC_ARGS="-C llvm-args=-inline-threshold=100"
 
 # wasm-opt inlines every function with one caller by default. In the lean module
-# it keeps those over 300 units out of line: V8 compiles a function when it is
-# first called, and whole, so cold code folded into a hot function is compiled
-# on a cold start's first event all the same (benches/RESULTS.md, log entry 20).
+# it keeps those over 300 units out of line, so that code an event does not run
+# stays out of the functions it does run, which a wasm engine compiles whole on
+# their first call (benches/RESULTS.md, log entry 20).
 # The JSONLogic operators are called through pointers for the same reason
 # (expr.rs), and reduce_event's branches a fresh event does not take are
 # functions of their own (reduce.rs).

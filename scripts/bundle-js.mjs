@@ -21,9 +21,10 @@
 //                                subpath's "types"), each .js naming its own with
 //                                `@ts-self-types` for Deno programs that import it by path
 //
-// Why: a module file costs Node ~0.5 ms to load and a browser one request, made
-// only once the module that imports it has arrived; pkg/src/hosting.js pulls in
-// 12 files three levels deep. And one bundle keeps one copy of each class and of
+// Why: a program loads one host module whichever entry it imports, where
+// pkg/src/hosting.js pulls in 12 files three levels deep, each found, read and
+// linked (in a browser, a request made only once its importer has arrived;
+// benches/RESULTS.md, entry 44). And one bundle keeps one copy of each class and of
 // `apply`'s lanes whichever subpaths a program imports: `idem` and `idem/host`
 // give the same `apply` and the same `ContentionError`.
 //

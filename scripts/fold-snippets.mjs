@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Folds wasm-bindgen's inline JS snippets into the glue module, so importing
-// idem loads one JavaScript module, not two: in a fresh Node process the second
-// module costs ~0.5 ms of a cold start (resolving, reading, linking it), and a
-// browser one more request. Each snippet becomes a function scope inside the
+// idem loads one JavaScript module, not two: one file fewer to resolve, read and
+// link, and in a browser one request fewer (benches/RESULTS.md, entry 44). Each
+// snippet becomes a function scope inside the
 // glue (its names cannot collide with the glue's), whose exports the glue's own
 // import statements then name as before.
 //
