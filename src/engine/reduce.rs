@@ -13,8 +13,8 @@
 //! then stored `done`; an effect; a timer): the event is then recorded as
 //! ignored, so that a copy of it is its duplicate. Effect reports
 //! (`idem.effect.*`) and timer firings (`idem.after`) are events too, deduplicated
-//! by the same ledger, under ids with the reserved `idem:` prefix no outside
-//! event may use.
+//! by the same ledger, where they are remembered under the reserved `idem:`
+//! prefix that no outside event id may start with.
 //!
 //! An event given as text is read member by member when it is written as
 //! `JSON.stringify` writes one (`read_event`: no whitespace, `id`/`type`/`payload`
