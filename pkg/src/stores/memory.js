@@ -2,6 +2,7 @@
 // tests and for single-process tools. Versions are revisions (1, 2, 3, ...).
 // It also keeps the event log the HTTP API serves (`events`).
 
+import { eventLogRow } from "./common.js";
 import { eventsOptionsArg, processIdArg, stepsArg, versionArg } from "../checks.js";
 
 /**
@@ -58,27 +59,20 @@ export class MemoryStore {
     }
     const version = (current ?? 0) + steps.length;
     this.rows.set(processId, { snapshot: steps[steps.length - 1].outcome.snapshot, version });
-    for (const { outcome, extras = {} } of steps) this.logRow(processId, outcome, extras);
+    const now = Date.now();
+    for (const step of steps) this.logRow(processId, eventLogRow(step, now));
     this.writes++;
     return { ok: true, version };
   }
 
   /**
    * @param {string} processId
-   * @param {import("../index.d.ts").Outcome} outcome
-   * @param {import("../index.d.ts").CommitExtras} extras
+   * @param {import("../index.d.ts").EventLogRow | null} row
    */
-  logRow(processId, outcome, extras) {
-    if (!extras.event) return;
+  logRow(processId, row) {
+    if (row === null) return;
     const rows = this.log.get(processId) ?? [];
-    rows.push({
-      eventId: extras.event.id,
-      revision: outcome.revision,
-      type: extras.event.type,
-      status: outcome.status,
-      response: outcome.response ?? null,
-      receivedAt: extras.now ?? null,
-    });
+    rows.push(row);
     this.log.set(processId, rows);
   }
 
