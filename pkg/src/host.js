@@ -43,6 +43,21 @@ export class ContentionError extends IdemError {
   }
 }
 
+/** The type prefix of the dispatcher's attempt reports (the engine's `EFFECT_REPORT_PREFIX`, src/engine/machine.rs). */
+export const EFFECT_REPORT_PREFIX = "idem.effect.";
+/** The type of a due timer's event (the engine's `TIMER_EVENT`, src/engine/machine.rs). */
+export const TIMER_EVENT = "idem.after";
+
+/**
+ * Whether `type` is one the engine reserves for its own events (attempt reports, timers): the
+ * dispatcher sends them, a client never may. Any other type, `idem.`-prefixed or not, is the
+ * machine's to accept or refuse.
+ * @param {string} type
+ */
+export function isEngineEventType(type) {
+  return type.startsWith(EFFECT_REPORT_PREFIX) || type === TIMER_EVENT;
+}
+
 /**
  * An event given as its JSON text, with the id and type the stores log beside it: `apply` hands
  * the text itself to `machine.reduce`, so the engine reads what the client sent (its numbers, its
