@@ -1,6 +1,41 @@
 // What every store does the same way: the event-log row of a commit, the
-// chunks of a snapshot that differ from the stored ones, and the snapshots a
-// store last read or wrote. Each store's own file holds only its platform's code.
+// chunks of a snapshot that differ from the stored ones, the snapshots a store
+// last read or wrote, and `commit` as a `commitMany` of one step. Each store's
+// own file holds only its platform's code.
+
+import { processIdArg, stepsArg, versionArg } from "../checks.js";
+
+/**
+ * A store that commits several changed outcomes of one process as one compare-and-set
+ * (`commitMany`: `apply` groups the calls waiting in a lane), and one outcome as a group of one.
+ * A subclass writes `commitSteps(processId, expectedVersion, steps)`, called with checked arguments.
+ */
+export class GroupCommitStore {
+  /**
+   * @param {string} processId
+   * @param {unknown} expectedVersion
+   * @param {import("../index.d.ts").Outcome} outcome
+   * @param {import("../index.d.ts").CommitExtras} [extras]
+   * @returns {Promise<import("../index.d.ts").CommitResult>}
+   */
+  commit(processId, expectedVersion, outcome, extras = {}) {
+    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
+  }
+
+  /**
+   * The last step's snapshot stored, each step's event logged, all or nothing.
+   * @param {string} processId
+   * @param {unknown} expectedVersion
+   * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
+   * @returns {Promise<import("../index.d.ts").CommitResult>}
+   */
+  async commitMany(processId, expectedVersion, steps) {
+    processIdArg(processId);
+    versionArg(expectedVersion);
+    stepsArg(steps);
+    return /** @type {any} */ (this).commitSteps(processId, expectedVersion, steps);
+  }
+}
 
 /**
  * The event-log row of one committed step (see `EventLogRow` in index.d.ts), or null for a

@@ -19,8 +19,8 @@
 // the row alone while its revision is the kept one. Chunk rows that do not make the snapshot
 // make `load` throw a `StoreCorruptError` (`snapshot_corrupt`, HTTP 500).
 
-import { KeptSnapshots, diffChunks, eventLogRow } from "./common.js";
-import { eventsOptionsArg, invalidArgument, isCount, nowArg, processIdArg, stepsArg, versionArg, withMethods } from "../checks.js";
+import { GroupCommitStore, KeptSnapshots, diffChunks, eventLogRow } from "./common.js";
+import { eventsOptionsArg, invalidArgument, isCount, nowArg, processIdArg, withMethods } from "../checks.js";
 import { StoreCorruptError } from "./limit.js";
 
 export { StoreCorruptError };
@@ -43,11 +43,12 @@ export const CHUNK = 16 * 1024;
 /**
  * @implements {import("../index.d.ts").Store}
  */
-export class D1Store {
+export class D1Store extends GroupCommitStore {
   /**
    * @param {D1Database} db the binding (`env.DB`)
    */
   constructor(db) {
+    super();
     this.db = withMethods(db, "db", ["prepare", "batch"], "a D1 binding (env.DB)");
     this.kept = new KeptSnapshots();
     /** Chunk rows written by commits. */
@@ -94,16 +95,6 @@ export class D1Store {
   }
 
   /**
-   * @param {string} processId
-   * @param {number | null} expectedVersion
-   * @param {import("../index.d.ts").Outcome} outcome
-   * @param {import("../index.d.ts").CommitExtras} [extras]
-   */
-  commit(processId, expectedVersion, outcome, extras = {}) {
-    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
-  }
-
-  /**
    * Several changed outcomes of one process in one batch (`apply` groups the calls waiting in a
    * lane): the row and the chunks hold the last one's snapshot, and each gets its log row, whose
    * revision is its own but whose guard is the last one's (see the header): every row lands or
@@ -112,10 +103,7 @@ export class D1Store {
    * @param {number | null} expectedVersion
    * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
    */
-  async commitMany(processId, expectedVersion, steps) {
-    processIdArg(processId);
-    versionArg(expectedVersion);
-    stepsArg(steps);
+  async commitSteps(processId, expectedVersion, steps) {
     const last = steps[steps.length - 1];
     const now = Date.now();
     const rows = steps.map((step) => eventLogRow(step, now) ?? guardRow(step, now));

@@ -38,9 +38,9 @@
 // `limits.maxSnapshotBytes`.
 
 import { dispatch } from "../dispatch.js";
-import { KeptSnapshots, diffChunks, eventLogRow } from "./common.js";
+import { GroupCommitStore, KeptSnapshots, diffChunks, eventLogRow } from "./common.js";
 import { StoreCorruptError, StoreLimitError } from "./limit.js";
-import { eventsOptionsArg, invalidArgument, isBoolean, isRecord, isDuration, isFunction, optionalField, optionsArg, processIdArg, stepsArg, versionArg, withMethods } from "../checks.js";
+import { eventsOptionsArg, invalidArgument, isBoolean, isRecord, isDuration, isFunction, optionalField, optionsArg, processIdArg, withMethods } from "../checks.js";
 
 export { StoreCorruptError, StoreLimitError };
 
@@ -176,7 +176,7 @@ function delayFor(at, now) {
 /**
  * @implements {import("../index.d.ts").Store}
  */
-export class DenoKvStore {
+export class DenoKvStore extends GroupCommitStore {
   /**
    * ```js
    * const kv = await Deno.openKv();            // or Deno.openKv("./idem.sqlite")
@@ -197,6 +197,7 @@ export class DenoKvStore {
    *   (see {@link DenoKvQueue}), so no effect waits on a lost kick.
    */
   constructor(kv, options = {}) {
+    super();
     this.kv = withMethods(kv, "kv", ["get", "atomic", "list"], "a Deno.Kv (await Deno.openKv())");
     optionsArg(options);
     optionalField(options, "prefix", (v) => typeof v === "string", "a string");
@@ -289,16 +290,6 @@ export class DenoKvStore {
   }
 
   /**
-   * @param {string} processId
-   * @param {string | null} expectedVersion
-   * @param {import("../index.d.ts").Outcome} outcome
-   * @param {import("../index.d.ts").CommitExtras} [extras]
-   */
-  commit(processId, expectedVersion, outcome, extras = {}) {
-    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
-  }
-
-  /**
    * Several changed outcomes of one process in one atomic commit (`apply` groups the calls waiting
    * in a lane): the head and the chunks hold the last one's snapshot, and each gets its log row and
    * event pointer. All of it is checked against Deno KV's limits before anything is sent.
@@ -306,10 +297,7 @@ export class DenoKvStore {
    * @param {string | null} expectedVersion
    * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
    */
-  async commitMany(processId, expectedVersion, steps) {
-    processIdArg(processId);
-    versionArg(expectedVersion);
-    stepsArg(steps);
+  async commitSteps(processId, expectedVersion, steps) {
     const { outcome, extras = {} } = steps[steps.length - 1];
     const clock = Date.now();
     const now = extras.now ?? clock;

@@ -2,14 +2,15 @@
 // tests and for single-process tools. Versions are revisions (1, 2, 3, ...).
 // It also keeps the event log the HTTP API serves (`events`).
 
-import { eventLogRow } from "./common.js";
-import { eventsOptionsArg, processIdArg, stepsArg, versionArg } from "../checks.js";
+import { GroupCommitStore, eventLogRow } from "./common.js";
+import { eventsOptionsArg, processIdArg } from "../checks.js";
 
 /**
  * @implements {import("../index.d.ts").Store}
  */
-export class MemoryStore {
+export class MemoryStore extends GroupCommitStore {
   constructor() {
+    super();
     /** @type {Map<string, { snapshot: string, version: number }>} */
     this.rows = new Map();
     /** @type {Map<string, import("../index.d.ts").EventLogRow[]>} */
@@ -28,17 +29,6 @@ export class MemoryStore {
   }
 
   /**
-   * @param {string} processId
-   * @param {number | null} expectedVersion
-   * @param {import("../index.d.ts").Outcome} outcome
-   * @param {import("../index.d.ts").CommitExtras} [extras]
-   * @returns {Promise<import("../index.d.ts").CommitResult>}
-   */
-  commit(processId, expectedVersion, outcome, extras = {}) {
-    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
-  }
-
-  /**
    * Several changed outcomes of one process in one compare-and-set (`apply` groups the calls
    * waiting in a lane): the last one's snapshot is stored, and each gets its log row. The version
    * moves by one per outcome, as if they had been committed one by one; `writes` counts one.
@@ -47,10 +37,7 @@ export class MemoryStore {
    * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
    * @returns {Promise<import("../index.d.ts").CommitResult>}
    */
-  async commitMany(processId, expectedVersion, steps) {
-    processIdArg(processId);
-    versionArg(expectedVersion);
-    stepsArg(steps);
+  async commitSteps(processId, expectedVersion, steps) {
     const row = this.rows.get(processId);
     const current = row ? row.version : null;
     if (current !== expectedVersion) {
