@@ -13,7 +13,7 @@
 // A conditional UPDATE that matches nothing is no error in SQLite, so the log insert is what
 // makes the batch a compare-and-set; a constraint failure is reported as a conflict. A commit
 // with no event still writes a guard row (id `revision-<N>`, type `unknown`), which `events`
-// leaves out. Version = revision. Chunk size and measurements: benches/RESULTS.md ("D1 chunks").
+// leaves out. Version = revision. Why CHUNK: benches/RESULTS.md, "Store chunk sizes and limits".
 //
 // Keep one store per isolate: it keeps the snapshots it last read or wrote, `load` then reads
 // the row alone while its revision is the kept one. Chunk rows that do not make the snapshot

@@ -17,8 +17,8 @@
 //
 // Only the chunks that changed are set (`diffChunks`): when the expected version is the kept
 // snapshot's and it is stored as this store cuts it (ASCII, every CHUNK_BYTES), a chunk whose
-// characters are the stored ones is left alone; otherwise every chunk is set. Why 16 KiB, and
-// what it writes per event: benches/RESULTS.md ("Deno KV chunks").
+// characters are the stored ones is left alone; otherwise every chunk is set. Why CHUNK_BYTES
+// and the limits: benches/RESULTS.md, "Store chunk sizes and limits".
 //
 // Local Deno KV is a SQLite file: several handles or processes on one file
 // take turns for its write lock, and a turn not had in time fails with

@@ -13,7 +13,7 @@
 // MAX_CHUNKS chunks (one `put` holds 128 keys) throws a `StoreLimitError` before anything is
 // written; a missing or short chunk makes `load` throw a `StoreCorruptError`. Keep one store
 // for the object's lifetime: `load` then reads only `version` while it is the kept one.
-// Value limits behind CHUNK_CHARS: benches/RESULTS.md ("Durable Object chunks").
+// Why CHUNK_CHARS and MAX_CHUNKS: benches/RESULTS.md, "Store chunk sizes and limits".
 
 import { StoreCorruptError, StoreLimitError } from "./limit.js";
 import { KeptSnapshots, diffChunks, eventLogRow } from "./common.js";
