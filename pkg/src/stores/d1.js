@@ -107,7 +107,7 @@ export class D1Store extends GroupCommitStore {
     const last = steps[steps.length - 1];
     const now = Date.now();
     const rows = steps.map((step) => eventLogRow(step, now) ?? guardRow(step, now));
-    const event = rows[rows.length - 1];
+    const lastRow = rows[rows.length - 1];
     const revision = last.outcome.revision;
     const nextDue = last.outcome.nextDueAt ?? null;
     const text = last.outcome.snapshot;
@@ -120,12 +120,12 @@ export class D1Store extends GroupCommitStore {
             .prepare(
               "INSERT INTO processes (process_id, revision, snapshot, chunks, updated_at, next_due_at, last_event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
-            .bind(processId, revision, tail, count, event.receivedAt, nextDue, event.eventId)
+            .bind(processId, revision, tail, count, lastRow.receivedAt, nextDue, lastRow.eventId)
         : this.db
             .prepare(
               "UPDATE processes SET revision = ?2, snapshot = ?3, chunks = ?4, updated_at = ?5, next_due_at = ?6, last_event_id = ?7 WHERE process_id = ?1 AND revision = ?8",
             )
-            .bind(processId, revision, tail, count, event.receivedAt, nextDue, event.eventId, expectedVersion);
+            .bind(processId, revision, tail, count, lastRow.receivedAt, nextDue, lastRow.eventId, expectedVersion);
     // Each log row's revision is its own, read back only if the row above holds the last step.
     const logs = rows.map((row) =>
       this.db
@@ -135,7 +135,7 @@ export class D1Store extends GroupCommitStore {
                    (SELECT ?8 FROM processes WHERE process_id = ?1 AND revision = ?3 AND last_event_id = ?9),
                    ?4, ?5, ?6, ?7)`,
         )
-        .bind(processId, row.eventId, revision, row.type, row.status, JSON.stringify(row.response), row.receivedAt, row.revision, event.eventId),
+        .bind(processId, row.eventId, revision, row.type, row.status, JSON.stringify(row.response), row.receivedAt, row.revision, lastRow.eventId),
     );
     const chunks = diffChunks(text, CHUNK, before, count);
     const changed = chunks.filter((c) => !c.same);
