@@ -13,7 +13,7 @@
 // the outside world answered (resolved / threw retryable / threw permanent /
 // did not answer in time) and lets the engine decide what follows.
 
-import { apply } from "./host.js";
+import { apply, EFFECT_REPORT_PREFIX } from "./host.js";
 import { clockArg, dispatchOptionsArg, invalidArgument, jsonText, isDuration, machineArg, processIdArg, storeArg, storedSnapshotArg } from "./checks.js";
 
 /** Default time a handler or verifier may take before its outcome is `unknown` (ms). */
@@ -221,7 +221,7 @@ export async function dispatch(store, machine, processId, options = {}) {
           }
         }
         const out = await send({ id: item.resultId, ...event });
-        step(item, event.type.slice("idem.effect.".length), { status: out.status, state: out.state });
+        step(item, event.type.slice(EFFECT_REPORT_PREFIX.length), { status: out.status, state: out.state });
       } else if (item.kind === "verify") {
         const verifier = verifiers[item.type];
         if (!verifier) {

@@ -1,25 +1,14 @@
-// The host loop every runtime shares: load -> reduce -> commit (only when the
-// snapshot changed) -> return the outcome. It holds no business logic: every
-// decision is in the engine; this file only moves bytes and retries a lost
-// compare-and-set.
+// The host loop every runtime shares, `apply`: load -> reduce -> commit (only when the snapshot
+// changed), retrying a lost compare-and-set. Every business decision is the engine's. Most of
+// this file is the scheduling around that loop in one isolate: the calls for one process wait
+// in a lane and start from what the call before them read or wrote (a guess the
+// compare-and-set still checks), and when the store has `commitMany` the calls waiting in a
+// lane are committed together (group commit).
 //
-// A store is any object with two methods (see `Store` in index.d.ts):
-//
-//   load(processId)   -> { snapshot: string, version } | null
-//   commit(processId, expectedVersion /* null to create */, outcome, extras)
-//                     -> { ok: true, version } | { ok: false, conflict: true }
-//
-// `commit` must be a compare-and-set: it writes `outcome.snapshot` only if the
-// stored version still equals `expectedVersion` (or, for `null`, only if the
-// process does not exist yet), and it reports a conflict otherwise. Nothing
-// else is asked of a store, which is why the same loop runs on D1, Workers KV,
-// Durable Objects, Deno KV, IndexedDB and memory. A store may also offer
-//
-//   commitMany(processId, expectedVersion, [{ outcome, extras }, ...])
-//
-// the same compare-and-set for several changed outcomes in order (the last
-// one's snapshot stored, each logged, all or nothing); then the calls waiting
-// in a lane are committed together (see applyGroup).
+// A store is any object with `load` and `commit` (see `Store` in index.d.ts); `commit` is a
+// compare-and-set on the version (null: the process must not exist yet). With
+// `commitMany(processId, expectedVersion, [{ outcome, extras }, ...])`, the same for several
+// changed outcomes in order (the last one's snapshot stored, each logged, all or nothing).
 
 import { IdemError } from "./error.js";
 import { applyOptionsArg, clockArg, eventArg, invalidArgument, machineArg, processIdArg, storeArg } from "./checks.js";
@@ -41,6 +30,21 @@ export class ContentionError extends IdemError {
     this.processId = processId;
     this.attempts = attempts;
   }
+}
+
+/** The type prefix of the dispatcher's attempt reports (the engine's `EFFECT_REPORT_PREFIX`, src/engine/machine.rs). */
+export const EFFECT_REPORT_PREFIX = "idem.effect.";
+/** The type of a due timer's event (the engine's `TIMER_EVENT`, src/engine/machine.rs). */
+export const TIMER_EVENT = "idem.after";
+
+/**
+ * Whether `type` is one the engine reserves for its own events (attempt reports, timers): the
+ * dispatcher sends them, a client never may. Any other type, `idem.`-prefixed or not, is the
+ * machine's to accept or refuse.
+ * @param {string} type
+ */
+export function isEngineEventType(type) {
+  return type.startsWith(EFFECT_REPORT_PREFIX) || type === TIMER_EVENT;
 }
 
 /**
@@ -145,13 +149,27 @@ let ticks = 0;
 const MAX_GROUP = 8;
 
 /**
- * Whether an outcome that writes nothing may be answered from a guess: only a duplicate, and only
- * when the store call behind the guess started (tick `seen`) after the call arrived (see above).
- * @param {import("./index.d.ts").Outcome} out
- * @param {number} seen
- * @param {number} arrived
+ * Where a try starts: the lane's guess when there is one (what the call before read or wrote; no
+ * store call), else a load. `seen` is the tick at which the store call behind it started.
+ * @param {any} store
+ * @param {string} processId
+ * @param {{ loaded: { snapshot: any, version: any } | null, seen: number } | null} guess
  */
-const answerableFromGuess = (out, seen, arrived) => out.status === "duplicate" && seen > arrived;
+async function startTry(store, processId, guess) {
+  if (guess !== null) return { loaded: guess.loaded, seen: guess.seen, guessed: true };
+  const seen = ++ticks;
+  return { loaded: await store.load(processId), seen, guessed: false };
+}
+
+/**
+ * Whether an outcome that writes nothing may be answered from where the try started: always from
+ * a load; from a guess, only a duplicate, and only when the store call behind the guess started
+ * after the call arrived (see above). Otherwise the try reads the store and reduces again.
+ * @param {{ seen: number, guessed: boolean }} start
+ * @param {import("./index.d.ts").Outcome} out
+ * @param {number} arrived the tick at which the call arrived
+ */
+const answerable = (start, out, arrived) => !start.guessed || (out.status === "duplicate" && start.seen > arrived);
 
 /**
  * One call to `apply`, as a lane sees it.
@@ -404,9 +422,8 @@ async function commitGroup(store, processId, lane, calls) {
   let guess = lane.known;
   lane.known = null;
   for (;;) {
-    const guessed = guess !== null;
-    const seen = guessed ? guess.seen : ++ticks;
-    const base = guessed ? guess.loaded : await store.load(processId);
+    const start = await startTry(store, processId, guess);
+    const base = start.loaded;
     guess = null;
     let snapshot = base ? base.snapshot : null;
     /** @type {Settled[]} */
@@ -436,10 +453,8 @@ async function commitGroup(store, processId, lane, calls) {
       return settled;
     };
     if (steps.length === 0) {
-      // Nothing to write: from a guess, only duplicates of calls that arrived before it was read.
-      const fromGuess = (r, i) => "error" in r || answerableFromGuess(r.outcome, seen, calls[i].arrived);
-      if (guessed && !settled.every(fromGuess)) continue; // read the store, then reduce again
-      lane.known = { loaded: base, seen };
+      if (!settled.every((r, i) => "error" in r || answerable(start, r.outcome, calls[i].arrived))) continue;
+      lane.known = { loaded: base, seen: start.seen };
       return done(base ? base.version : null);
     }
     const committing = ++ticks;
@@ -468,22 +483,20 @@ async function applyLoop(store, machine, processId, event, text, options, lane, 
   let guess = lane ? lane.known : null;
   if (lane) lane.known = null;
   for (let attempt = 0; ; attempt++) {
-    const guessed = guess !== null;
-    const seen = guessed ? guess.seen : ++ticks;
-    const loaded = guessed ? guess.loaded : await store.load(processId);
+    const start = await startTry(store, processId, guess);
+    const loaded = start.loaded;
     guess = null;
     const now = clockArg(options.now, "options.now");
     const out = machine.reduce(loaded ? loaded.snapshot : null, text, now, processId);
     if (!out.changed) {
-      // Nothing to write, so nothing would check the guess: read the store instead (not a
-      // try), unless this is a duplicate and the guess is from after the call arrived.
-      if (guessed && !answerableFromGuess(out, seen, arrived)) {
+      // Nothing to write, so nothing would check the guess: read the store instead (not a try).
+      if (!answerable(start, out, arrived)) {
         attempt--;
         continue;
       }
       out.version = loaded ? loaded.version : null;
       out.attempts = attempt + 1;
-      if (lane) lane.known = { loaded, seen };
+      if (lane) lane.known = { loaded, seen: start.seen };
       return out;
     }
     const expected = loaded ? loaded.version : null;

@@ -38,7 +38,7 @@
 //   ignored (state does not accept it)        409     problem `event_not_accepted` (nothing recorded; a later
 //                                                     delivery is judged afresh, unless the machine records ignored ids)
 //   rejected                                  400 / 413 / 422 by engine code (see STATUS_BY_CODE), 500 for a bad stored snapshot or an engine fault (`internal_error`)
-//   an event type the engine reports          422     problem `reserved_event_type` (`idem.*`, `<effect>.succeeded` / `.failed`)
+//   an event type the engine reports          422     problem `reserved_event_type` (`idem.effect.*`, `idem.after`, `<effect>.succeeded` / `.failed`)
 //   contention outlasting the retries         409     problem `contention` + Retry-After (retry with the same key)
 //   the store cannot hold the new snapshot    507     problem `snapshot_too_large` (nothing written)
 //   the stored snapshot is damaged            500     problem `snapshot_corrupt` (nothing written; GETs too:
@@ -84,7 +84,7 @@
 // as a structured-field string (`"…"`). `/`, `#` and `:` are refused because
 // the ids the engine chooses for its own reports (`<process>/<event>:0#1:started`,
 // `after:<state>:<ms>:<rev>`) use them, so a client can never occupy one.
-// Event types starting with `idem.` are the engine's own, and
+// The engine's own event types (`idem.effect.*`, `idem.after`) and
 // `<effect>.succeeded` / `<effect>.failed` for the machine's effect types are
 // raised by the engine when an effect finishes: clients cannot send either (422).
 
@@ -102,7 +102,7 @@ import {
   wellFormed,
   withMethods,
 } from "./checks.js";
-import { apply, ContentionError, EventText } from "./host.js";
+import { apply, ContentionError, EventText, isEngineEventType } from "./host.js";
 
 /** Largest POST body accepted by default (bytes): the engine's 64 KiB payload limit plus room for the envelope. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 + 1024;
@@ -533,11 +533,10 @@ export function createHttpApi(options) {
   const base = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const bodyTimeout = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
-  // The engine's own reports (`idem.*`: effect attempts, timers) come from the
+  // The engine's own events (`idem.effect.*` attempt reports, `idem.after` timers) come from the
   // dispatcher, never from clients: refused here. An effect's outcome event
   // (`<effect>.succeeded` / `.failed`) the engine itself refuses from outside
   // (`reserved_event` at `type`), answered below the same way.
-  const reserved = (type) => type.startsWith("idem.");
   const reservedType = (type, extra, headers) =>
     problem(422, "reserved_event_type", `event type "${type}" is reported by the engine, not by clients`, extra, headers);
 
@@ -691,7 +690,7 @@ export function createHttpApi(options) {
     if (Object.hasOwn(body, "id") && body.id !== k.key) {
       return problem(400, "invalid_event", "the body's id differs from the Idempotency-Key header; send the id in the header only");
     }
-    if (typeof body.type === "string" && reserved(body.type)) return reservedType(body.type);
+    if (typeof body.type === "string" && isEngineEventType(body.type)) return reservedType(body.type);
     // The id the event is recorded under: the caller's key, in the caller's scope (scopedEventId).
     const recorded = `${who.scope}${k.key}`;
     const event = new EventText(recorded, typeof body.type === "string" ? body.type : "", eventText(read.text, body, recorded));
@@ -713,9 +712,10 @@ export function createHttpApi(options) {
       return storeFailure(err, processId, { eventId: k.key });
     }
 
+    // One path for every outcome that committed (applied, or ignored and recorded): nothing else writes.
+    afterCommitted(processId, out, hooks);
     switch (out.status) {
       case "applied": {
-        afterCommitted(processId, out, hooks);
         const a = firstAnswer(processId, k.key, { status: "applied", rev: out.revision, response: out.response }, event.type);
         return answer(a, "applied", false, out.attempts);
       }
@@ -725,7 +725,6 @@ export function createHttpApi(options) {
         return answer(firstAnswer(processId, k.key, entry, event.type), "duplicate", true, out.attempts);
       }
       case "ignored": {
-        afterCommitted(processId, out, hooks);
         const a = firstAnswer(processId, k.key, { status: "ignored" }, event.type);
         return answer(a, "ignored", false, out.attempts);
       }

@@ -599,13 +599,23 @@ export interface Store {
   readonly serial?: boolean;
 }
 
+/**
+ * One row of a store's event log (`events`): every store writes the same row, one per committed
+ * event (a commit without an event logs nothing), built by stores/common.js.
+ */
 export interface EventLogRow {
+  /** The event's id. */
   eventId: string;
+  /** The revision the event produced. */
   revision: number;
+  /** The event's type (null only in rows the HTTP API rebuilds from the ledger, whose entries keep no type). */
   type: string | null;
+  /** How the engine took it: `applied`, or `ignored` when the machine records ignored events. */
   status: string;
+  /** The outcome's response, null when none. */
   response: Json;
-  receivedAt: number | null;
+  /** When it was received (ms): the host's clock at the reduce (`CommitExtras.now`), else the store's at the commit. */
+  receivedAt: number;
 }
 
 // ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import {
   refuseOversized,
   scopedEventId,
 } from "../src/http.js";
+import { isEngineEventType } from "../src/host.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { fixture } from "./helpers.mjs";
 
@@ -145,6 +146,22 @@ test("client events the engine reserves -> 422 reserved_event_type", async () =>
     const res = await post("o1", "k1", { type, payload: { key: "x" } });
     assert.equal(res.status, 422, type);
     assert.equal((await res.json()).code, "reserved_event_type");
+  }
+});
+
+test("the API refuses exactly the types the engine reserves; any other idem.* type is the machine's to judge", async () => {
+  const { post, machine } = setup();
+  const types = ["idem.after", "idem.effect.started", "idem.effect.anything", "idem.other", "idem.afterwards", "idem.effect", "idem."];
+  for (const type of types) {
+    // The engine's answer to the type from outside, under an id no report uses: only a reserved
+    // type gets past the check for types the machine accepts.
+    const engine = machine.reduce(null, { id: "outside", type, payload: {} }, 0, "probe");
+    const engineReserves = engine.error?.code !== "unknown_event_type";
+    assert.equal(isEngineEventType(type), engineReserves, type);
+    const res = await post("o1", `k-${type.replace(/[^a-z]/g, "")}`, { type, payload: {} });
+    const body = await res.json();
+    assert.equal(body.code, engineReserves ? "reserved_event_type" : "unknown_event_type", type);
+    assert.equal(res.status, 422, type);
   }
 });
 
@@ -744,4 +761,28 @@ test("law: under authorize, every (caller, key) is answered by its own first ans
     assert.equal(view.context.n, n, `${pid}: each (caller, key) applied once`);
   }
   assert.ok(first.size > 40 && first.size <= 3 * principals.length * 6, `${first.size} distinct (process, caller, key)`);
+});
+
+test("afterCommit failing after an applied and after a recorded ignored event: onError is told each time, no rejection is left unhandled", async () => {
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    const def = fixture("checkout.json");
+    def.recordIgnored = true;
+    const told = [];
+    const afterCommit = async (_pid, out) => {
+      throw new Error(`after ${out.status}`);
+    };
+    // No waitUntil (a host without one): the guarded promise is dropped, never left to reject.
+    const { post, store } = setup({ definition: def, api: { afterCommit, onError: (err) => told.push(err.message) } });
+    assert.equal((await post("o1", "k1", pay("p1"))).status, 201);
+    assert.equal((await post("o1", "k2", { type: "SHIP" })).status, 409);
+    assert.equal(store.writes, 2, "both were committed");
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(told, ["after applied", "after ignored"]);
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
 });

@@ -4,6 +4,7 @@ import { assert, assertEquals, assertRejects } from "./assert.js";
 import { Machine } from "../../pkg/src/deno.js";
 import { apply, inspect } from "../../pkg/src/host.js";
 import { CHUNK_BYTES, DENO_KV_LIMITS, DenoKvStore, StoreCorruptError, StoreLimitError } from "../../pkg/src/stores/denokv.js";
+import { logThreeCommits } from "../../pkg/test/event-log.mjs";
 import { demoMachine, eventually, note, notesMachine, pay, processKeys, tempKvPath } from "./helpers.js";
 
 async function withKv(fn) {
@@ -662,4 +663,12 @@ Deno.test("the host loop over Deno KV: calls waiting in a lane are committed tog
     assertEquals(outs.filter((o) => o.status === "duplicate").length, 20);
     assert(batches > 0, "some commit carried several events");
     assertEquals((await store.events("o1", { limit: 100 })).map((r) => `${r.eventId}@${r.revision}`), events.map((e, i) => `${e.id}@${i + 1}`));
+  }));
+
+Deno.test("the event log holds the row every store writes (pkg/test/event-log.mjs)", () =>
+  withKv(async (kv) => {
+    const m = await demoMachine();
+    const event = (i) => pay(`e${i}`, `p${i}`);
+    const { rows, expected } = await logThreeCommits(new DenoKvStore(kv, { machine: m }), m, "log1", event);
+    assertEquals(rows, expected);
   }));

@@ -616,3 +616,25 @@ test("Prove it: the fragile counter gives a counterexample to step through on th
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test("the IndexedDB store logs the row every store writes (pkg/test/event-log.mjs)", async () => {
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${env.url}machines/order-robust.json`); // same origin, no demo running
+  const r = await page.evaluate(async () => {
+    const { Machine } = await import("/pkg/dist/js/web.js");
+    const { openIndexedDBStore } = await import("/pkg/dist/js/stores/indexeddb.js");
+    const { logThreeCommits } = await import("/pkg/test/event-log.mjs");
+    const machine = new Machine(await (await fetch("/machines/order-robust.json")).json());
+    const store = await openIndexedDBStore({ name: "idem-event-log" });
+    const event = (i) => ({ id: `e${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `p${i}`, amount: 1 } });
+    try {
+      return await logThreeCommits(store, machine, "log1", event);
+    } finally {
+      store.close();
+    }
+  });
+  assert.deepEqual(r.rows, r.expected);
+  assert.equal(r.rows.length, 2);
+  await context.close();
+});

@@ -10,6 +10,7 @@ import { Machine } from "../../pkg/src/node.js";
 import { apply } from "../../pkg/src/host.js";
 import { CHUNK, D1Store, StoreCorruptError } from "../../pkg/src/stores/d1.js";
 import { ROOT, startD1, startWorker } from "./harness.mjs";
+import { logThreeCommits } from "../../pkg/test/event-log.mjs";
 
 const def = JSON.parse(readFileSync(join(ROOT, "www", "machines", "order-robust.json"), "utf8"));
 const pay = (id, paymentId, amount = 1) => ({ id, type: "PAYMENT_PARTIAL", payload: { paymentId, amount } });
@@ -21,7 +22,7 @@ before(async () => {
 });
 after(() => w?.close());
 
-const rows = async (pid) => (await w.db.prepare("SELECT event_id, revision FROM events WHERE process_id = ?1 ORDER BY revision").bind(pid).all()).results;
+const storedRows = async (pid) => (await w.db.prepare("SELECT event_id, revision FROM events WHERE process_id = ?1 ORDER BY revision").bind(pid).all()).results;
 
 test("a writer that loaded an old revision fails its whole batch", async () => {
   const store = new D1Store(w.db);
@@ -34,7 +35,7 @@ test("a writer that loaded an old revision fails its whole batch", async () => {
   const b = machine.reduce(loaded.snapshot, pay("e3", "p3"), now, "s1");
   assert.deepEqual(await store.commit("s1", 1, a, { event: pay("e2", "p2"), now }), { ok: true, version: 2 });
   assert.deepEqual(await store.commit("s1", 1, b, { event: pay("e3", "p3"), now }), { ok: false, conflict: true });
-  assert.deepEqual(await rows("s1"), [{ event_id: "e1", revision: 1 }, { event_id: "e2", revision: 2 }]);
+  assert.deepEqual(await storedRows("s1"), [{ event_id: "e1", revision: 1 }, { event_id: "e2", revision: 2 }]);
   assert.deepEqual(machine.inspect((await store.load("s1")).snapshot).context.payments, ["p1", "p2"]);
 });
 
@@ -44,7 +45,7 @@ test("a second create of the same process fails (primary key) and logs nothing",
   const b = machine.reduce(null, pay("e2", "p2"), 1, "s2");
   assert.equal((await store.commit("s2", null, a, { event: pay("e1", "p1"), now: 1 })).ok, true);
   assert.deepEqual(await store.commit("s2", null, b, { event: pay("e2", "p2"), now: 1 }), { ok: false, conflict: true });
-  assert.deepEqual(await rows("s2"), [{ event_id: "e1", revision: 1 }]);
+  assert.deepEqual(await storedRows("s2"), [{ event_id: "e1", revision: 1 }]);
 });
 
 test("an UPDATE that matches no row fails the batch even when no UNIQUE constraint would (NOT NULL on the log)", async () => {
@@ -58,7 +59,7 @@ test("an UPDATE that matches no row fails the batch even when no UNIQUE constrai
   await w.db.prepare("DELETE FROM events WHERE process_id = 's3'").run();
   const stale = machine.reduce(o1.snapshot, pay("e3", "p3"), 1, "s3"); // from revision 1: also produces revision 2
   assert.deepEqual(await store.commit("s3", 1, stale, { event: pay("e3", "p3"), now: 1 }), { ok: false, conflict: true });
-  assert.deepEqual(await rows("s3"), []);
+  assert.deepEqual(await storedRows("s3"), []);
   assert.deepEqual(machine.inspect((await store.load("s3")).snapshot).context.payments, ["p1", "p2"]);
 });
 
@@ -69,7 +70,7 @@ test("the host loop over D1: a lost compare-and-set reloads and finds the duplic
   assert.ok(outs.some((o) => o.attempts > 1), "some copy lost the compare-and-set");
   assert.equal(outs.filter((o) => o.status === "applied").length, 1);
   assert.equal(outs.filter((o) => o.status === "duplicate").length, 9);
-  assert.deepEqual(await rows("s4"), [{ event_id: "e1", revision: 1 }]);
+  assert.deepEqual(await storedRows("s4"), [{ event_id: "e1", revision: 1 }]);
 });
 
 test("when the UPDATE succeeds but the log insert fails (event id already logged), the UPDATE is rolled back", async () => {
@@ -85,7 +86,7 @@ test("when the UPDATE succeeds but the log insert fails (event id already logged
   const row = await w.db.prepare("SELECT revision, last_event_id FROM processes WHERE process_id = 's5'").first();
   assert.deepEqual(row, { revision: 1, last_event_id: "e1" });
   assert.deepEqual(machine.inspect((await store.load("s5")).snapshot).context.payments, ["p1"]);
-  assert.deepEqual(await rows("s5"), [{ event_id: "e1", revision: 1 }]);
+  assert.deepEqual(await storedRows("s5"), [{ event_id: "e1", revision: 1 }]);
 });
 
 test("a store keeps the snapshot it wrote: same revision -> the same string, not read again; another writer's commit -> read", async () => {
@@ -209,7 +210,7 @@ test("a lost race over chunks: the loser's whole batch rolls back, no chunk of i
   await assertStored(w.db, "race", winner.snapshot);
   const loserChunks = new Set(cut(loser.snapshot));
   assert.ok((await chunkRows(w.db, "race")).every((r) => !loserChunks.has(r.text)));
-  assert.deepEqual(await rows("race"), [{ event_id: "b699", revision: 700 }, { event_id: "w1", revision: 701 }]);
+  assert.deepEqual(await storedRows("race"), [{ event_id: "b699", revision: 700 }, { event_id: "w1", revision: 701 }]);
   assert.equal((await new D1Store(w.db).load("race")).snapshot, winner.snapshot);
   assert.equal((await b.load("race")).snapshot, winner.snapshot);
 });
@@ -224,7 +225,7 @@ test("a chunk statement that fails (after the row and the log) rolls back the ro
     assert.ok(res instanceof Error || res.ok === false, `commit returned ${JSON.stringify(res)}`);
     assert.equal(store.chunkWrites, 0);
     assert.equal(await processRow(w.db, "refused"), null);
-    assert.deepEqual(await rows("refused"), []);
+    assert.deepEqual(await storedRows("refused"), []);
     assert.deepEqual(await chunkRows(w.db, "refused"), []);
     assert.equal(await store.load("refused"), null);
   } finally {
@@ -346,7 +347,7 @@ test("commitMany: several events in one batch, each logged at its own revision; 
     return { outcome, extras: { event, now: 10 + i } };
   });
   assert.deepEqual(await store.commitMany("s9", null, steps), { ok: true, version: 3 });
-  assert.deepEqual(await rows("s9"), [
+  assert.deepEqual(await storedRows("s9"), [
     { event_id: "e1", revision: 1 },
     { event_id: "e2", revision: 2 },
     { event_id: "e3", revision: 3 },
@@ -362,7 +363,7 @@ test("commitMany: several events in one batch, each logged at its own revision; 
     return { outcome, extras: { event, now: 20 } };
   });
   assert.deepEqual(await store.commitMany("s9", 1, stale), { ok: false, conflict: true });
-  assert.deepEqual((await rows("s9")).map((r) => r.event_id), ["e1", "e2", "e3"]);
+  assert.deepEqual((await storedRows("s9")).map((r) => r.event_id), ["e1", "e2", "e3"]);
   assert.equal((await new D1Store(w.db).load("s9")).version, 3);
 });
 
@@ -379,6 +380,13 @@ test("the host loop over D1: calls waiting in a lane are committed together, eac
   assert.equal(outs.filter((o) => o.status === "applied").length, 20);
   assert.equal(outs.filter((o) => o.status === "duplicate").length, 20);
   assert.ok(batches > 0, "some batch carried several events");
-  assert.deepEqual(await rows("s10"), events.map((e, i) => ({ event_id: e.id, revision: i + 1 })));
+  assert.deepEqual(await storedRows("s10"), events.map((e, i) => ({ event_id: e.id, revision: i + 1 })));
   assert.equal(machine.inspect((await new D1Store(w.db).load("s10")).snapshot).context.payments.length, 20);
+});
+
+test("the event log holds the row every store writes, and no guard row of a commit without an event", async () => {
+  const event = (i) => pay(`e${i}`, `p${i}`);
+  const { rows, expected } = await logThreeCommits(new D1Store(w.db), machine, "log1", event);
+  assert.deepEqual(rows, expected);
+  assert.deepEqual((await storedRows("log1")).map((r) => r.event_id), ["e1", "e2", "revision-3"], "the guard row is stored all the same");
 });

@@ -16,7 +16,10 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startWorker } from "./harness.mjs";
+import { ROOT, startWorker } from "./harness.mjs";
+import { logThreeCommits } from "../../pkg/test/event-log.mjs";
+import { MemoryStore } from "../../pkg/src/stores/memory.js";
+import { Machine } from "../../pkg/src/node.js";
 import { settle, walCommits } from "../../benches/hosts.mjs";
 
 const WRAPPER = {
@@ -24,6 +27,9 @@ const WRAPPER = {
   source: `
 import * as bundle from "./worker.js";
 export default bundle.default;
+
+// The shared event-log scenario (pkg/test/event-log.mjs), inlined: the Worker's modules are its bundle and this file.
+${readFileSync(new URL("../../pkg/test/event-log.mjs", import.meta.url), "utf8").replace(/^export /gm, "")}
 
 // The store as earlier releases wrote it: { snapshot, version, log row } in one put.
 class LegacyStore {
@@ -57,6 +63,15 @@ export class ProcessObject extends bundle.ProcessObject {
   }
   async fetch(request) {
     const url = new URL(request.url);
+    if (url.pathname.endsWith("/__event-log") && request.method === "POST") {
+      // The shared event-log scenario on this object's store, replaying the outcomes the engine gave in the test.
+      const processId = url.pathname.split("/")[3];
+      this.meta ??= { processId, mode: "do" };
+      const outcomes = await request.json();
+      const replay = { reduce: () => outcomes.shift() };
+      const event = (i) => ({ id: "e" + i, type: "PAYMENT_PARTIAL", payload: {} });
+      return Response.json(await logThreeCommits(this.store(), replay, processId, event));
+    }
     if (url.pathname.endsWith("/__storage") && request.method === "DELETE") {
       return Response.json({ deleted: await this.ctx.storage.delete(url.searchParams.get("key")) });
     }
@@ -377,5 +392,24 @@ test("a chunk missing from storage: a restarted object answers 500 snapshot_corr
     assert.deepEqual(log.events.map((e) => e.revision), Array.from({ length: n }, (_, i) => i + 1));
   } finally {
     await w?.close();
+  }
+});
+
+test("the event log holds the row every store writes (pkg/test/event-log.mjs)", async () => {
+  // The engine's outcomes for the scenario, recorded on the memory store, then committed by the object's store.
+  const machine = new Machine(JSON.parse(readFileSync(join(ROOT, "www", "machines", "order-robust.json"), "utf8")));
+  const outcomes = [];
+  const recording = { reduce: (...args) => { const out = machine.reduce(...args); outcomes.push(out); return out; } };
+  const event = (i) => ({ id: `e${i}`, type: "PAYMENT_PARTIAL", payload: { paymentId: `p${i}`, amount: 1 } });
+  const memory = await logThreeCommits(new MemoryStore(), recording, "log1", event);
+  const w = await start(tempDir());
+  try {
+    const res = await w.fetch("/do/processes/log1/__event-log", { method: "POST", body: JSON.stringify(outcomes) });
+    assert.equal(res.status, 200);
+    const { rows, expected } = await res.json();
+    assert.deepEqual(rows, expected);
+    assert.deepEqual(rows, memory.rows, "the same rows as the memory store's");
+  } finally {
+    await w.close();
   }
 });

@@ -15,27 +15,10 @@
 // (`ok: false`) is reported as `{ ok: false, conflict: true }` and the shared
 // retry loop (host.js) reloads. Version = the head's versionstamp.
 //
-// Chunks that changed: the snapshot's records come first and an event mostly
-// appends one, so most of its bytes are the stored ones. The store keeps the
-// snapshot it last read or wrote per process (`kept`) with its head (`heads`).
-// When the commit's expected version is the kept one, the stored chunks are
-// that snapshot cut every CHUNK_BYTES (every commit sets the head, so the check on
-// the head's versionstamp also guarantees that they still are when this
-// commit lands), and a new chunk whose bytes are the old chunk's at the same
-// place is not set. Only when the store knows those bytes exactly: both
-// snapshots ASCII (then comparing characters compares bytes; the engine
-// escapes the rest) and the stored one cut as this store cuts it. Otherwise
-// (nothing kept, another version, non-ASCII text, chunks cut otherwise) every
-// chunk is set. `chunkWrites`, `chunksSkipped` and `chunkBytesWritten` count
-// what the commits that landed set and left alone. Writing a chunk without
-// its head breaks this (as it already breaks `load`'s kept copy).
-//
-// Why 16 KiB, a quarter of a value's limit: the last chunk is set on every
-// event (the appended record and the head's end land there) and averages half
-// a chunk, so smaller chunks write less per event, on Deno Deploy (metered by
-// the bytes written) as on local SQLite (which rewrites in place only a value
-// that keeps its size). They cost more keys per commit, which the limits below
-// allow for: a commit that sets every chunk of the largest snapshot still fits.
+// Only the chunks that changed are set (`diffChunks`): when the expected version is the kept
+// snapshot's and it is stored as this store cuts it (ASCII, every CHUNK_BYTES), a chunk whose
+// characters are the stored ones is left alone; otherwise every chunk is set. Why CHUNK_BYTES
+// and the limits: benches/RESULTS.md, "Store chunk sizes and limits".
 //
 // Local Deno KV is a SQLite file: several handles or processes on one file
 // take turns for its write lock, and a turn not had in time fails with
@@ -48,28 +31,16 @@
 // head's snapshot (one missing, their bytes not the head's count) make `load`
 // throw a `StoreCorruptError` (code `snapshot_corrupt`, HTTP 500).
 //
-// Deno KV's limits (denokv_proto / ext/kv/config.rs): a value is at most
-// 65 536 bytes; one atomic operation holds at most 1 000 mutations + enqueues
-// and 100 checks; the keys of its checks and mutations plus the keys and
-// values it writes plus its enqueued messages add up to at most 819 200 bytes,
-// of which the keys written at most 81 920 bytes. So a snapshot of up to
-// about 770 KiB fits (49 chunks) when the event's response is small, and one
-// of up to `DenoKvStore.maxSnapshotBytes` (705 KiB) fits whatever the event.
-// When a commit would not fit, `commit` throws a `StoreLimitError` (code
-// `snapshot_too_large`, HTTP 507) BEFORE anything is sent to Deno KV: nothing
-// is written and nothing is truncated. The check counts every chunk as set,
-// even those left alone, so whether a snapshot is accepted does not depend on
-// what the store happens to keep: a commit that must set every chunk (a new
-// store instance, after a conflict, after a prune rewrote the front) accepts
-// exactly what one that sets a single chunk does. Keep snapshots under the
-// limit with the machine's `retention.maxEntries` (ledger size) or
-// `limits.maxSnapshotBytes` (then the engine rejects the event instead, and
-// nothing is thrown).
+// A commit that would exceed Deno KV's limits for one atomic operation (DENO_KV_LIMITS) throws
+// a `StoreLimitError` (`snapshot_too_large`, HTTP 507) before anything is sent; the check counts
+// every chunk as set, so what is accepted does not depend on what the store keeps. Keep
+// snapshots under `DenoKvStore.maxSnapshotBytes` with the machine's `retention.maxEntries` or
+// `limits.maxSnapshotBytes`.
 
 import { dispatch } from "../dispatch.js";
-import { KeptSnapshots } from "./kept.js";
+import { GroupCommitStore, KeptSnapshots, diffChunks, eventLogRow } from "./common.js";
 import { StoreCorruptError, StoreLimitError } from "./limit.js";
-import { eventsOptionsArg, invalidArgument, isBoolean, isRecord, isDuration, isFunction, optionalField, optionsArg, processIdArg, stepsArg, versionArg, withMethods } from "../checks.js";
+import { eventsOptionsArg, invalidArgument, isBoolean, isRecord, isDuration, isFunction, optionalField, optionsArg, processIdArg, withMethods } from "../checks.js";
 
 export { StoreCorruptError, StoreLimitError };
 
@@ -85,7 +56,7 @@ export const DENO_KV_LIMITS = Object.freeze({
   maxQueueDelayMs: 30 * 24 * 3_600_000,
 });
 
-/** Bytes per snapshot chunk (one value; see "Why 16 KiB" above). */
+/** Bytes per snapshot chunk (one value; a quarter of its limit: the last chunk is set on every event). */
 export const CHUNK_BYTES = 16_384;
 
 const encoder = new TextEncoder();
@@ -162,7 +133,7 @@ function isCut(parts, bytes) {
 /**
  * A snapshot cut into chunks of CHUNK_BYTES bytes, as `commit` stores them: `{ chunks, bytes, ascii,
  * parts: [{ value, size, same }] }`. `stored`: the characters the stored chunks hold, one byte
- * each (`storedText`), or null. A chunk whose characters are the stored chunk's is `same` and is
+ * each (the kept snapshot, when cut so), or null. A chunk whose characters are the stored chunk's is `same` and is
  * not encoded (`value` undefined): with an ASCII snapshot only the chunks that changed are turned
  * into bytes, not the whole text on every commit. A snapshot that is not ASCII (the engine's are)
  * is encoded whole and cut by bytes.
@@ -171,23 +142,20 @@ function isCut(parts, bytes) {
  */
 export function cutChunks(text, stored) {
   if (stored !== null) {
-    const n = text.length;
-    const chunks = Math.max(1, Math.ceil(n / CHUNK_BYTES));
+    const chunks = Math.max(1, Math.ceil(text.length / CHUNK_BYTES));
     const parts = [];
-    for (let i = 0; i < chunks; i++) {
-      const from = i * CHUNK_BYTES;
-      const chars = text.slice(from, from + CHUNK_BYTES);
-      if (from < stored.length && stored.slice(from, from + CHUNK_BYTES) === chars) {
-        // The stored chunk is these characters, one byte each: ASCII, and not to be sent again.
-        parts.push({ value: undefined, size: chars.length, same: true });
+    for (const c of diffChunks(text, CHUNK_BYTES, stored, chunks)) {
+      // The stored chunk is these characters, one byte each: ASCII, and not to be sent again.
+      if (c.same) {
+        parts.push({ value: undefined, size: c.text.length, same: true });
         continue;
       }
-      const value = encoder.encode(chars);
+      const value = encoder.encode(c.text);
       // A character that is not ASCII: chunks are cut by bytes, so cut the whole again.
-      if (value.byteLength !== chars.length) return cutChunks(text, null);
+      if (value.byteLength !== c.text.length) return cutChunks(text, null);
       parts.push({ value, size: value.byteLength, same: false });
     }
-    return { chunks, bytes: n, ascii: true, parts };
+    return { chunks, bytes: text.length, ascii: true, parts };
   }
   const all = encoder.encode(text);
   const chunks = Math.max(1, Math.ceil(all.length / CHUNK_BYTES));
@@ -208,7 +176,7 @@ function delayFor(at, now) {
 /**
  * @implements {import("../index.d.ts").Store}
  */
-export class DenoKvStore {
+export class DenoKvStore extends GroupCommitStore {
   /**
    * ```js
    * const kv = await Deno.openKv();            // or Deno.openKv("./idem.sqlite")
@@ -229,6 +197,7 @@ export class DenoKvStore {
    *   (see {@link DenoKvQueue}), so no effect waits on a lost kick.
    */
   constructor(kv, options = {}) {
+    super();
     this.kv = withMethods(kv, "kv", ["get", "atomic", "list"], "a Deno.Kv (await Deno.openKv())");
     optionsArg(options);
     optionalField(options, "prefix", (v) => typeof v === "string", "a string");
@@ -242,13 +211,14 @@ export class DenoKvStore {
     this.busyRetries = 0;
     this.onBusy = () => this.busyRetries++;
     /**
-     * The last head seen per process: its chunk count and, when known, its byte count and whether
-     * the chunks hold exactly the kept snapshot's characters, one byte each, cut every CHUNK_BYTES
-     * (`exact`: an ASCII string, stored as this store cuts it).
-     * @type {Map<string, { version: string, chunks: number, bytes?: number, exact?: boolean }>}
+     * The last head seen per process: its version and chunk count (the chunks a commit on it deletes).
+     * @type {Map<string, { version: string, chunks: number }>}
      */
     this.heads = new Map();
-    /** The snapshots last read or written: while a process's head is unchanged, `load` reads only the head. */
+    /**
+     * The snapshots last read or written: while a process's head is unchanged, `load` reads only
+     * the head. `cut` when the chunks hold its characters one byte each, every CHUNK_BYTES.
+     */
     this.kept = new KeptSnapshots();
     /** Snapshot chunks set by the commits that landed. */
     this.chunkWrites = 0;
@@ -266,24 +236,10 @@ export class DenoKvStore {
     return [this.prefix, "process", processId, i];
   }
 
-  remember(processId, version, chunks, bytes = undefined, exact = false) {
+  remember(processId, version, chunks) {
     this.heads.delete(processId);
-    this.heads.set(processId, { version, chunks, bytes, exact });
+    this.heads.set(processId, { version, chunks });
     if (this.heads.size > 1_000) this.heads.delete(this.heads.keys().next().value);
-  }
-
-  /**
-   * The snapshot whose characters the stored chunks of `version` hold, one byte each, cut every
-   * CHUNK_BYTES: the kept one, when it is that version's and known to be stored so; else null.
-   * @param {string} processId
-   * @param {string | null} version
-   */
-  storedText(processId, version) {
-    if (version === null) return null;
-    const kept = this.kept.get(processId);
-    const head = this.heads.get(processId);
-    if (!kept || kept.version !== version || !head || head.version !== version || !head.exact) return null;
-    return head.bytes === kept.snapshot.length ? kept.snapshot : null;
   }
 
   /** @param {string} processId */
@@ -328,19 +284,9 @@ export class DenoKvStore {
     // The decoder turns a byte into one character only when it is ASCII or invalid (U+FFFD), and
     // drops a leading byte order mark: same length and no U+FFFD = the stored bytes are the characters.
     const exact = snapshot.length === bytes && !snapshot.includes("\uFFFD") && isCut(parts, bytes);
-    this.remember(processId, head.versionstamp, chunks, bytes, exact);
-    this.kept.set(processId, head.versionstamp, snapshot);
+    this.remember(processId, head.versionstamp, chunks);
+    this.kept.set(processId, head.versionstamp, snapshot, exact);
     return { snapshot, version: head.versionstamp };
-  }
-
-  /**
-   * @param {string} processId
-   * @param {string | null} expectedVersion
-   * @param {import("../index.d.ts").Outcome} outcome
-   * @param {import("../index.d.ts").CommitExtras} [extras]
-   */
-  commit(processId, expectedVersion, outcome, extras = {}) {
-    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
   }
 
   /**
@@ -351,12 +297,10 @@ export class DenoKvStore {
    * @param {string | null} expectedVersion
    * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
    */
-  async commitMany(processId, expectedVersion, steps) {
-    processIdArg(processId);
-    versionArg(expectedVersion);
-    stepsArg(steps);
+  async commitSteps(processId, expectedVersion, steps) {
     const { outcome, extras = {} } = steps[steps.length - 1];
-    const now = extras.now ?? Date.now();
+    const clock = Date.now();
+    const now = extras.now ?? clock;
     const headKey = this.headKey(processId);
 
     // The chunk count of the snapshot being replaced (its extra chunks are deleted).
@@ -374,7 +318,7 @@ export class DenoKvStore {
 
     const text = outcome.snapshot;
     // The snapshot's chunks, each with its bytes unless they are the stored ones (`same`).
-    const cut = cutChunks(text, this.storedText(processId, expectedVersion));
+    const cut = cutChunks(text, this.kept.stored(processId, expectedVersion));
     const { chunks, bytes, ascii } = cut;
     const head = { revision: outcome.revision, chunks, bytes, nextDueAt: outcome.nextDueAt ?? null, updatedAt: now };
 
@@ -386,21 +330,13 @@ export class DenoKvStore {
 
     const machine = steps.some((step) => step.extras?.event) ? this.machineFor?.(processId) : undefined;
     for (const step of steps) {
-      const event = step.extras?.event;
-      if (!event || typeof event.id !== "string") continue;
-      const expireIn = windowOf(machine?.retention(), event.type);
-      const row = {
-        eventId: event.id,
-        revision: step.outcome.revision,
-        type: event.type ?? null,
-        status: step.outcome.status,
-        response: step.outcome.response ?? null,
-        receivedAt: step.extras?.now ?? now,
-      };
+      const row = eventLogRow(step, clock);
+      if (row === null) continue;
+      const expireIn = windowOf(machine?.retention(), row.type);
       const text = encoder.encode(JSON.stringify(row));
-      sets.push({ key: [this.prefix, "log", processId, step.outcome.revision], value: text, size: text.byteLength, expireIn });
-      const pointer = { revision: step.outcome.revision };
-      sets.push({ key: [this.prefix, "event", processId, event.id], value: pointer, size: objectBytes(pointer), expireIn });
+      sets.push({ key: [this.prefix, "log", processId, row.revision], value: text, size: text.byteLength, expireIn });
+      const pointer = { revision: row.revision };
+      sets.push({ key: [this.prefix, "event", processId, row.eventId], value: pointer, size: objectBytes(pointer), expireIn });
     }
 
     let message = null;
@@ -478,8 +414,8 @@ export class DenoKvStore {
     this.chunkWrites += written;
     this.chunksSkipped += skipped;
     this.chunkBytesWritten += writtenBytes;
-    this.remember(processId, res.versionstamp, chunks, bytes, ascii);
-    this.kept.set(processId, res.versionstamp, text);
+    this.remember(processId, res.versionstamp, chunks);
+    this.kept.set(processId, res.versionstamp, text, ascii);
     return { ok: true, version: res.versionstamp };
   }
 

@@ -1,31 +1,16 @@
-// IndexedDB store for the browser, implementing the store contract every host shares:
-//
-//   load(processId)                                   -> { snapshot, version } | null
-//   commit(processId, expectedVersion, outcome, extras) -> { ok: true, version } | { ok: false, conflict: true }
-//
-// One readwrite transaction per commit. The compare-and-set on the version happens
-// inside that transaction: IndexedDB serialises readwrite transactions whose scopes
-// overlap, so no other writer (another tab, another call in this tab) can slip in
-// between the read of the current version and the write of the new one.
-//
-// `snapshot` is the engine's opaque string (`outcome.snapshot`); the store never parses it.
-// `expectedVersion` is null for a process that must not exist yet. `extras` may carry
-// `{ event, now }` (the event that produced this snapshot and the host's clock); the event
-// goes to an append-only log keyed by [processId, version], written in the same
-// transaction, so the log and the snapshot never disagree. `events()` reads it back in
-// the shape of the in-memory store's log.
-//
-// The store keeps the rows it last read or wrote (`kept.js`), each with the random stamp its
-// write put in the row; `load` asks the index whether the row still has that version and
-// stamp and, if so, hands back the kept string without reading the snapshot, which the
-// engine then recognises and reduces from its decoded copy.
+// IndexedDB store for the browser. One readwrite transaction per commit: IndexedDB serialises
+// readwrite transactions whose scopes overlap, so the compare-and-set on the version, read and
+// written inside it, is exact across tabs. The event-log row is written in the same
+// transaction, keyed by [processId, version]. Each row carries a random stamp: `load` asks the
+// HEAD index whether the row still has the kept version and stamp and, if so, returns the kept
+// string without reading the snapshot.
 //
 //   const store = await openIndexedDBStore({ name: "idem" });
 //   const row = await store.load("order-42");            // null the first time
 //   const out = machine.reduce(row?.snapshot ?? null, event, Date.now(), "order-42");
 //   if (out.changed) await store.commit("order-42", row?.version ?? null, out, { event });
 
-import { KeptSnapshots } from "./kept.js";
+import { KeptSnapshots, eventLogRow } from "./common.js";
 import { IdemError } from "../error.js";
 import { eventsOptionsArg, optionalField, optionsArg, processIdArg } from "../checks.js";
 
@@ -141,18 +126,9 @@ export class IndexedDBStore {
           revision: outcome?.revision ?? null,
           updatedAt: Date.now(),
         });
-        if (extras && extras.event) {
-          tx.objectStore(LOG).put({
-            processId,
-            version,
-            eventId: extras.event.id,
-            revision: outcome?.revision ?? null,
-            type: extras.event.type,
-            status: outcome?.status ?? null,
-            response: outcome?.response ?? null,
-            receivedAt: extras.now ?? null,
-          });
-        }
+        // A bare snapshot string has no revision or status to log.
+        const row = typeof outcome === "string" ? null : eventLogRow({ outcome, extras });
+        if (row !== null) tx.objectStore(LOG).put({ processId, version, ...row });
         result = { ok: true, version };
       };
       // The stored version without reading the snapshot: the row's key in the index. A row

@@ -1,22 +1,13 @@
-// Cloudflare Workers KV store: one key per process holding the whole snapshot
-// (ledger included), so the "this event id was applied" mark and the new state
-// are written together, in one value.
+// Cloudflare Workers KV store: one key per process holding the snapshot text (ledger
+// included, so the applied mark and the new state are one value), its revision in the key's
+// metadata. Version = revision.
 //
-// SAFE ONLY WITH ONE WRITER PER PROCESS. Workers KV has no compare-and-set and
-// is eventually consistent (a read may return a value up to about a minute
-// old in other locations). The version check in `commit` below is a read
-// followed by a write, not an atomic operation: two writers that read the
-// same version both "succeed", and the second write silently discards the
-// first one's event (a lost update; tests/workerd proves it). Put a single
-// writer in front of each process:
-//
-// - a Durable Object per process (examples/cloudflare does this: the object
-//   uses `new KVStore(env.KV, { singleWriter: true })`, which keeps the
-//   version check in the object's memory, where it is atomic), or
-// - a queue consumer that handles each process's messages one at a time.
-//
-// Values are the snapshot text; the version (the revision) is in the key's
-// metadata. Values are limited to 25 MiB by KV.
+// SAFE ONLY WITH ONE WRITER PER PROCESS: Workers KV has no compare-and-set and is eventually
+// consistent, so `commit`'s version check is a read then a write, and two writers that read
+// the same version both "succeed" (a lost update; tests/workerd/kv-race.test.mjs shows it).
+// Put one writer in front of each process: a Durable Object per process with
+// `singleWriter: true` (the check then runs in the object's memory, where it is atomic, as
+// examples/cloudflare does), or a queue consumer that takes a process's messages one at a time.
 
 import { commitArgs, isBoolean, optionalField, optionsArg, processIdArg, versionArg, withMethods } from "../checks.js";
 

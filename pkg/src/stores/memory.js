@@ -2,13 +2,15 @@
 // tests and for single-process tools. Versions are revisions (1, 2, 3, ...).
 // It also keeps the event log the HTTP API serves (`events`).
 
-import { eventsOptionsArg, processIdArg, stepsArg, versionArg } from "../checks.js";
+import { GroupCommitStore, eventLogRow } from "./common.js";
+import { eventsOptionsArg, processIdArg } from "../checks.js";
 
 /**
  * @implements {import("../index.d.ts").Store}
  */
-export class MemoryStore {
+export class MemoryStore extends GroupCommitStore {
   constructor() {
+    super();
     /** @type {Map<string, { snapshot: string, version: number }>} */
     this.rows = new Map();
     /** @type {Map<string, import("../index.d.ts").EventLogRow[]>} */
@@ -27,17 +29,6 @@ export class MemoryStore {
   }
 
   /**
-   * @param {string} processId
-   * @param {number | null} expectedVersion
-   * @param {import("../index.d.ts").Outcome} outcome
-   * @param {import("../index.d.ts").CommitExtras} [extras]
-   * @returns {Promise<import("../index.d.ts").CommitResult>}
-   */
-  commit(processId, expectedVersion, outcome, extras = {}) {
-    return this.commitMany(processId, expectedVersion, [{ outcome, extras }]);
-  }
-
-  /**
    * Several changed outcomes of one process in one compare-and-set (`apply` groups the calls
    * waiting in a lane): the last one's snapshot is stored, and each gets its log row. The version
    * moves by one per outcome, as if they had been committed one by one; `writes` counts one.
@@ -46,10 +37,7 @@ export class MemoryStore {
    * @param {{ outcome: import("../index.d.ts").Outcome, extras?: import("../index.d.ts").CommitExtras }[]} steps
    * @returns {Promise<import("../index.d.ts").CommitResult>}
    */
-  async commitMany(processId, expectedVersion, steps) {
-    processIdArg(processId);
-    versionArg(expectedVersion);
-    stepsArg(steps);
+  async commitSteps(processId, expectedVersion, steps) {
     const row = this.rows.get(processId);
     const current = row ? row.version : null;
     if (current !== expectedVersion) {
@@ -58,27 +46,20 @@ export class MemoryStore {
     }
     const version = (current ?? 0) + steps.length;
     this.rows.set(processId, { snapshot: steps[steps.length - 1].outcome.snapshot, version });
-    for (const { outcome, extras = {} } of steps) this.logRow(processId, outcome, extras);
+    const now = Date.now();
+    for (const step of steps) this.logRow(processId, eventLogRow(step, now));
     this.writes++;
     return { ok: true, version };
   }
 
   /**
    * @param {string} processId
-   * @param {import("../index.d.ts").Outcome} outcome
-   * @param {import("../index.d.ts").CommitExtras} extras
+   * @param {import("../index.d.ts").EventLogRow | null} row
    */
-  logRow(processId, outcome, extras) {
-    if (!extras.event) return;
+  logRow(processId, row) {
+    if (row === null) return;
     const rows = this.log.get(processId) ?? [];
-    rows.push({
-      eventId: extras.event.id,
-      revision: outcome.revision,
-      type: extras.event.type,
-      status: outcome.status,
-      response: outcome.response ?? null,
-      receivedAt: extras.now ?? null,
-    });
+    rows.push(row);
     this.log.set(processId, rows);
   }
 
