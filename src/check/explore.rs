@@ -130,10 +130,12 @@ pub fn check(
     let mut p = Progress { distinct: 1, ..Progress::default() };
     let mut settled: Option<(String, u32)> = None;
     let every = opts.progress_every.max(1);
+    let mut enabled = Vec::new();
     let mut next_report = every;
     while let Some((s, node, depth)) = queue.pop_front() {
         p.depth = p.depth.max(depth);
-        for a in w.actions(&s) {
+        w.actions_into(&s, &mut enabled);
+        for &a in &enabled {
             p.states += 1;
             let (t, r) = w.step(&s, a);
             let breach = match r {
