@@ -28,7 +28,7 @@ fn run(machine: &str, scenario: &str, set: impl FnOnce(&mut Bounds)) -> (Report,
     let (m, s) = load(machine, scenario);
     let mut bounds = Bounds::defaults(s.events().count());
     set(&mut bounds);
-    let opts = Options { bounds, property: Property::Dedup, max_states: 10_000_000, timeout_s: None, process: "p1".into() };
+    let opts = Options { bounds, property: Property::Dedup, max_states: 10_000_000, timeout_s: None, process: "p1".into(), progress_every: explore::PROGRESS_EVERY };
     let t0 = Instant::now();
     let r = explore::check(&m, &s, &opts, &mut || t0.elapsed().as_secs_f64(), &mut |_| {});
     (r, opts, t0.elapsed().as_secs_f64())

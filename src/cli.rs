@@ -304,7 +304,7 @@ fn check(args: &[String], io: &mut dyn Io) -> Result<u8, Error> {
         ce_other = v["counterexample"]["otherOrderSettlesIn"].as_str().map(String::from);
         let actions = v["counterexample"]["actions"].as_array().ok_or_else(|| bad("counterexample.actions"))?;
         let actions = actions.iter().map(explore::action_from_json).collect::<Option<Vec<_>>>().ok_or_else(|| bad("an action"))?;
-        (m, scenario, Options { bounds, property, max_states, timeout_s: timeout, process }, Some(actions))
+        (m, scenario, Options { bounds, property, max_states, timeout_s: timeout, process, progress_every: explore::PROGRESS_EVERY }, Some(actions))
     } else {
         let path = path.ok_or_else(|| usage("check needs a machine file"))?;
         let m = Machine::from_json(&read(io, &path)?)?;
@@ -328,7 +328,7 @@ fn check(args: &[String], io: &mut dyn Io) -> Result<u8, Error> {
                 }
             }
         }
-        (m, scenario, Options { bounds, property, max_states, timeout_s: timeout, process }, None)
+        (m, scenario, Options { bounds, property, max_states, timeout_s: timeout, process, progress_every: explore::PROGRESS_EVERY }, None)
     };
     // The time limit and the progress lines both go through `io` (the checker reads no clock);
     // `explore::check` calls the two one at a time, never one inside the other.

@@ -23,7 +23,7 @@ fn machine(path: &str) -> Machine {
 fn options(scenario: &Scenario, set: impl FnOnce(&mut Bounds)) -> Options {
     let mut bounds = Bounds::defaults(scenario.events().count());
     set(&mut bounds);
-    Options { bounds, property: Property::Dedup, max_states: 2_000_000, timeout_s: None, process: "p1".into() }
+    Options { bounds, property: Property::Dedup, max_states: 2_000_000, timeout_s: None, process: "p1".into(), progress_every: explore::PROGRESS_EVERY }
 }
 
 fn check(m: &str, scenario: &str, set: impl FnOnce(&mut Bounds)) -> Report {

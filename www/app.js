@@ -683,16 +683,20 @@ function setGatewayMode(mode) {
 const proofs = {}; // variant -> { verdict, step } once checked; step: the counterexample step shown
 let proofKey = null;
 
-/** Check the shown machine on the demo's scenario (synchronous in wasm: a fraction of a second). */
+/** Check the shown machine on the demo's scenario, in a worker: the page stays responsive. */
 async function prove() {
   const variant = settings.variant;
-  const { machine } = machines[variant];
+  const { def } = machines[variant];
   $("prove").disabled = true;
-  $("prove-result").innerHTML = '<p class="muted small">Checking…</p>';
-  // let the page paint "Checking…" before the check holds the main thread
-  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  const out = $("prove-result");
+  out.dataset.verdict = "";
+  delete out.dataset.progress;
+  out.innerHTML = '<p class="muted small">Checking…</p>';
   try {
-    const verdict = machine.check(PROVE_SCENARIO, PROVE_BOUNDS);
+    const verdict = await checkInWorker(def, (p) => {
+      out.dataset.progress = String(p.states);
+      out.innerHTML = `<p class="muted small">Checking… ${esc(p.states.toLocaleString("en"))} states so far, depth ${esc(p.depth)}</p>`;
+    });
     proofs[variant] = { verdict, step: verdict.counterexample ? 0 : null };
   } catch (err) {
     proofs[variant] = { error: err };
@@ -701,6 +705,33 @@ async function prove() {
   }
   proofKey = null;
   await refresh();
+}
+
+// One module worker for every check (check-worker.js), started on the first; a check is
+// answered by messages carrying its id: progress while it runs, then the verdict or an error.
+let checker = null;
+let checks = 0;
+function checkInWorker(def, onProgress) {
+  checker ??= new Worker(new URL("./check-worker.js", import.meta.url), { type: "module" });
+  const id = ++checks;
+  return new Promise((resolve, reject) => {
+    const listen = ({ data }) => {
+      if (data.id !== id) return;
+      if (data.progress) return onProgress(data.progress);
+      checker.removeEventListener("message", listen);
+      checker.removeEventListener("error", failed);
+      data.error ? reject(data.error) : resolve(data.verdict);
+    };
+    const failed = (e) => {
+      checker.removeEventListener("message", listen);
+      checker.removeEventListener("error", failed);
+      checker = null; // a worker that failed to load is started afresh next time
+      reject({ code: "check_worker_failed", message: e.message || "the check worker failed to start" });
+    };
+    checker.addEventListener("message", listen);
+    checker.addEventListener("error", failed);
+    checker.postMessage({ id, def, scenario: PROVE_SCENARIO, bounds: PROVE_BOUNDS });
+  });
 }
 
 /** The counterexample step the diagram shows (its state value), or null. */

@@ -411,7 +411,7 @@ export interface CheckOptions {
   /** Seconds. */
   timeout?: number;
   process?: string;
-  /** Called about every 50,000 steps. */
+  /** Called every 5,000 steps. */
   onProgress?: (p: { states: number; transitions: number; depth: number; seconds: number }) => void;
 }
 

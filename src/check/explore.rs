@@ -40,9 +40,14 @@ pub struct Options {
     pub max_states: u64,
     pub timeout_s: Option<f64>,
     pub process: String,
+    /// Steps between two progress reports (and two looks at the time limit).
+    pub progress_every: u64,
 }
 
-/// Progress of a run, reported about every 50,000 states.
+/// Steps between two progress lines of `idem check`.
+pub const PROGRESS_EVERY: u64 = 50_000;
+
+/// Progress of a run, reported every `Options::progress_every` steps.
 #[derive(Clone, Debug, Default)]
 pub struct Progress {
     pub states: u64,
@@ -124,10 +129,13 @@ pub fn check(
     let mut queue: VecDeque<(State, u32, u32)> = VecDeque::from([(start, 0, 0)]);
     let mut p = Progress { distinct: 1, ..Progress::default() };
     let mut settled: Option<(String, u32)> = None;
-    let mut next_report = 50_000;
+    let every = opts.progress_every.max(1);
+    let mut enabled = Vec::new();
+    let mut next_report = every;
     while let Some((s, node, depth)) = queue.pop_front() {
         p.depth = p.depth.max(depth);
-        for a in w.actions(&s) {
+        w.actions_into(&s, &mut enabled);
+        for &a in &enabled {
             p.states += 1;
             let (t, r) = w.step(&s, a);
             let breach = match r {
@@ -150,7 +158,7 @@ pub fn check(
             }
         }
         if p.states >= next_report {
-            next_report += 50_000;
+            next_report += every;
             p.seconds = elapsed();
             progress(&p);
             if opts.timeout_s.is_some_and(|limit| p.seconds > limit) {

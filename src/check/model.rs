@@ -153,9 +153,11 @@ pub struct State {
     /// Logical event ids with a recorded outcome in the reference, with their
     /// frozen response, the end of its retention window and the event recorded
     /// (the original or its fresh re-send).
-    pub frozen: Vec<(u32, u32, u64, u32)>,
+    /// Shared between a state and its successors until a step changes it
+    /// (most steps do not): copying a state then allocates nothing.
+    pub frozen: Rc<Vec<(u32, u32, u64, u32)>>,
     /// Gateway: (key, times performed, answer: 0 none, 1 succeeded, 2 declined), by key.
-    pub gateway: Vec<(u32, u8, u8)>,
+    pub gateway: Rc<Vec<(u32, u8, u8)>>,
 }
 
 impl Host {
@@ -227,13 +229,13 @@ impl State {
             sorted.iter().for_each(|h| h.encode(out));
         }
         out.extend_from_slice(&(self.frozen.len() as u32).to_le_bytes());
-        for &(id, response, until, ev) in &self.frozen {
+        for &(id, response, until, ev) in self.frozen.iter() {
             out.extend_from_slice(&id.to_le_bytes());
             out.extend_from_slice(&response.to_le_bytes());
             out.extend_from_slice(&until.to_le_bytes());
             out.extend_from_slice(&ev.to_le_bytes());
         }
-        for &(key, times, answer) in &self.gateway {
+        for &(key, times, answer) in self.gateway.iter() {
             out.extend_from_slice(&key.to_le_bytes());
             out.extend_from_slice(&[times, answer]);
         }
@@ -351,6 +353,9 @@ pub struct World<'m> {
     reports: FxMap<(u32, u8), u32>,
     reduced: FxMap<(u32, u32, u64), u32>,
     snaps: FxMap<u32, SnapInfo>,
+    /// Snapshots a fresh machine read back, with the state value and revision
+    /// it read: the same text written again with the same answer is not read twice.
+    read_back: FxMap<u32, (Value, u64)>,
     due_now: FxMap<(u32, u64), Vec<u32>>,
     pub reduces: u64,
     /// The outcome the last step reduced, if it reduced (for traces).
@@ -381,6 +386,7 @@ impl<'m> World<'m> {
             reports: FxMap::default(),
             reduced: FxMap::default(),
             snaps: FxMap::default(),
+            read_back: FxMap::default(),
             due_now: FxMap::default(),
             reduces: 0,
             last_out: None,
@@ -455,12 +461,16 @@ impl<'m> World<'m> {
         }
         self.reduces += 1;
         let o = self.m.reduce_in(&self.process, self.text(snap), &self.events[ev as usize].value, now);
-        if let Some(s) = &o.snapshot {
-            read_back(&self.fresh_machine, s, &o).map_err(|e| Violation { message: format!("the snapshot written {e}") })?;
+        let written = o.snapshot.as_deref().map_or(0, |s| self.strings.id(s));
+        let read_before = self.read_back.get(&written).is_some_and(|(state, revision)| *state == o.state && *revision == o.revision);
+        if written != 0 && !read_before {
+            let text = self.strings.all[written as usize].as_str();
+            read_back(&self.fresh_machine, text, &o).map_err(|e| Violation { message: format!("the snapshot written {e}") })?;
+            self.read_back.insert(written, (o.state.clone(), o.revision));
         }
         let out = Out {
             status: o.status,
-            snapshot: o.snapshot.as_deref().map_or(0, |s| self.strings.id(s)),
+            snapshot: written,
             response: self.strings.id(&reply_text(&o.response)),
             state: self.strings.id(&crate::json::to_text(&o.state)),
             effects: o.effects.iter().map(|e| (self.strings.id(&e.key), e.idempotent)).collect(),
@@ -476,8 +486,11 @@ impl<'m> World<'m> {
             let info = match self.text(snap) {
                 None => SnapInfo { state_text: "none".into(), ..SnapInfo::default() },
                 Some(text) => {
-                    let v = crate::inspect(self.m, text).unwrap_or(Value::Null);
-                    let next_due = crate::outbox::due(self.m, text, u64::MAX)
+                    // One decode for both: what `inspect` shows and what `outbox::due` lists.
+                    let loaded = crate::snapshot::load(self.m, text).ok();
+                    let v = loaded.as_ref().filter(|l| l.snap.ledger.validate().is_ok()).map_or(Value::Null, |l| l.snap.to_value());
+                    let next_due = loaded
+                        .map(|l| crate::outbox::due_items(&l.snap, u64::MAX))
                         .unwrap_or_default()
                         .iter()
                         .filter_map(|i| i["dueAt"].as_u64())
@@ -522,6 +535,13 @@ impl<'m> World<'m> {
     /// Every action enabled in `s`, in a fixed order.
     pub fn actions(&mut self, s: &State) -> Vec<Action> {
         let mut out = Vec::new();
+        self.actions_into(s, &mut out);
+        out
+    }
+
+    /// [`World::actions`] into `out` (cleared first), which the search reuses for every state.
+    pub fn actions_into(&mut self, s: &State, out: &mut Vec<Action>) {
+        out.clear();
         let n = self.n();
         let idle = s.hosts.iter().position(|h| h.pc == Pc::Idle).map(|h| h as u8);
         if let Some(host) = idle {
@@ -569,7 +589,7 @@ impl<'m> World<'m> {
         // clock moves only when every host is idle and nothing is due, so a lease
         // never runs out under a live host (a crashed one's does).
         if s.hosts.iter().any(|h| h.pc != Pc::Idle) || !self.due_list(s.store, s.now).is_empty() {
-            return out;
+            return;
         }
         if let Some(&ms) = self.advances.get(s.next_advance as usize) {
             out.push(Action::Advance { to: s.now + ms, why: Clock::Scenario });
@@ -586,7 +606,6 @@ impl<'m> World<'m> {
                 out.push(Action::Advance { to: t, why: Clock::Expiry });
             }
         }
-        out
     }
 
     /// Apply `a` to `s`: the state after it, and the breach of the property
@@ -732,7 +751,7 @@ impl<'m> World<'m> {
                 let at = t.frozen.partition_point(|f| f.0 < logical);
                 let ty = self.events[h.ev as usize].value["type"].as_str().unwrap_or("");
                 let until = h.at.saturating_add(self.m.retention_for(ty));
-                t.frozen.insert(at, (logical, response, until, h.ev));
+                Rc::make_mut(&mut t.frozen).insert(at, (logical, response, until, h.ev));
             }
         }
         if t.store != t.reference {
@@ -839,11 +858,12 @@ impl<'m> World<'m> {
 
     /// The gateway performs `key` (or answers from its memory of the key); its answer: 1 done, 2 declined.
     fn perform(&mut self, t: &mut State, key: u32, idempotent: bool, declined: bool) -> Result<u8, Violation> {
-        let at = t.gateway.partition_point(|g| g.0 < key);
-        if at == t.gateway.len() || t.gateway[at].0 != key {
-            t.gateway.insert(at, (key, 0, 0));
+        let gateway = Rc::make_mut(&mut t.gateway);
+        let at = gateway.partition_point(|g| g.0 < key);
+        if at == gateway.len() || gateway[at].0 != key {
+            gateway.insert(at, (key, 0, 0));
         }
-        let g = &mut t.gateway[at];
+        let g = &mut gateway[at];
         if idempotent && !self.bounds.faults.gateway_without_keys && g.2 != 0 {
             return Ok(g.2);
         }

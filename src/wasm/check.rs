@@ -12,6 +12,9 @@ use crate::Machine;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
+/// Steps between two `onProgress` calls (and two looks at the time limit).
+const PROGRESS_EVERY: u64 = 5_000;
+
 fn bad(what: &str) -> JsValue {
     js_error(&Error::new(Code::Usage, format!("check options: {what}")))
 }
@@ -20,7 +23,8 @@ fn bad(what: &str) -> JsValue {
 /// Lines: events and `{"advance": ms}` lines) with `options` (`reorder`,
 /// `expiries`, `crashes`, `effectFaults`, `hosts`, `freshResends`, `property`,
 /// `maxStates`, `timeout` in seconds, `process`); `on_progress` receives
-/// `{states, transitions, depth, seconds}` about every 50,000 steps.
+/// `{states, transitions, depth, seconds}` every 5,000 steps (often enough
+/// for a page to show a check of a few thousand states moving).
 ///
 /// ```js
 /// const verdict = machine.check(scenario, { expiries: 1, onProgress: (p) => console.log(p.states) });
@@ -37,7 +41,7 @@ pub fn check_machine(definition: JsValue, scenario: &str, options: JsValue, on_p
     };
     let mut bounds = Bounds::defaults(s.events().count());
     let count = |name: &str, v: &Value| v.as_u64().and_then(|n| u8::try_from(n).ok()).ok_or_else(|| bad(&format!("{name} must be a whole number from 0 to 255, got {}", crate::json::to_text(v))));
-    let mut opts = Options { bounds: bounds.clone(), property: Property::Dedup, max_states: 10_000_000, timeout_s: None, process: "p1".into() };
+    let mut opts = Options { bounds: bounds.clone(), property: Property::Dedup, max_states: 10_000_000, timeout_s: None, process: "p1".into(), progress_every: PROGRESS_EVERY };
     if let Some(map) = o.as_object() {
         for (k, v) in map {
             match k.as_str() {

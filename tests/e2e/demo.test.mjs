@@ -607,6 +607,11 @@ test("Prove it: the fragile counter gives a counterexample to step through on th
     assert.equal(await page.locator("#prove-result ol.steps").count(), 0);
     assert.equal(await page.locator("figure.diagram.replaying").count(), 0);
     assert.deepEqual(await activeAtoms(page), ["payment.collecting"]);
+    // the check ran in the page's check worker, which reported its progress while it explored
+    assert.ok(page.workers().some((w) => w.url().endsWith("/check-worker.js")), "the check runs off the page's thread");
+    const progress = Number(await page.$eval("#prove-result", (r) => r.dataset.progress));
+    const states = Number(r.text.match(/([\d,]+) states/)[1].replaceAll(",", ""));
+    assert.ok(progress > 0 && progress <= states, `progress ${progress} of ${states} states`);
   }
   for (const variant of ["robust-nokeys", "parallel"]) {
     await chooseMachine(page, variant);
