@@ -1,0 +1,249 @@
+// The corpus run: each machine of tests/xstate that has its implementations written as data
+// (`<name>.implementations.json`) is imported, given them and run by idem beside XState running the
+// machine of `<name>.mjs` with its own functions, on seeded random event streams, and the state
+// value and the context agree after every event.
+//
+// A `<name>.implementations.json` holds
+// - `implementations`: the named guards, actions and delays the import lists in `needs`, as data;
+// - `inline`: the functions written inline in the machine, which JSON loses (an `assign` computed by
+//   a function, a guard combinator over a guard that is code), as data at their site in the XState
+//   config (the site its import diagnostic names): `{ "action": [...] }` or `{ "guard": <expr> }`.
+//   Each is written into the JSON form as a named implementation `inline:<site>` before the import;
+// - `events`: the payload fields of the events the machine accepts, each with its candidate values;
+// - `actors`: for each invoked actor, the outputs and errors its work may end with.
+//
+// The streams mix the machine's events with the completions of its invoked work (idem: the outbox's
+// started and result reports; XState: the actor's promise settled) and the firing of its earliest
+// timer (idem: the `idem.after` event `due` gives; XState: a simulated clock's callback). Side effects
+// (an action that is only an effect, `emit`) are compared as nothing: state and context only. Idem's
+// bookkeeping of invoked work (context keys starting with `$`) is left out of the comparison.
+
+import assert from "node:assert/strict";
+import { readFileSync, existsSync } from "node:fs";
+import { test } from "node:test";
+import * as xstate5 from "xstate";
+import { importXState, Machine } from "../../pkg/src/node.js";
+import { caseSeed, rng } from "../differential/rng.mjs";
+
+const here = new URL(".", import.meta.url);
+const MACHINES = ["media-player"];
+const CASES = 200;
+const LENGTH = 30;
+const FAR = 1e15;
+
+/** The JSON form with each inline function given as data named by its site. */
+export function withInline(config, inline) {
+  const out = structuredClone(config);
+  for (const site of Object.keys(inline ?? {})) setAt(out, site, `inline:${site}`);
+  return out;
+}
+
+/** The data implementations, the inline ones among them under their site names. */
+export function implementationsOf(spec) {
+  const { guards = {}, actions = {}, delays = {} } = spec.implementations ?? {};
+  const out = { guards: { ...guards }, actions: { ...actions }, delays: { ...delays } };
+  for (const [site, impl] of Object.entries(spec.inline ?? {})) {
+    if (impl.action) out.actions[`inline:${site}`] = impl.action;
+    if (impl.guard) out.guards[`inline:${site}`] = impl.guard;
+  }
+  return out;
+}
+
+function steps(site) {
+  return site.split(".").flatMap((part) => {
+    const m = /^([^[]+)((?:\[\d+\])*)$/.exec(part);
+    if (!m) throw new Error(`bad site ${site}`);
+    return [m[1], ...[...m[2].matchAll(/\[(\d+)\]/g)].map((x) => Number(x[1]))];
+  });
+}
+
+function setAt(root, site, value) {
+  const path = steps(site);
+  let node = root;
+  for (const k of path.slice(0, -1)) {
+    node = node?.[k];
+    if (node === undefined) throw new Error(`site ${site} is not in the config`);
+  }
+  const last = path.at(-1);
+  if (!(last in node)) throw new Error(`site ${site} is not in the config`);
+  node[last] = value;
+}
+
+/** Every event type the config's `on` maps name, but XState's own. */
+function eventTypes(config) {
+  const types = new Set();
+  const walk = (s) => {
+    for (const t of Object.keys(s.on ?? {})) if (!t.startsWith("xstate.") && t !== "*") types.add(t);
+    for (const c of Object.values(s.states ?? {})) walk(c);
+  };
+  walk(config);
+  return [...types].sort();
+}
+
+/** A clock for XState whose timers fire only when the stream says so. */
+function simulatedClock() {
+  const timers = new Map();
+  let next = 1;
+  return {
+    now: 0,
+    setTimeout(fn, ms) {
+      const id = next++;
+      timers.set(id, { fn, at: this.now + ms, id });
+      return id;
+    },
+    clearTimeout(id) {
+      timers.delete(id);
+    },
+    fireEarliest() {
+      const [first] = [...timers.values()].sort((a, b) => a.at - b.at || a.id - b.id);
+      if (!first) return false;
+      timers.delete(first.id);
+      this.now = Math.max(this.now, first.at);
+      first.fn();
+      return true;
+    },
+  };
+}
+
+/** XState's side: the machine with its invoked work settled by the stream, on a simulated clock. */
+function xstateRun(make, actorNames) {
+  const machine = make(xstate5);
+  const pending = new Map();
+  const actors = Object.fromEntries(
+    actorNames.map((id) => [id, xstate5.fromPromise(() => new Promise((resolve, reject) => pending.set(id, { resolve, reject })))]),
+  );
+  const clock = simulatedClock();
+  const actor = xstate5.createActor(machine.provide({ actors }), { clock }).start();
+  return { actor, clock, pending };
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+/** Idem's side: a process reduced event by event, its effects and timers reported as a host does. */
+class IdemRun {
+  constructor(machine, key) {
+    this.machine = machine;
+    this.key = key;
+    this.snapshot = null;
+    this.now = 1_000;
+    this.n = 0;
+  }
+
+  send(event, at = this.now + 1) {
+    this.now = Math.max(this.now + 1, at);
+    const out = this.machine.reduce(this.snapshot, event, this.now, this.key);
+    assert.notEqual(out.status, "rejected", `${JSON.stringify(event)}: ${JSON.stringify(out.error)}`);
+    if (out.changed) this.snapshot = out.snapshot;
+    return out;
+  }
+
+  due() {
+    return this.snapshot === null ? [] : this.machine.due(this.snapshot, FAR);
+  }
+
+  /**
+   * The attempt of the current invocation of work `type` the outbox waits for, if any: the one
+   * started by the entry its state recorded (`$invoke:<id>`), not one left over from an earlier entry.
+   */
+  attempt(type) {
+    if (this.snapshot === null) return null;
+    const entry = this.machine.inspect(this.snapshot).context[`$invoke:${type}`];
+    if (typeof entry !== "string") return null;
+    return this.due().find((d) => d.kind === "attempt" && d.type === type && `/${d.key}`.includes(`/${entry}:`)) ?? null;
+  }
+
+  timer() {
+    return this.due().filter((d) => d.kind === "timer").sort((a, b) => a.dueAt - b.dueAt)[0] ?? null;
+  }
+
+  complete(item, ok, value) {
+    this.send(item.started);
+    const payload = ok ? { key: item.key, result: value } : { key: item.key, error: value };
+    return this.send({ id: item.resultId, type: ok ? "idem.effect.succeeded" : "idem.effect.failed", payload });
+  }
+
+  view() {
+    if (this.snapshot === null) return null;
+    const { value, context } = this.machine.inspect(this.snapshot);
+    return { value, context: Object.fromEntries(Object.entries(context).filter(([k]) => !k.startsWith("$"))) };
+  }
+}
+
+function payloadFor(r, fields) {
+  return Object.fromEntries(Object.entries(fields ?? {}).map(([k, values]) => [k, r.pick(values)]));
+}
+
+for (const name of MACHINES) {
+  const specUrl = new URL(`${name}.implementations.json`, here);
+  if (!existsSync(specUrl)) continue;
+  const spec = JSON.parse(readFileSync(specUrl, "utf8"));
+  const config = JSON.parse(readFileSync(new URL(`${name}.json`, here), "utf8"));
+
+  test(`${name}: the implementations as data cover what the import needs`, async () => {
+    const { definition, needs } = importXState(JSON.stringify(withInline(config, spec.inline)));
+    const impl = implementationsOf(spec);
+    for (const g of needs.guards) assert.ok(g in impl.guards, `guard ${g} has no implementation`);
+    for (const a of needs.actions) assert.ok(a in impl.actions, `action ${a} has no implementation`);
+    // Nothing lost is left standing in: no inline assign as an opaque effect, no flag for a guard.
+    const text = JSON.stringify({ ...definition, implementations: undefined });
+    assert.doesNotMatch(text, /"xstate\.assign"|\$guard/);
+  });
+
+  test(`${name}: with its implementations as data, idem agrees with XState after every event`, async () => {
+    const { default: make } = await import(new URL(`${name}.mjs`, here));
+    const { definition } = importXState(JSON.stringify(withInline(config, spec.inline)));
+    const machine = new Machine({ ...definition, implementations: implementationsOf(spec) });
+    const types = eventTypes(config);
+    const actorNames = Object.keys(spec.actors ?? {});
+    let compared = 0;
+    const kinds = { event: 0, done: 0, error: 0, timer: 0 };
+    for (let c = 0; c < CASES; c++) {
+      const r = rng(caseSeed(35, c));
+      const ours = new IdemRun(machine, `${name}-${c}`);
+      const theirs = xstateRun(make, actorNames);
+      await settle();
+      for (let i = 0; i < LENGTH; i++) {
+        const choices = [];
+        for (const id of actorNames) {
+          const item = ours.attempt(id);
+          if (item && theirs.pending.has(id)) choices.push({ kind: "done", id, item }, { kind: "error", id, item });
+        }
+        const timer = ours.timer();
+        if (timer) choices.push({ kind: "timer", timer });
+        let what = choices.length > 0 && r.chance(0.3) ? r.pick(choices) : { kind: "event", type: r.pick(types) };
+        let label;
+        if (what.kind === "event") {
+          const payload = payloadFor(r, spec.events?.[what.type]);
+          label = JSON.stringify({ type: what.type, ...payload });
+          theirs.clock.now = ours.now + 1;
+          theirs.actor.send({ type: what.type, ...payload });
+          ours.send({ id: `e${i}`, type: what.type, payload });
+        } else if (what.kind === "timer") {
+          label = `timer ${what.timer.state} ${what.timer.delay}`;
+          ours.send(what.timer.event, what.timer.dueAt);
+          assert.ok(theirs.clock.fireEarliest(), `case ${c} event ${i}: XState has no timer where idem has ${label}`);
+        } else {
+          const ok = what.kind === "done";
+          const value = r.pick(ok ? spec.actors[what.id].output : spec.actors[what.id].error);
+          label = `${what.kind} ${what.id} ${JSON.stringify(value)}`;
+          const settle1 = theirs.pending.get(what.id);
+          theirs.pending.delete(what.id);
+          ours.complete(what.item, ok, value);
+          (ok ? settle1.resolve : settle1.reject)(value);
+        }
+        kinds[what.kind]++;
+        await settle();
+        const view = ours.view();
+        if (view === null) continue;
+        const snap = theirs.actor.getSnapshot();
+        assert.deepEqual(view, { value: snap.value, context: snap.context }, `case ${c} after event ${i} ${label}`);
+        compared++;
+      }
+      theirs.actor.stop();
+    }
+    // Not vacuous: events of every kind were delivered and compared.
+    console.log(`${name}: ${compared} comparisons, ${JSON.stringify(kinds)}`);
+    assert.ok(compared > CASES * LENGTH * 0.5, `only ${compared} comparisons`);
+    for (const [k, n] of Object.entries(kinds)) if (k === "event" || actorNames.length > 0) assert.ok(n > 0, `no ${k} delivered: ${JSON.stringify(kinds)}`);
+  });
+}
