@@ -10,7 +10,8 @@
 //   config (the site its import diagnostic names): `{ "action": [...] }` or `{ "guard": <expr> }`.
 //   Each is written into the JSON form as a named implementation `inline:<site>` before the import;
 // - `events`: the payload fields of the events the machine accepts, each with its candidate values;
-// - `actors`: for each invoked actor, the outputs and errors its work may end with.
+// - `actors`: for each invoked actor, the outputs and errors its work may end with;
+// - `sideEffects`: actions that only reach the outside world (logging), which XState runs as no-ops.
 //
 // The streams mix the machine's events with the completions of its invoked work (idem: the outbox's
 // started and result reports; XState: the actor's promise settled) and the firing of its earliest
@@ -27,7 +28,7 @@ import { importXState, Machine } from "../../pkg/src/node.js";
 import { caseSeed, rng } from "../differential/rng.mjs";
 
 const here = new URL(".", import.meta.url);
-const MACHINES = ["media-player", "onboarding-v4"];
+const MACHINES = ["media-player", "onboarding-v4", "fetch-retry"];
 const CASES = 200;
 const LENGTH = 30;
 const FAR = 1e15;
@@ -110,18 +111,19 @@ function simulatedClock() {
  * XState's side: the machine with its invoked work settled by the stream, on a simulated clock;
  * an `-v4` machine under XState 4's interpreter, the others under XState 5's actor.
  */
-function xstateRun(name, make, actorNames) {
+function xstateRun(name, make, actorNames, sideEffects) {
+  const quiet = Object.fromEntries(sideEffects.map((a) => [a, () => {}]));
   const pending = new Map();
   const work = (id) => () => new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
   const clock = simulatedClock();
   if (name.endsWith("-v4")) {
     const services = Object.fromEntries(actorNames.map((id) => [id, work(id)]));
-    const service = xstate4.interpret(make(xstate4).withConfig({ services }), { clock }).start();
+    const service = xstate4.interpret(make(xstate4).withConfig({ services, actions: quiet }), { clock }).start();
     const snapshot = () => ({ value: service.state.value, context: service.state.context });
     return { send: (e) => service.send(e), snapshot, done: () => service.state.done, stop: () => service.stop(), clock, pending };
   }
   const actors = Object.fromEntries(actorNames.map((id) => [id, xstate5.fromPromise(work(id))]));
-  const actor = xstate5.createActor(make(xstate5).provide({ actors }), { clock }).start();
+  const actor = xstate5.createActor(make(xstate5).provide({ actors, actions: quiet }), { clock }).start();
   const snapshot = () => ({ value: actor.getSnapshot().value, context: actor.getSnapshot().context });
   return { send: (e) => actor.send(e), snapshot, done: () => actor.getSnapshot().status === "done", stop: () => actor.stop(), clock, pending };
 }
@@ -210,7 +212,7 @@ for (const name of MACHINES) {
     for (let c = 0; c < CASES; c++) {
       const r = rng(caseSeed(35, c));
       const ours = new IdemRun(machine, `${name}-${c}`);
-      const theirs = xstateRun(name, make, actorNames);
+      const theirs = xstateRun(name, make, actorNames, spec.sideEffects ?? []);
       await settle();
       for (let i = 0; i < LENGTH; i++) {
         const choices = [];
