@@ -28,7 +28,7 @@ import { importXState, Machine } from "../../pkg/src/node.js";
 import { caseSeed, rng } from "../differential/rng.mjs";
 
 const here = new URL(".", import.meta.url);
-const MACHINES = ["media-player", "onboarding-v4", "fetch-retry"];
+const MACHINES = ["media-player", "onboarding-v4", "fetch-retry", "auth-flow"];
 const CASES = 200;
 const LENGTH = 30;
 const FAR = 1e15;
