@@ -157,6 +157,27 @@ fn an_effect_failure_takes_on_error_and_its_guards() {
 }
 
 #[test]
+fn an_earlier_invocations_failure_moves_nothing_where_on_error_has_a_named_guard() {
+    let out = fixture("checkout-invoke.json");
+    let mut def = out.definition.clone();
+    // The named guard given as data, over the error the work reported.
+    def["implementations"]["guards"]["isCardDeclined"] = json!({ "==": [{ "var": "event.payload.error.code" }, "card_declined"] });
+    let imported = Imported { definition: def, ..out };
+    let mut p = Process::new(&imported, "order-5");
+    p.event("e1", "CHECKOUT");
+    p.started("order-5/e1:0");
+    p.event("e2", "CANCEL");
+    p.event("e3", "CHECKOUT");
+    let declined = |key: &str| json!({ "id": format!("{key}#1:result"), "type": "idem.effect.failed", "payload": { "key": key, "error": { "code": "card_declined" } } });
+    // The first charge's failure belongs to the invocation that was left: taken, it moves nothing.
+    let stale = p.send(declined("order-5/e1:0"));
+    assert_eq!((&stale.state, stale.effects.len()), (&json!("paying"), 0));
+    // The current one's failure is read by the guard's implementation.
+    p.started("order-5/e3:0");
+    assert_eq!(p.send(declined("order-5/e3:0")).state, json!("declined"));
+}
+
+#[test]
 fn a_completion_after_the_state_is_left_is_ignored_even_once_it_is_entered_again() {
     let out = fixture("checkout-invoke.json");
     let mut p = Process::new(&out, "order-2");
