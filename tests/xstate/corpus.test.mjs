@@ -153,15 +153,15 @@ class IdemRun {
   }
 
   /**
-   * The attempt of the current invocation of work `type` the outbox waits for, if any: the one
-   * started by an entry its state recorded (`$invoke:<state>`), not one left over from an earlier entry.
+   * The attempts of the current invocations the outbox waits for, by work type: those started by an
+   * entry their state recorded (`$invoke:<state>`), not ones left over from an earlier entry.
    */
-  attempt(type) {
-    if (this.snapshot === null) return null;
+  attempts() {
+    if (this.snapshot === null) return new Map();
     const { context } = this.machine.inspect(this.snapshot);
     const entries = Object.entries(context).filter(([k, v]) => k.startsWith("$invoke:") && typeof v === "string").map(([, v]) => v);
     const current = (d) => entries.some((entry) => `/${d.key}`.includes(`/${entry}:`));
-    return this.due().find((d) => d.kind === "attempt" && d.type === type && current(d)) ?? null;
+    return new Map(this.due().filter((d) => d.kind === "attempt" && current(d)).map((d) => [d.type, d]));
   }
 
   timer() {
@@ -216,8 +216,9 @@ for (const name of MACHINES) {
       await settle();
       for (let i = 0; i < LENGTH; i++) {
         const choices = [];
+        const attempts = ours.attempts();
         for (const id of actorNames) {
-          const item = ours.attempt(id);
+          const item = attempts.get(id);
           if (item && theirs.pending.has(id)) choices.push({ kind: "done", id, item }, { kind: "error", id, item });
         }
         const timer = ours.timer();
