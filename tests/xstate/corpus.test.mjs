@@ -15,7 +15,8 @@
 //
 // The streams mix the machine's events with the completions of its invoked work (idem: the outbox's
 // started and result reports; XState: the actor's promise settled) and the firing of its earliest
-// timer (idem: the `idem.after` event `due` gives; XState: a simulated clock's callback). Side effects
+// timer (idem: the `idem.after` event `due` gives, or the completion of the effect that stands for a
+// delay that is code; XState: a simulated clock's callback). Side effects
 // (an action that is only an effect, `emit`) are compared as nothing: state and context only. Idem's
 // bookkeeping of invoked work (context keys starting with `$`) is left out of the comparison.
 
@@ -28,7 +29,7 @@ import { importXState, Machine } from "../../pkg/src/node.js";
 import { caseSeed, rng } from "../differential/rng.mjs";
 
 const here = new URL(".", import.meta.url);
-const MACHINES = ["media-player", "onboarding-v4", "fetch-retry", "auth-flow"];
+const MACHINES = ["media-player", "onboarding-v4", "fetch-retry", "auth-flow", "subscription-v4"];
 const CASES = 200;
 const LENGTH = 30;
 const FAR = 1e15;
@@ -71,11 +72,11 @@ function setAt(root, site, value) {
   node[last] = value;
 }
 
-/** Every event type the config's `on` maps name, but XState's own. */
+/** Every event type the config's `on` maps name, but XState's own and the eventless `""` of XState 4. */
 function eventTypes(config) {
   const types = new Set();
   const walk = (s) => {
-    for (const t of Object.keys(s.on ?? {})) if (!t.startsWith("xstate.") && t !== "*") types.add(t);
+    for (const t of Object.keys(s.on ?? {})) if (t !== "" && !t.startsWith("xstate.") && t !== "*") types.add(t);
     for (const c of Object.values(s.states ?? {})) walk(c);
   };
   walk(config);
@@ -118,7 +119,10 @@ function xstateRun(name, make, actorNames, sideEffects) {
   const clock = simulatedClock();
   if (name.endsWith("-v4")) {
     const services = Object.fromEntries(actorNames.map((id) => [id, work(id)]));
-    const service = xstate4.interpret(make(xstate4).withConfig({ services, actions: quiet }), { clock }).start();
+    // A parent that takes what `sendParent` sends (in idem an effect): the machine runs as a child would;
+    // `log` writes nowhere.
+    const parent = { id: "parent", send: () => {} };
+    const service = xstate4.interpret(make(xstate4).withConfig({ services, actions: quiet }), { clock, parent, logger: () => {} }).start();
     const snapshot = () => ({ value: service.state.value, context: service.state.context });
     return { send: (e) => service.send(e), snapshot, done: () => service.state.done, stop: () => service.stop(), clock, pending };
   }
@@ -158,8 +162,10 @@ class IdemRun {
    */
   attempts() {
     if (this.snapshot === null) return new Map();
-    const { context } = this.machine.inspect(this.snapshot);
-    const entries = Object.entries(context).filter(([k, v]) => k.startsWith("$invoke:") && typeof v === "string").map(([, v]) => v);
+    const { context, value } = this.machine.inspect(this.snapshot);
+    // A delay that is code is waited only while its state is active (XState clears its timer on exit).
+    const waited = (k) => !k.includes("/after/") || isActive(value, k.slice("$invoke:".length).split("/after/")[0].split("/"));
+    const entries = Object.entries(context).filter(([k, v]) => k.startsWith("$invoke:") && typeof v === "string" && waited(k)).map(([, v]) => v);
     const current = (d) => entries.some((entry) => `/${d.key}`.includes(`/${entry}:`));
     return new Map(this.due().filter((d) => d.kind === "attempt" && current(d)).map((d) => [d.type, d]));
   }
@@ -179,6 +185,17 @@ class IdemRun {
     const { value, context } = this.machine.inspect(this.snapshot);
     return { value, context: Object.fromEntries(Object.entries(context).filter(([k]) => !k.startsWith("$"))) };
   }
+}
+
+/** Whether the state at `path` (keys from the root) is active in state value `value`. */
+function isActive(value, path) {
+  let v = value;
+  for (const [i, key] of path.entries()) {
+    if (typeof v === "string") return v === key && i === path.length - 1;
+    if (v === null || typeof v !== "object" || !(key in v)) return false;
+    v = v[key];
+  }
+  return true;
 }
 
 function payloadFor(r, fields) {
@@ -208,7 +225,7 @@ for (const name of MACHINES) {
     const types = eventTypes(config);
     const actorNames = Object.keys(spec.actors ?? {});
     let compared = 0;
-    const kinds = { event: 0, done: 0, error: 0, timer: 0 };
+    const kinds = { event: 0, done: 0, error: 0, timer: 0, delay: 0 };
     for (let c = 0; c < CASES; c++) {
       const r = rng(caseSeed(35, c));
       const ours = new IdemRun(machine, `${name}-${c}`);
@@ -223,6 +240,8 @@ for (const name of MACHINES) {
         }
         const timer = ours.timer();
         if (timer) choices.push({ kind: "timer", timer });
+        // A delay that is code is an effect the host waits (`xstate.after.<name>`); XState's own timer.
+        for (const [type, item] of attempts) if (type.startsWith("xstate.after.")) choices.push({ kind: "delay", item });
         let what = choices.length > 0 && r.chance(0.3) ? r.pick(choices) : { kind: "event", type: r.pick(types) };
         let label;
         if (what.kind === "event") {
@@ -235,6 +254,10 @@ for (const name of MACHINES) {
           label = `timer ${what.timer.state} ${what.timer.delay}`;
           ours.send(what.timer.event, what.timer.dueAt);
           assert.ok(theirs.clock.fireEarliest(), `case ${c} event ${i}: XState has no timer where idem has ${label}`);
+        } else if (what.kind === "delay") {
+          label = `delay ${what.item.type}`;
+          ours.complete(what.item, true, {});
+          assert.ok(theirs.clock.fireEarliest(), `case ${c} event ${i}: XState has no timer where idem waits ${label}`);
         } else {
           const ok = what.kind === "done";
           const value = r.pick(ok ? spec.actors[what.id].output : spec.actors[what.id].error);
@@ -258,7 +281,8 @@ for (const name of MACHINES) {
     // Not vacuous: events of every kind were delivered and compared.
     console.log(`${name}: ${compared} comparisons, ${JSON.stringify(kinds)}`);
     assert.ok(compared > CASES * LENGTH * 0.5, `only ${compared} comparisons`);
-    const expected = { event: true, done: actorNames.length > 0, error: actorNames.length > 0, timer: JSON.stringify(config).includes('"after"') };
+    const after = JSON.stringify(config).includes('"after"');
+    const expected = { event: true, done: actorNames.length > 0, error: actorNames.length > 0, timer: after, delay: false };
     for (const [k, n] of Object.entries(kinds)) if (expected[k]) assert.ok(n > 0, `no ${k} delivered: ${JSON.stringify(kinds)}`);
   });
 }
