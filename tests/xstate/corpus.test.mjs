@@ -21,7 +21,7 @@
 // bookkeeping of invoked work (context keys starting with `$`) is left out of the comparison.
 
 import assert from "node:assert/strict";
-import { readFileSync, existsSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import * as xstate5 from "xstate";
 import * as xstate4 from "xstate4";
@@ -29,7 +29,10 @@ import { importXState, Machine } from "../../pkg/src/node.js";
 import { caseSeed, rng } from "../differential/rng.mjs";
 
 const here = new URL(".", import.meta.url);
-const MACHINES = ["media-player", "onboarding-v4", "fetch-retry", "auth-flow", "subscription-v4"];
+const MACHINES = readdirSync(here)
+  .filter((f) => f.endsWith(".implementations.json"))
+  .map((f) => f.slice(0, -".implementations.json".length))
+  .sort();
 const CASES = 200;
 const LENGTH = 30;
 const FAR = 1e15;
@@ -198,14 +201,58 @@ function isActive(value, path) {
   return true;
 }
 
+/**
+ * What the stream may do besides sending an event: complete the current invocation of an actor
+ * (both ways), fire the earliest timer, or end a delay that is code.
+ */
+function choicesAt(ours, theirs, actorNames) {
+  const choices = [];
+  const attempts = ours.attempts();
+  for (const id of actorNames) {
+    const item = attempts.get(id);
+    if (item && theirs.pending.has(id)) choices.push({ kind: "done", id, item }, { kind: "error", id, item });
+  }
+  const timer = ours.timer();
+  if (timer) choices.push({ kind: "timer", timer });
+  // A delay that is code is an effect the host waits (`xstate.after.<name>`); in XState its own timer.
+  for (const [type, item] of attempts) if (type.startsWith("xstate.after.")) choices.push({ kind: "delay", item });
+  return choices;
+}
+
+/** One step to both sides (a timer's XState half is the caller's); its label for messages. */
+function deliver(what, r, spec, ours, theirs, id) {
+  switch (what.kind) {
+    case "event": {
+      const payload = payloadFor(r, spec.events?.[what.type]);
+      theirs.clock.now = ours.now + 1;
+      theirs.send({ type: what.type, ...payload });
+      ours.send({ id, type: what.type, payload });
+      return JSON.stringify({ type: what.type, ...payload });
+    }
+    case "timer":
+      ours.send(what.timer.event, what.timer.dueAt);
+      return `timer ${what.timer.state} ${what.timer.delay}`;
+    case "delay":
+      ours.complete(what.item, true, {});
+      return `delay ${what.item.type}`;
+    default: {
+      const ok = what.kind === "done";
+      const value = r.pick(ok ? spec.actors[what.id].output : spec.actors[what.id].error);
+      const work = theirs.pending.get(what.id);
+      theirs.pending.delete(what.id);
+      ours.complete(what.item, ok, value);
+      (ok ? work.resolve : work.reject)(value);
+      return `${what.kind} ${what.id} ${JSON.stringify(value)}`;
+    }
+  }
+}
+
 function payloadFor(r, fields) {
   return Object.fromEntries(Object.entries(fields ?? {}).map(([k, values]) => [k, r.pick(values)]));
 }
 
 for (const name of MACHINES) {
-  const specUrl = new URL(`${name}.implementations.json`, here);
-  if (!existsSync(specUrl)) continue;
-  const spec = JSON.parse(readFileSync(specUrl, "utf8"));
+  const spec = JSON.parse(readFileSync(new URL(`${name}.implementations.json`, here), "utf8"));
   const config = JSON.parse(readFileSync(new URL(`${name}.json`, here), "utf8"));
 
   test(`${name}: the implementations as data cover what the import needs`, async () => {
@@ -232,40 +279,11 @@ for (const name of MACHINES) {
       const theirs = xstateRun(name, make, actorNames, spec.sideEffects ?? []);
       await settle();
       for (let i = 0; i < LENGTH; i++) {
-        const choices = [];
-        const attempts = ours.attempts();
-        for (const id of actorNames) {
-          const item = attempts.get(id);
-          if (item && theirs.pending.has(id)) choices.push({ kind: "done", id, item }, { kind: "error", id, item });
-        }
-        const timer = ours.timer();
-        if (timer) choices.push({ kind: "timer", timer });
-        // A delay that is code is an effect the host waits (`xstate.after.<name>`); XState's own timer.
-        for (const [type, item] of attempts) if (type.startsWith("xstate.after.")) choices.push({ kind: "delay", item });
-        let what = choices.length > 0 && r.chance(0.3) ? r.pick(choices) : { kind: "event", type: r.pick(types) };
-        let label;
-        if (what.kind === "event") {
-          const payload = payloadFor(r, spec.events?.[what.type]);
-          label = JSON.stringify({ type: what.type, ...payload });
-          theirs.clock.now = ours.now + 1;
-          theirs.send({ type: what.type, ...payload });
-          ours.send({ id: `e${i}`, type: what.type, payload });
-        } else if (what.kind === "timer") {
-          label = `timer ${what.timer.state} ${what.timer.delay}`;
-          ours.send(what.timer.event, what.timer.dueAt);
+        const choices = choicesAt(ours, theirs, actorNames);
+        const what = choices.length > 0 && r.chance(0.3) ? r.pick(choices) : { kind: "event", type: r.pick(types) };
+        const label = deliver(what, r, spec, ours, theirs, `e${i}`);
+        if (what.kind === "timer" || what.kind === "delay") {
           assert.ok(theirs.clock.fireEarliest(), `case ${c} event ${i}: XState has no timer where idem has ${label}`);
-        } else if (what.kind === "delay") {
-          label = `delay ${what.item.type}`;
-          ours.complete(what.item, true, {});
-          assert.ok(theirs.clock.fireEarliest(), `case ${c} event ${i}: XState has no timer where idem waits ${label}`);
-        } else {
-          const ok = what.kind === "done";
-          const value = r.pick(ok ? spec.actors[what.id].output : spec.actors[what.id].error);
-          label = `${what.kind} ${what.id} ${JSON.stringify(value)}`;
-          const settle1 = theirs.pending.get(what.id);
-          theirs.pending.delete(what.id);
-          ours.complete(what.item, ok, value);
-          (ok ? settle1.resolve : settle1.reject)(value);
         }
         kinds[what.kind]++;
         await settle();
