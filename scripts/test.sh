@@ -93,6 +93,9 @@ js_suite "js: package surface (node --test)" tests/js node_tests tests/js
 # idem against XState 5 on random machines (a fixed seed list) and the named regression cases;
 # node tests/differential/run.mjs runs any number more (tests/differential/README.md).
 js_suite "js: differential vs XState (node --test)" tests/differential node_tests tests/differential
+# The XState corpus (tests/xstate) run with its implementations as data beside XState 5 and 4
+# running the machines' own functions, on seeded random streams (tests/xstate/README.md).
+js_suite "js: XState corpus vs XState (node --test)" tests/xstate node_tests tests/xstate
 # Deno host (tests/deno): Deno KV needs --unstable-kv in Deno 2.x; NO_COLOR keeps
 # deno's "ok | N passed" summary plain so that count() reads it.
 js_suite "js: deno hosts (deno test)" tests/deno  env NO_COLOR=1 deno test --allow-all --unstable-kv tests/deno/

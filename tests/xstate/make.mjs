@@ -8,8 +8,8 @@
 // options) are added to the config's `delays`, where the import reads them.
 //
 // Run from the repository root: node tests/xstate/make.mjs
-// The XState 4 machines need XState 4 (`npm i xstate@4.38.3` in a directory of
-// your choice): XSTATE4=<that directory>/node_modules/xstate node tests/xstate/make.mjs
+// The XState 4 machines are written with XState 4, the devDependency `xstate4`
+// (XSTATE4=<a directory> names another install).
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import * as xstate5 from "xstate";
@@ -39,13 +39,11 @@ for (const name of ["fetch-retry", "auth-flow", "media-player", "payment-v5"]) {
 
 const XSTATE4_MACHINES = ["checkout-v4", "subscription-v4", "booking-v4", "upload-v4", "onboarding-v4", "video-player-v4"];
 
-if (process.env.XSTATE4) {
-  const xstate4 = createRequire(import.meta.url)(process.env.XSTATE4);
+{
+  const xstate4 = createRequire(import.meta.url)(process.env.XSTATE4 ?? "xstate4");
   for (const name of XSTATE4_MACHINES) {
     const { default: make } = await import(new URL(`${name}.mjs`, here));
     // XState 4's action creators return plain objects: nothing to write out.
     write(name, make(xstate4), null);
   }
-} else {
-  console.log(`${XSTATE4_MACHINES.join(", ")}: JSON left as it is (set XSTATE4 to an XState 4 install to write it)`);
 }

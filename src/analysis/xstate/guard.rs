@@ -19,12 +19,11 @@ impl Importer {
     /// A transition's guard. A named guard (`"isPaid"`, `{ "type": "isPaid",
     /// "params": … }`) stays a name, which the definition's
     /// `implementations.guards` must implement: the import stands in the flag
-    /// [`Importer::guard_expr`] makes of it, until the user gives the guard as
-    /// data. On the completion of invoked work, whose flags are read from what
-    /// the work reported, and anything that is not a name, it is that
-    /// expression.
+    /// [`Importer::guard_expr`] makes of it (on the completion of invoked work,
+    /// a flag read from what the work reported), until the user gives the
+    /// guard as data. Anything that is not a name is that expression.
     pub(super) fn guard(&mut self, v: &Value, path: &str, spath: &str, event: Option<&str>) -> Option<Value> {
-        let named = self.flags_in.is_none().then(|| named_guard(v)).flatten();
+        let named = named_guard(v);
         let expr = self.guard_expr(v, path, spath, event)?;
         let Some((name, params)) = named else { return Some(expr) };
         if let Some(d) = self.diagnostics.last_mut().filter(|d| d.site.as_deref() == Some(path)) {

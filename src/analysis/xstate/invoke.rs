@@ -20,7 +20,10 @@
 //! its transitions are guarded by the invocation they belong to: the effect's
 //! key is `<process>/<event id>:<n>` for the event whose macrostep entered the
 //! state, which the assign above records, so an earlier invocation's
-//! completion does not move the new one. One case is not told apart: when the
+//! completion does not move the new one. Where a completion's transition has a
+//! named guard (which must stay the whole of its guard, see [`super::guard`]),
+//! a first transition that does nothing takes an earlier invocation's
+//! completion instead: applied, it moves nothing. One case is not told apart: when the
 //! state was entered by another effect's completion (`x.succeeded`, whose id
 //! is not the id in the keys that macrostep emits), any completion of the
 //! effect type is taken, as it would be without the guard.
@@ -152,7 +155,15 @@ impl Importer {
                 Value::Array(a) => a,
                 one => vec![one],
             };
-            let guarded: Vec<Value> = ts.into_iter().map(|t| with_guard(t, &current)).collect();
+            let guarded: Vec<Value> = if ts.iter().any(names_its_guard) {
+                // A named guard stays the whole of its transition's guard, where idem resolves the
+                // name: an earlier invocation's completion is taken first by a transition that does
+                // nothing, so that it moves nothing (it is applied, not ignored).
+                let earlier = json!({ "guard": { "!": [current] } });
+                std::iter::once(earlier).chain(ts).collect()
+            } else {
+                ts.into_iter().map(|t| with_guard(t, &current)).collect()
+            };
             out.on.push((event, Value::Array(guarded)));
         }
     }
@@ -220,6 +231,16 @@ impl Importer {
         } else {
             format!("{index}.{state}")
         }
+    }
+}
+
+/// Whether a transition's guard is the name of an implementation (`"isPaid"`,
+/// `{ "type": "isPaid", "params": … }`), which cannot be combined with another guard.
+fn names_its_guard(t: &Value) -> bool {
+    match t.get("guard") {
+        Some(Value::String(_)) => true,
+        Some(Value::Object(o)) => o.get("type").is_some_and(Value::is_string) && o.keys().all(|k| k == "type" || k == "params"),
+        _ => false,
     }
 }
 

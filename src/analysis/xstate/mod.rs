@@ -23,9 +23,9 @@
 //!   reported as the action running twice; a guard is a flag the event carries
 //!   (`event.payload.$guard.<name>`), so the analysis explores both outcomes.
 //!   A named guard inside `and`/`or`/`not`, combined with `in` or a `choose`'s
-//!   condition, or on the completion of invoked work (whose flags are read from
-//!   what the work reported) is that flag itself: an implementation is named only
-//!   at the top of a transition's guard;
+//!   condition is that flag itself: an implementation is named only at the top
+//!   of a transition's guard (on the completion of invoked work too, the stand-in
+//!   flag then read from what the work reported);
 //! - an inline guard (a function: `null` when written out, XState 4's
 //!   `{ "type": "xstate.guard" }`) becomes a flag of its own, named by the
 //!   function's name or its site, so two inline guards stay two flags; so does
