@@ -81,7 +81,7 @@ function stream(chunks, end) {
 }
 
 /** Odd requests: mostly real Requests to the routes, with odd parts; some objects shaped as one. */
-function requests(r, odd) {
+function requests(r, odd, origins, accepted) {
   const pid = () => r.pick(["p-0", "p-1", "p-2", "p-3", "o1", `q-${r.int(0, 1e6)}`, "x".repeat(128), "x".repeat(129), "-bad", "a%2Fb", "%00", "é", "..", "p-1.", "a~b"]);
   const path = () =>
     r.pick([
@@ -134,12 +134,19 @@ function requests(r, odd) {
     return h;
   };
   // An event as a client sends it, but for one odd part (or none): it gets as far as the engine.
-  const sent = []; // [url, method, headers, body] of aimed requests, for a client's retry
+  // [url, method, headers, body] of aimed requests, for a client's retry: any that was sent, or one
+  // that was answered 2xx (`accepted`, filled by the caller through `origins`), so every run retries
+  // requests the engine took and sees replays, whatever the seed.
+  const sent = [];
+  const again = (list) => {
+    const [url, m, headers, text] = r.pick(list);
+    const req = new Request(url, { method: m, headers, body: text });
+    origins.set(req, [url, m, headers, text]);
+    return req;
+  };
   const aimed = () => {
-    if (sent.length > 0 && r.chance(0.25)) {
-      const [url, m, headers, text] = r.pick(sent);
-      return new Request(url, { method: m, headers, body: text });
-    }
+    if (accepted.length > 0 && r.chance(0.1)) return again(accepted);
+    if (sent.length > 0 && r.chance(0.2)) return again(sent);
     const h = new Headers({ "content-type": "application/json", "idempotency-key": r.pick(["k1", "k2", `k${r.int(0, 20)}`, '"k3"']) });
     if (r.chance(0.6)) h.set("x-auth", r.pick(["alice", "bob", "alice", "bob", ...Object.keys(ANSWERS)]));
     const odd = r.int(0, 6);
@@ -149,8 +156,12 @@ function requests(r, odd) {
     if (init.method !== "GET" && init.method !== "HEAD") init.body = odd === 3 ? body() : JSON.stringify(event());
     if (init.body instanceof ReadableStream) init.duplex = "half";
     const url = `http://x/api/processes/${odd === 4 ? pid() : r.pick(["p-0", "p-1", "p-2", "p-3"])}/events`;
-    if (typeof init.body === "string") sent[sent.length < 32 ? sent.length : r.int(0, 31)] = [url, init.method, [...h], init.body];
-    return new Request(url, init);
+    const req = new Request(url, init);
+    if (typeof init.body === "string") {
+      sent[sent.length < 32 ? sent.length : r.int(0, 31)] = [url, init.method, [...h], init.body];
+      origins.set(req, [url, init.method, [...h], init.body]);
+    }
+    return req;
   };
   const real = () => {
     if (r.chance(0.4)) return aimed();
@@ -262,7 +273,13 @@ test(`the HTTP API, called with random arguments and odd requests, answers or th
   const made = { machine: new idem.Machine(CHECKOUT), lean: new LeanMachine(CHECKOUT), store: new idem.MemoryStore() };
   const ctx = { good, snapshots, machine: made.machine, raw: made.lean };
   const odd = oddValues(r, ctx);
-  const request = requests(r, odd);
+  const origins = new WeakMap(); // an aimed Request → what it was made of
+  const accepted = []; // aimed requests answered 2xx, for a client's retry
+  const request = requests(r, odd, origins, accepted);
+  /** Remembers an aimed request the API took, so that a later call retries it. */
+  const remember = (req, res) => {
+    if (res instanceof Response && res.status >= 200 && res.status < 300 && origins.has(req)) accepted[accepted.length < 32 ? accepted.length : r.int(0, 31)] = origins.get(req);
+  };
   const told = { errors: 0, warnings: 0 };
   // afterCommit throws on one commit in three and rejects on another: the answers must not change.
   let commits = 0;
@@ -292,12 +309,14 @@ test(`the HTTP API, called with random arguments and odd requests, answers or th
       const req = request();
       const h = hooks();
       const res = await used.plain.handle(req, h);
+      remember(req, res);
       return req instanceof Request && goodHooks(h) ? badAnswer(res, seen) : null;
     }],
     ["handle (authorize)", async () => {
       const req = request();
       const h = hooks();
       const res = await used.callers.handle(req, h);
+      remember(req, res);
       return req instanceof Request && goodHooks(h) ? badAnswer(res, seen) : null;
     }],
     ["matches", () => void r.pick([used.plain, used.callers]).matches(r.chance(0.5) ? request() : odd())],
