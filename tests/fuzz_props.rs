@@ -336,8 +336,8 @@ fn read_back_fresh(m: &Machine, process: &str, before: Option<&str>, event: &Val
     let (again, resident) = m.reduce_with(process, current, &serde_json::to_string(event).unwrap(), now);
     prop_assert_eq!(again.snapshot.as_deref(), Some(written));
     let resident = resident.ok_or_else(|| TestCaseError::fail("no decoded copy of a written snapshot"))?;
-    prop_assert_eq!(&cold["value"], &resident.snap.value, "state value read back differs from the resident copy");
-    prop_assert_eq!(&cold["context"], &resident.snap.context, "context read back differs from the resident copy");
+    prop_assert_eq!(&cold["value"], &resident.snap.state.value, "state value read back differs from the resident copy");
+    prop_assert_eq!(&cold["context"], &resident.snap.state.context, "context read back differs from the resident copy");
     prop_assert_eq!(fresh.config_of_value(&cold["value"]), Some(resident.config));
     Ok(())
 }

@@ -926,7 +926,7 @@ fn a_forged_snapshot_with_the_revision_at_its_maximum_is_not_a_panic() {
     b["revision"] = json!(u64::MAX);
     let s = forge(&b);
     let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &pay("e2", "p2", 1), 2_000))
-        .unwrap_or_else(|_| panic!("revision u64::MAX: reduce panicked (src/engine/reduce.rs: snap.revision + 1)"));
+        .unwrap_or_else(|_| panic!("revision u64::MAX: reduce panicked (src/engine/reduce.rs: snap.state.revision + 1)"));
     assert_rejected(&o, "invalid_snapshot");
 }
 

@@ -11,7 +11,7 @@ use crate::json::{self, object, Fingerprint};
 use crate::interpreter::{Run, Start};
 use crate::machine::{Machine, EFFECT_REPORT_PREFIX, TIMER_EVENT};
 use crate::outbox;
-use crate::snapshot::{self, Snapshot};
+use crate::snapshot::{self, ProcessState, Snapshot};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -291,23 +291,11 @@ impl Machine {
             return Ok((o, if fresh { None } else { current }));
         }
 
-        // 2. Run the macrostep on a working copy.
-        let mut run = Run::new(
-            self,
-            Start {
-                config: std::mem::take(&mut l.config),
-                context: std::mem::take(&mut snap.context),
-                value: std::mem::take(&mut snap.value),
-                history: std::mem::take(&mut snap.history),
-                timers: std::mem::take(&mut snap.timers),
-                outbox: std::mem::take(&mut snap.outbox),
-                origin: &event,
-                process,
-                now,
-                revision: next_revision(snap.revision)?,
-                done: snap.done,
-            },
-        );
+        // 2. Run the macrostep on the process's state, taken whole.
+        let previous_revision = snap.state.revision;
+        let mut state = std::mem::take(&mut snap.state);
+        state.revision = next_revision(previous_revision)?;
+        let mut run = Run::new(self, Start { config: std::mem::take(&mut l.config), state, origin: &event, process, now });
         if fresh {
             // A new process settles its initial step before its first event is judged.
             run.start()?;
@@ -320,24 +308,20 @@ impl Machine {
         // A process whose initial step ends in a final state, or leaves work to
         // do (an effect to perform, a timer to fire: XState starts an invoke as
         // the actor starts), is stored though its first event changes nothing.
-        let kept_at_start = fresh && (run.done || !run.effects.is_empty() || !run.timers.is_empty());
+        let kept_at_start = fresh && (run.state.done || !run.effects.is_empty() || !run.state.timers.is_empty());
 
         if !taken && !kept_at_start {
             // Nothing ran (a report or timer that changed nothing returns before
             // touching them), so the working copy is the snapshot as it was; a
             // new process (not written) reports the state its initial step settled in.
-            snap.context = run.context;
-            snap.value = run.value;
-            snap.timers = run.timers;
-            snap.outbox = run.outbox;
-            snap.history = run.history;
+            snap.state = ProcessState { revision: previous_revision, ..run.state };
             l.config = run.config;
             let Some(loaded) = current else { unreachable!("filled above") };
             return self.ignored(loaded, fresh, &ledger_id, &event, &fp, now);
         }
 
-        let state = run.value.clone();
-        let revision = run.revision;
+        let state = run.state.value.clone();
+        let revision = run.state.revision;
         let mut response = if taken {
             run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision })
         } else {
@@ -350,22 +334,14 @@ impl Machine {
         if !snap.machine.names(self) {
             snap.machine = snapshot::MachineRef::of(self);
         }
-        // The new snapshot is the old one's ledger with the working copy's
-        // fields, written in place rather than moved into a new struct.
+        // The new snapshot is the old one's ledger and the run's state, with
+        // the effects it emitted added to the outbox.
         snap.format = snapshot::FORMAT;
-        // The working copy's value when it is already this one (no transition
-        // with a target was taken): kept rather than copied.
-        snap.value = run.value;
-        snap.history = run.history;
-        snap.context = run.context;
-        snap.revision = revision;
-        snap.done = run.done;
-        snap.outbox = run.outbox;
-        snap.timers = run.timers;
+        snap.state = run.state;
         for e in &run.effects {
-            snap.outbox.push(outbox::new_entry(e, &event.id, now));
+            snap.state.outbox.push(outbox::new_entry(e, &event.id, now));
         }
-        outbox::prune(&mut snap.outbox, now, self.retention.default_ms);
+        outbox::prune(&mut snap.state.outbox, now, self.retention.default_ms);
         // Recorded even when ignored: the event created the process, so a copy is its duplicate.
         self.remember(snap, &ledger_id, &event, &fp, now, !taken, &response)?;
         let next_due_at = next_due(snap);
@@ -439,7 +415,7 @@ impl Machine {
         let snapshot::Loaded { snap, config, upgraded_from } = loaded;
         if self.record_ignored && !fresh {
             let mut next = snap;
-            next.revision = next_revision(next.revision)?;
+            next.state.revision = next_revision(next.state.revision)?;
             self.remember(&mut next, ledger_id, event, fp, now, true, &Value::Null)?;
             let mut o = self.unchanged(&next, upgraded_from.clone());
             o.status = Status::Ignored;
@@ -458,14 +434,14 @@ impl Machine {
     /// a configuration (`config`, the active states) that is not one, too deep
     /// an outbox entry, too large a snapshot.
     fn encode_within_limit(&self, snap: &mut Snapshot, config: &[crate::machine::StateIdx]) -> Result<snapshot::Encoded> {
-        self.check_configuration(config, &snap.value)?;
+        self.check_configuration(config, &snap.state.value)?;
         // Nested as the head may be when it is read (`snapshot::parse_head`):
         // an outbox entry's payload, result and error at level 4 (an effect
         // payload or result as deep as an event may carry would otherwise be
         // written and then refuse every later event of the process). The
         // context is checked where it changes (`assign`), the state value is
         // the definition's.
-        let deep = snap.outbox.iter().any(|e| [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten().any(|v| !json::within_depth(v, 4)));
+        let deep = snap.state.outbox.iter().any(|e| [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten().any(|v| !json::within_depth(v, 4)));
         if deep {
             return Err(Error::new(
                 Code::NestingTooDeep,
@@ -491,8 +467,8 @@ impl Machine {
             response: Value::Null,
             effects: Vec::new(),
             error: None,
-            state: snap.value.clone(),
-            revision: snap.revision,
+            state: snap.state.value.clone(),
+            revision: snap.state.revision,
             upgraded_from,
             next_due_at: next_due(snap),
             original: None,
@@ -505,7 +481,7 @@ impl Machine {
     #[allow(clippy::too_many_arguments)]
     fn remember(&self, snap: &mut Snapshot, id: &str, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) -> Result<()> {
         let exp = now.saturating_add(self.retention_for(&event.event_type));
-        snap.ledger.push(id, fp, now, exp, snap.revision, ignored, response);
+        snap.ledger.push(id, fp, now, exp, snap.state.revision, ignored, response);
         snap.ledger.prune(now, self.retention.max_entries)?;
         Ok(())
     }
@@ -577,8 +553,8 @@ fn next_revision(revision: u64) -> Result<u64> {
 
 /// Earliest due time of any unfinished effect or timer.
 pub fn next_due(snap: &Snapshot) -> Option<u64> {
-    let effects = snap.outbox.iter().filter(|e| !e.state.is_done()).filter_map(|e| e.due_at);
-    let timers = snap.timers.iter().map(|t| t.due_at);
+    let effects = snap.state.outbox.iter().filter(|e| !e.state.is_done()).filter_map(|e| e.due_at);
+    let timers = snap.state.timers.iter().map(|t| t.due_at);
     effects.chain(timers).min()
 }
 

@@ -396,8 +396,8 @@ impl Head {
     /// The head's fields of an object checked to have them (other members are not read).
     pub(super) fn read(v: Value) -> Head {
         let mut m = Members::of(v);
-        Head {
-            machine: Arc::new(MachineRef::read(m.take("machine"))),
+        let machine = Arc::new(MachineRef::read(m.take("machine")));
+        let state = ProcessState {
             value: m.take("value"),
             context: m.take("context"),
             revision: m.uint("revision"),
@@ -408,7 +408,8 @@ impl Head {
                 Value::Object(o) => o,
                 _ => Map::new(),
             },
-        }
+        };
+        Head { machine, state }
     }
 }
 

@@ -11,62 +11,58 @@
 
 use super::*;
 
-/// Everything but the ledger, as it is written in format 2's JSON head (what
-/// `Snapshot::write_head` writes).
+/// Everything but the ledger, as the serde derives write format 2 and 3's
+/// head: what `Snapshot::write_head` is checked against.
 #[cfg(test)]
 #[derive(Serialize)]
 pub(super) struct HeadRef<'a> {
     pub(super) machine: &'a MachineRef,
-    pub(super) value: &'a Value,
-    pub(super) context: &'a Value,
-    pub(super) revision: u64,
-    pub(super) done: bool,
-    pub(super) outbox: &'a [OutboxEntry],
-    pub(super) timers: &'a [Timer],
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub(super) history: &'a Map<String, Value>,
+    #[serde(flatten)]
+    pub(super) state: &'a ProcessState,
 }
 
 #[cfg(test)]
 impl<'a> HeadRef<'a> {
     /// The head of `snap`, as the derives write it.
     pub(super) fn of(snap: &'a Snapshot) -> HeadRef<'a> {
-        HeadRef {
-            machine: &snap.machine,
-            value: &snap.value,
-            context: &snap.context,
-            revision: snap.revision,
-            done: snap.done,
-            outbox: &snap.outbox,
-            timers: &snap.timers,
-            history: &snap.history,
-        }
+        HeadRef { machine: &snap.machine, state: &snap.state }
     }
 }
 
 /// Everything but the ledger, as format 2 and 3 keep it in their JSON head.
-/// Read by [`Head::from_value`]; the serde derive (tests only) is what that
-/// reading is checked against.
-#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
+/// Read by [`Head::from_value`]; the serde derive of [`FlatHead`] (tests only)
+/// is what that reading is checked against.
+#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(from = "FlatHead"))]
 pub(super) struct Head {
-    #[cfg_attr(test, serde(deserialize_with = "shared_ref_de"))]
     pub(super) machine: Arc<MachineRef>,
-    pub(super) value: Value,
-    pub(super) context: Value,
-    pub(super) revision: u64,
-    #[cfg_attr(test, serde(default))]
-    pub(super) done: bool,
-    #[cfg_attr(test, serde(default))]
-    pub(super) outbox: Vec<OutboxEntry>,
-    #[cfg_attr(test, serde(default))]
-    pub(super) timers: Vec<Timer>,
-    #[cfg_attr(test, serde(default))]
-    pub(super) history: Map<String, Value>,
+    pub(super) state: ProcessState,
+}
+
+/// The head's members as serde reads them, one level (tests only).
+#[cfg(test)]
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FlatHead {
+    machine: MachineRef,
+    value: Value,
+    context: Value,
+    revision: u64,
+    #[serde(default)]
+    done: bool,
+    #[serde(default)]
+    outbox: Vec<OutboxEntry>,
+    #[serde(default)]
+    timers: Vec<Timer>,
+    #[serde(default)]
+    history: Map<String, Value>,
 }
 
 #[cfg(test)]
-pub(super) fn shared_ref_de<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Arc<MachineRef>, D::Error> {
-    MachineRef::deserialize(d).map(Arc::new)
+impl From<FlatHead> for Head {
+    fn from(h: FlatHead) -> Head {
+        let FlatHead { machine, value, context, revision, done, outbox, timers, history } = h;
+        Head { machine: Arc::new(machine), state: ProcessState { value, context, revision, done, outbox, timers, history } }
+    }
 }
 
 /// The machine reference last written in a head, and the head's JSON up to the
@@ -178,18 +174,7 @@ pub(super) fn write_array<T>(items: &[T], t: &mut Vec<u8>, write: fn(&T, &mut Ve
 
 impl Head {
     pub(super) fn into_snapshot(self, format: u32, ledger: Ledger) -> Snapshot {
-        Snapshot {
-            format,
-            machine: self.machine,
-            value: self.value,
-            context: self.context,
-            revision: self.revision,
-            done: self.done,
-            ledger,
-            outbox: self.outbox,
-            timers: self.timers,
-            history: self.history,
-        }
+        Snapshot { format, machine: self.machine, state: self.state, ledger }
     }
 }
 
@@ -202,9 +187,9 @@ pub(super) fn parse_head(text: &str, format: u32) -> Result<Head> {
     }
     let v = json::parse(text, Code::InvalidSnapshot, "snapshot head")?;
     let head = Head::from_value(v).map_err(|e| mismatch("snapshot head", format, e))?;
-    json::check_depth(&head.context, "snapshot context")?;
-    json::check_depth(&head.value, "snapshot state value")?;
-    for e in &head.outbox {
+    json::check_depth(&head.state.context, "snapshot context")?;
+    json::check_depth(&head.state.value, "snapshot state value")?;
+    for e in &head.state.outbox {
         for v in [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten() {
             json::check_depth(v, "snapshot outbox entry")?;
         }
@@ -268,8 +253,7 @@ pub(super) fn read_head(text: &str) -> Option<Head> {
         Some((r, _)) => r,
         None => Arc::new(MachineRef { id: string(take(0)), version: string(take(1)), hash: string(take(2)) }),
     };
-    Some(Head {
-        machine,
+    let state = ProcessState {
         value: take(3),
         context: take(4),
         revision,
@@ -277,7 +261,8 @@ pub(super) fn read_head(text: &str) -> Option<Head> {
         outbox: if no_outbox { Vec::new() } else { items(take(7), OutboxEntry::read) },
         timers: if no_timers { Vec::new() } else { items(take(8), Timer::read) },
         history: Map::new(),
-    })
+    };
+    Some(Head { machine, state })
 }
 
 /// An empty array: most heads have no outbox entry and no timer, read without a call.
@@ -398,48 +383,45 @@ mod outbox_writer_tests {
         fn snapshots_with_them_are_written_as_the_derives_write_them_and_reencode_byte_for_byte(
             outbox in prop::collection::vec(entry(), 0..4), timers in prop::collection::vec(timer(), 0..4),
             value in value(), context in value(), revision in any::<u64>(), done in any::<bool>(),
+            history in prop::collection::btree_map(text(), value(), 0..3),
             records in prop::collection::vec((text(), text(), any::<u64>(), any::<u64>(), any::<u64>(), any::<bool>(), value()), 0..3),
             now in any::<u64>(),
         ) {
+            let history: Map<String, Value> = history.into_iter().collect();
             let mut snap = Snapshot {
                 format: FORMAT,
                 machine: Arc::new(MachineRef { id: "order\u{e9}".into(), version: "1\"".into(), hash: "cd9d".into() }),
-                value,
-                context,
-                revision,
-                done,
+                state: ProcessState { value, context, revision, done, outbox, timers, history },
                 ledger: Ledger::default(),
-                outbox,
-                timers,
-                history: Map::new(),
             };
             let head = HeadRef::of(&snap);
             prop_assert_eq!(written(&snap, Snapshot::write_head), serde_json::to_string(&head).unwrap());
             let v = snap.to_value();
             prop_assert_eq!(&v["machine"], &serde_json::to_value(&*snap.machine).unwrap());
-            prop_assert_eq!(&v["outbox"], &serde_json::to_value(&snap.outbox).unwrap());
-            prop_assert_eq!(&v["timers"], &serde_json::to_value(&snap.timers).unwrap());
-            // `inspect` and `due` as text, as `json::to_text` writes their values.
+            prop_assert_eq!(&v["outbox"], &serde_json::to_value(&snap.state.outbox).unwrap());
+            prop_assert_eq!(&v["timers"], &serde_json::to_value(&snap.state.timers).unwrap());
+            let history = (!snap.state.history.is_empty()).then(|| Value::Object(snap.state.history.clone()));
+            prop_assert_eq!(v.get("history"), history.as_ref());
+            // `due` lists what is due, each item's members in key order.
             let mut with_ledger = snap.clone();
             for (id, fp, at, exp, rev, ignored, response) in &records {
                 with_ledger.ledger.push(id, fp, *at, *exp, *rev, *ignored, response);
             }
-            prop_assert_eq!(written(&with_ledger, Snapshot::write_readable), json::to_text(&with_ledger.to_value()));
             for now in [now, 0, u64::MAX] {
-                let mut due = Vec::new();
-                crate::outbox::write_due(&with_ledger, now, &mut due);
-                let due = String::from_utf8(due).unwrap();
-                prop_assert_eq!(due, json::to_text(&Value::Array(crate::outbox::due_items(&with_ledger, now))));
+                for item in crate::outbox::due_items(&with_ledger, now) {
+                    let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
+                    prop_assert!(keys.windows(2).all(|w| w[0] < w[1]), "{:?}", keys);
+                }
             }
             // A result or error of null reads back as none (the derives read it so too).
-            for e in &mut snap.outbox {
+            for e in &mut snap.state.outbox {
                 e.result = e.result.take().filter(|v| !v.is_null());
                 e.error = e.error.take().filter(|v| !v.is_null());
             }
             let text = snap.encode();
+            // Every field of the process's state reads back as it was written.
             let mut back = Snapshot::decode(&text, usize::MAX).unwrap();
-            prop_assert_eq!(&back.outbox, &snap.outbox);
-            prop_assert_eq!(&back.timers, &snap.timers);
+            prop_assert_eq!(&back.state, &snap.state);
             prop_assert_eq!(back.encode(), text);
         }
     }
@@ -469,14 +451,8 @@ mod read_head_tests {
         let snap = Snapshot {
             format: FORMAT,
             machine: Arc::new(MachineRef { id: "order".into(), version: "1.\u{e9}".into(), hash: "cd9da19fa2174cabd96029ed88a5439f".into() }),
-            value,
-            context,
-            revision,
-            done,
+            state: ProcessState { value, context, revision, done, outbox, timers, history: Map::new() },
             ledger: Ledger::default(),
-            outbox,
-            timers,
-            history: Map::new(),
         };
         let mut t = Vec::new();
         snap.write_head(&mut t);
