@@ -106,7 +106,7 @@ fn event_text_over_the_limit_is_payload_too_large_before_parsing() {
     let m = order();
     // Not even JSON: refused on its size alone, never parsed.
     let text = "{".repeat(m.limits.max_payload_bytes + m.limits.max_id_bytes + 4097);
-    assert_rejected(&m.reduce_text("order-1", None, &text, 0), "payload_too_large");
+    assert_rejected(&m.reduce_in("order-1", None, &text, 0), "payload_too_large");
 }
 
 #[test]
@@ -174,10 +174,10 @@ fn deep_payload_is_nesting_too_deep() {
     let e = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "deep": nested_value(100) } });
     assert_rejected(&m.reduce(None, &e, 0), "nesting_too_deep");
     let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{}}}"#, nested(100));
-    assert_rejected(&m.reduce_text("", None, &text, 0), "nesting_too_deep");
+    assert_rejected(&m.reduce_in("", None, &text, 0), "nesting_too_deep");
     // Past the parser's own recursion limit the text is not valid JSON for us.
     let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{}}}"#, nested(10_000));
-    assert_rejected(&m.reduce_text("", None, &text, 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, &text, 0), "invalid_event");
     // 60 levels are fine.
     let e = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p", "amount": 1, "deep": nested_value(60) } });
     assert_eq!(m.reduce(None, &e, 0).status, Status::Applied);
@@ -335,7 +335,7 @@ fn invalid_utf8_machine_and_snapshot_files_are_invalid_json_in_the_cli() {
 fn lone_surrogate_escape_in_event_text_is_invalid_event() {
     let m = order();
     let text = r#"{"id":"e\ud800","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p1","amount":1}}"#;
-    assert_rejected(&m.reduce_text("", None, text, 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, text, 0), "invalid_event");
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn proto_keys_in_payload_and_context_round_trip() {
 fn proto_keys_as_event_fields_are_invalid_event() {
     let m = order();
     let text = r#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{},"__proto__":{"type":"CANCEL"}}"#;
-    assert_rejected(&m.reduce_text("", None, text, 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, text, 0), "invalid_event");
 }
 
 #[test]
@@ -657,8 +657,8 @@ fn missing_or_malformed_id_and_type_have_their_own_codes() {
     for (e, expected) in cases {
         assert_rejected(&m.reduce(None, &e, 0), expected);
     }
-    assert_rejected(&m.reduce_text("", None, "{\"id\":", 0), "invalid_event");
-    assert_rejected(&m.reduce_text("", None, "", 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, "{\"id\":", 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, "", 0), "invalid_event");
 }
 
 #[test]
@@ -676,13 +676,13 @@ fn the_same_id_with_another_payload_is_id_conflict_and_never_applied() {
 fn numbers_out_of_range_are_number_out_of_range() {
     for amount in ["1e400", "1e309", "-1e309", "1.8e308", "17976931348623159e292", "1e99999999999"] {
         let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{{"paymentId":"p1","amount":{amount}}}}}"#);
-        assert_rejected(&order().reduce_text("o", None, &text, 0), "number_out_of_range");
+        assert_rejected(&order().reduce_in("o", None, &text, 0), "number_out_of_range");
     }
     // The largest finite double is a number; below the smallest one a number rounds to zero, as any
     // decimal rounds to its nearest double.
     for amount in ["1.7976931348623157e308", "1e-400"] {
         let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{{"paymentId":"p1","amount":{amount}}}}}"#);
-        assert_eq!(order().reduce_text("o", None, &text, 0).status, Status::Applied, "{amount}");
+        assert_eq!(order().reduce_in("o", None, &text, 0).status, Status::Applied, "{amount}");
     }
     let def = r#"{"id":"m","initial":"a","context":{"n":1e309},"states":{"a":{}}}"#;
     assert_eq!(Machine::from_json(def).unwrap_err().code, Code::NumberOutOfRange);
