@@ -845,7 +845,7 @@ fn flooding_the_ledger_past_max_entries_leaves_a_late_duplicate_to_the_topology(
     assert!(view["ledger"].as_array().unwrap().iter().all(|e| e["id"] != "e1"));
     // e1 is no longer remembered, so it is judged afresh: the set guard (p1 already paid) ignores it.
     let o = m.reduce_in("o", s.as_deref(), &pay("e1", "p1", 10), 2_000);
-    assert_eq!((o.status, o.duplicate), (Status::Ignored, false));
+    assert_eq!((o.status, o.duplicate()), (Status::Ignored, false));
     assert_eq!(view["context"]["paid"], 10);
 }
 

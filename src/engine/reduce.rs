@@ -58,7 +58,7 @@ impl<'a> From<&'a String> for Input<'a> {
     }
 }
 
-pub use crate::outcome::{effect_json, EmittedEffect, Event, Original, Outcome, Status};
+pub use crate::outcome::{effect_json, EmittedEffect, Event, Original, Outcome, Reduced, Split, Status};
 
 impl Machine {
     /// Apply `event` to `snapshot` (or to a new process when `None`) at host time `now` (ms).
@@ -79,16 +79,12 @@ impl Machine {
     /// event instead of decoding. Errors keep their usual precedence: the
     /// event is checked before the snapshot is read.
     pub fn reduce_with<'e>(&self, process: &str, current: Current<'_>, event: impl Into<Input<'e>>, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
-        let (mut o, after) = self.reduce_parts(process, current, event, now);
-        o.materialize(after.as_ref());
-        (o, after)
+        self.reduce_parts(process, current, event, now).joined()
     }
 
-    /// As [`Machine::reduce_with`], leaving the new snapshot in two parts: when
-    /// `outcome.split` is `Some(at)`, the text is the returned ledger's
-    /// `prefix(at)` followed by `outcome.snapshot` (for hosts that need only
-    /// what changed, see [`Outcome::kept_prefix`]).
-    pub fn reduce_parts<'e>(&self, process: &str, current: Current<'_>, event: impl Into<Input<'e>>, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
+    /// As [`Machine::reduce_with`], leaving a new snapshot in two parts (see
+    /// [`Split`]), for hosts that need only what changed.
+    pub fn reduce_parts<'e>(&self, process: &str, current: Current<'_>, event: impl Into<Input<'e>>, now: u64) -> Reduced {
         let result = self.event_of_input(event.into()).and_then(|(e, fp)| {
             let loaded = match current {
                 Current::None => None,
@@ -98,10 +94,7 @@ impl Machine {
             };
             self.reduce_event(process, loaded, e, fp, now)
         });
-        match result {
-            Ok(pair) => pair,
-            Err(e) => (Outcome::rejected(e), None),
-        }
+        result.unwrap_or_else(|e| Reduced::unchanged(Outcome::rejected(e), None))
     }
 
     /// Validate an event against this machine's limits and event types.
@@ -201,7 +194,7 @@ impl Machine {
     }
 
     /// `fp`: the event's fingerprint (`json::fingerprint` of its type and payload).
-    fn reduce_event(&self, process: &str, mut current: Option<snapshot::Loaded>, event: Event, fp: Fingerprint, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
+    fn reduce_event(&self, process: &str, mut current: Option<snapshot::Loaded>, event: Event, fp: Fingerprint, now: u64) -> Result<Reduced> {
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
         let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {
@@ -219,7 +212,7 @@ impl Machine {
         if let Some(i) = snap.ledger.find(&ledger_id, now)? {
             let entry = snap.ledger.entry_at(i)?;
             let o = self.seen(snap, l.upgraded_from.clone(), &entry, &event.id, &fp)?;
-            return Ok((o, if fresh { None } else { current }));
+            return Ok(Reduced::unchanged(o, if fresh { None } else { current }));
         }
 
         // 2. Run the macrostep on the process's state, taken whole.
@@ -278,9 +271,9 @@ impl Machine {
         let next_due_at = next_due(snap);
         let encoded = self.encode_within_limit(snap, &run.config)?;
         l.config = run.config;
+        let split = Split { at: encoded.split, kept_prefix: encoded.shared };
         let outcome = Outcome {
             status: if taken { Status::Applied } else { Status::Ignored },
-            duplicate: false,
             snapshot: Some(encoded.tail),
             response,
             effects: run.effects.into_iter().map(|(e, _)| e).collect(),
@@ -290,10 +283,8 @@ impl Machine {
             upgraded_from: l.upgraded_from.take(),
             next_due_at,
             original: None,
-            kept_prefix: encoded.shared,
-            split: Some(encoded.split),
         };
-        Ok((outcome, current))
+        Ok(Reduced { outcome, after: current, split: Some(split) })
     }
 
     // The branches a fresh event does not take are functions of their own (kept
@@ -315,7 +306,6 @@ impl Machine {
         let mut o = self.unchanged(snap, upgraded_from);
         if entry.fp == fp {
             o.status = Status::Duplicate;
-            o.duplicate = true;
             o.response = entry.response()?;
             o.original = Some(Original { status: entry.status(), revision: entry.rev, at: entry.at });
         } else {
@@ -342,7 +332,7 @@ impl Machine {
         event: &Event,
         fp: &str,
         now: u64,
-    ) -> Result<(Outcome, Option<snapshot::Loaded>)> {
+    ) -> Result<Reduced> {
         let snapshot::Loaded { snap, config, upgraded_from } = loaded;
         if self.record_ignored && !fresh {
             let mut next = snap;
@@ -352,13 +342,12 @@ impl Machine {
             o.status = Status::Ignored;
             let e = self.encode_within_limit(&mut next, &config)?;
             o.snapshot = Some(e.tail);
-            o.split = Some(e.split);
-            o.kept_prefix = e.shared;
-            return Ok((o, Some(snapshot::Loaded { snap: next, config, upgraded_from })));
+            let split = Split { at: e.split, kept_prefix: e.shared };
+            return Ok(Reduced { outcome: o, after: Some(snapshot::Loaded { snap: next, config, upgraded_from }), split: Some(split) });
         }
         let mut o = self.unchanged(&snap, upgraded_from.clone());
         o.status = Status::Ignored;
-        Ok((o, (!fresh).then_some(snapshot::Loaded { snap, config, upgraded_from })))
+        Ok(Reduced::unchanged(o, (!fresh).then_some(snapshot::Loaded { snap, config, upgraded_from })))
     }
 
     /// Encode, refusing to produce a snapshot this machine could not read back:
@@ -393,7 +382,6 @@ impl Machine {
     fn unchanged(&self, snap: &Snapshot, upgraded_from: Option<String>) -> Outcome {
         Outcome {
             status: Status::Ignored,
-            duplicate: false,
             snapshot: None,
             response: Value::Null,
             effects: Vec::new(),
@@ -403,8 +391,6 @@ impl Machine {
             upgraded_from,
             next_due_at: next_due(snap),
             original: None,
-            kept_prefix: 0,
-            split: None,
         }
     }
 

@@ -220,18 +220,18 @@ impl Machine {
                 None => (Current::None, false, false, None, None),
             },
         };
-        let (o, after) = self.inner.reduce_parts(&process, current, event, now);
+        let crate::outcome::Reduced { outcome: o, after, split } = self.inner.reduce_parts(&process, current, event, now);
+        let split = split.unwrap_or(crate::outcome::Split { at: 0, kept_prefix: 0 });
         let (returned, len, ascii, records, check) = match (&o.snapshot, &after) {
             (Some(tail), Some(loaded)) => {
                 // The new text is `prefix` (the ledger's own, `at` bytes) + `tail`.
-                let at = o.split.unwrap_or(0);
-                let prefix = loaded.snap.ledger.prefix(at);
+                let prefix = loaded.snap.ledger.prefix(split.at);
                 let len = prefix.len() + tail.len();
                 if bytes {
                     let b = MEMORY.with(|m| bytes_out(m, prefix.as_ptr() as u32, prefix.len() as u32, tail.as_ptr() as u32, tail.len() as u32));
                     (b, len, false, None, last16(prefix.as_bytes(), tail.as_bytes()))
                 } else {
-                    let (value, records) = new_string(&snapshot, ascii, records, o.kept_prefix, prefix, tail);
+                    let (value, records) = new_string(&snapshot, ascii, records, split.kept_prefix, prefix, tail);
                     (value, len, true, records, None)
                 }
             }

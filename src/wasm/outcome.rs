@@ -36,7 +36,7 @@ pub(super) fn outcome_plain_parts(o: &crate::outcome::Outcome, w: &mut Vec<u8>) 
         return None;
     }
     let Value::String(state) = &o.state else { return None };
-    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1 | index(o.status.as_str())? << 5;
+    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate()) << 1 | index(o.status.as_str())? << 5;
     if let Some(first) = &o.original {
         flags |= 4 | index(first.status)? << 8;
     }
@@ -69,7 +69,7 @@ pub(super) fn outcome_parts(machine: &crate::Machine, o: &crate::outcome::Outcom
         return None;
     }
     let mut w: Vec<u8> = Vec::with_capacity(128);
-    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1;
+    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate()) << 1;
     w.push(b'[');
     o.write_effects(&mut w);
     w.push(b',');
