@@ -9,9 +9,8 @@ use crate::snapshot::{self, Snapshot};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// An event as the engine sees it, validated. Its fields borrow from the
-/// value it was read from when they can (`Machine::reduce` is given one by
-/// reference: copying it, and freeing the copy, took a twentieth of a reduce).
+/// An event as the engine sees it, validated. A reduce owns the event it
+/// checked; the engine's own events may borrow constant parts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event<'a> {
     pub id: Cow<'a, str>,

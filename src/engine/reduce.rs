@@ -202,8 +202,7 @@ impl Machine {
         } else {
             Cow::Borrowed(&event.id)
         };
-        // Worked on where it is: each move of a decoded snapshot is a copy of a
-        // few hundred bytes.
+        // Worked on in place: the decoded snapshot is not moved into a new struct.
         let fresh = current.is_none();
         let l = current.get_or_insert_with(|| snapshot::Loaded { snap: Snapshot::initial(self, &[]), config: Vec::new(), upgraded_from: None });
         let snap = &mut l.snap;
@@ -288,9 +287,9 @@ impl Machine {
     }
 
     // The branches a fresh event does not take are functions of their own (kept
-    // out of line by wasm-opt's one-caller limit, scripts/build-wasm.sh): V8
-    // compiles a function whole on its first call, so a cold start's first
-    // event does not compile them.
+    // out of line by wasm-opt's one-caller limit, scripts/build-wasm.sh), so
+    // that a host compiling functions on their first call does not compile
+    // them for a process's first event.
 
     /// The answer for an event id the ledger holds: a duplicate (same
     /// fingerprint: the first response) or a conflict.
