@@ -83,6 +83,7 @@ impl Snapshot {
     /// order, byte for byte (a `Value`'s maps iterate in key order, so its
     /// canonical form is that text), non-ASCII characters included.
     pub(super) fn write_head(&self, t: &mut Vec<u8>) {
+        t.push(b'{');
         KNOWN.with(|known| {
             let mut known = known.borrow_mut();
             match &*known {
@@ -94,7 +95,7 @@ impl Snapshot {
                 }
             }
         });
-        json::put(t, b"},\"value\":");
+        json::put(t, b",\"value\":");
         json::write_canonical(&self.state.value, t);
         json::put(t, b",\"context\":");
         json::write_canonical(&self.state.context, t);

@@ -65,8 +65,8 @@ impl From<FlatHead> for Head {
     }
 }
 
-/// The machine reference last written in a head, and the head's JSON up to the
-/// end of it. Every snapshot of a process names the same machine, so the next
+/// The machine reference last written in a head, and its member's JSON
+/// (`"machine":{...}`, see [`write_machine`]). Every snapshot of a process names the same machine, so the next
 /// head read finds these very bytes: the reference is then shared instead of
 /// parsed into three new strings, and written back by copying the bytes.
 pub(super) struct KnownRef {
@@ -78,14 +78,15 @@ thread_local! {
     pub(super) static KNOWN: RefCell<Option<KnownRef>> = const { RefCell::new(None) };
 }
 
-/// The head's JSON up to the end of the machine reference's hash.
+/// The head's first member, the machine reference: `"machine":{"id":..,"version":..,"hash":..}`.
 pub(super) fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
-    json::put(t, b"{\"machine\":{\"id\":");
+    json::put(t, b"\"machine\":{\"id\":");
     json::write_str(&r.id, t);
     json::put(t, b",\"version\":");
     json::write_str(&r.version, t);
     json::put(t, b",\"hash\":");
     json::write_str(&r.hash, t);
+    json::put(t, b"}");
 }
 
 // ---------------------------------------------------------------------------
@@ -203,32 +204,37 @@ pub(super) fn parse_head(text: &str, format: u32) -> Result<Head> {
 /// anything else, which `parse_head` then reads as any JSON, errors and all:
 /// what this accepts it reads exactly as that would.
 pub(super) fn read_head(text: &str) -> Option<Head> {
-    const FIELDS: [&str; 9] = [
-        "{\"machine\":{\"id\":",
-        ",\"version\":",
-        ",\"hash\":",
-        "},\"value\":",
-        ",\"context\":",
-        ",\"revision\":",
-        ",\"done\":",
-        ",\"outbox\":",
-        ",\"timers\":",
-    ];
+    // Each member's key as it follows the one before, at its index in `fields`.
+    const FIELDS: [&str; 7] = ["\"machine\":", ",\"value\":", ",\"context\":", ",\"revision\":", ",\"done\":", ",\"outbox\":", ",\"timers\":"];
+    const MACHINE: usize = 0;
+    const VALUE: usize = 1;
+    const CONTEXT: usize = 2;
+    const REVISION: usize = 3;
+    const DONE: usize = 4;
+    const OUTBOX: usize = 5;
+    const TIMERS: usize = 6;
     // The bytes of the last reference written are read as its value would be.
     let known = KNOWN.with(|k| {
         let k = k.borrow();
         let k = k.as_ref()?;
-        text.as_bytes().starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
+        text.as_bytes().get(1..)?.starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
     });
     let mut fields: [Value; FIELDS.len()] = Default::default();
     // The usual end (not done, no outbox entry, no timer), matched whole.
     let mut usual_end = false;
     // Every check before anything is moved out, and one way out when one fails.
     let mut read = || {
-        let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
-        let mut r = HeadReader { text, i: at };
-        for i in skip..FIELDS.len() {
-            if i == 6 && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
+        let mut r = HeadReader { text, i: 0 };
+        r.lit("{")?;
+        let first = match &known {
+            Some((_, len)) => {
+                r.i += len;
+                MACHINE + 1
+            }
+            None => MACHINE,
+        };
+        for i in first..FIELDS.len() {
+            if i == DONE && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
                 usual_end = true;
                 break;
             }
@@ -237,29 +243,29 @@ pub(super) fn read_head(text: &str) -> Option<Head> {
         }
         r.lit("}")?;
         let whole = r.i == text.len()
-            && fields[5].is_u64()
-            && (known.is_some() || fields[..3].iter().all(Value::is_string))
+            && fields[REVISION].is_u64()
+            && (known.is_some() || check_kind(&fields[MACHINE], Kind::Struct(MACHINE_REF)).is_ok())
             && (usual_end
-                || (fields[6].is_boolean()
-                    && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
-                    && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok())));
+                || (fields[DONE].is_boolean()
+                    && (none(&fields[OUTBOX]) || check_kind(&fields[OUTBOX], Kind::List(OUTBOX_ENTRY)).is_ok())
+                    && (none(&fields[TIMERS]) || check_kind(&fields[TIMERS], Kind::List(TIMER)).is_ok())));
         whole.then_some(())
     };
     read()?;
-    let (revision, done) = (fields[5].as_u64().unwrap_or(0), fields[6].as_bool().unwrap_or(false));
-    let (no_outbox, no_timers) = (usual_end || none(&fields[7]), usual_end || none(&fields[8]));
+    let (revision, done) = (fields[REVISION].as_u64().unwrap_or(0), fields[DONE].as_bool().unwrap_or(false));
+    let (no_outbox, no_timers) = (usual_end || none(&fields[OUTBOX]), usual_end || none(&fields[TIMERS]));
     let mut take = |i: usize| std::mem::take(&mut fields[i]);
     let machine = match known {
         Some((r, _)) => r,
-        None => Arc::new(MachineRef { id: string(take(0)), version: string(take(1)), hash: string(take(2)) }),
+        None => Arc::new(MachineRef::read(take(MACHINE))),
     };
     let state = ProcessState {
-        value: take(3),
-        context: take(4),
+        value: take(VALUE),
+        context: take(CONTEXT),
         revision,
         done,
-        outbox: if no_outbox { Vec::new() } else { items(take(7), OutboxEntry::read) },
-        timers: if no_timers { Vec::new() } else { items(take(8), Timer::read) },
+        outbox: if no_outbox { Vec::new() } else { items(take(OUTBOX), OutboxEntry::read) },
+        timers: if no_timers { Vec::new() } else { items(take(TIMERS), Timer::read) },
         history: Map::new(),
     };
     Some(Head { machine, state })
