@@ -939,7 +939,7 @@ fn a_forged_snapshot_with_an_attempt_counter_at_its_maximum_is_not_a_panic() {
     b["outbox"][0]["attempts"] = json!(u32::MAX);
     let s = forge(&b);
     let due = std::panic::catch_unwind(|| idem::outbox::due(&m, &s, 0))
-        .unwrap_or_else(|_| panic!("attempts u32::MAX: due panicked (src/engine/outbox.rs write_due: e.attempts + 1)"));
+        .unwrap_or_else(|_| panic!("attempts u32::MAX: due panicked (src/engine/outbox.rs due_effect: e.attempts + 1)"));
     assert_eq!(due.unwrap_err().code.as_str(), "invalid_snapshot");
     let started = json!({ "id": "s", "type": "idem.effect.started", "payload": { "key": "order-1/e1:0" } });
     let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &started, 1))
