@@ -156,10 +156,12 @@ pub struct Timer {
 /// whole (`interpreter::Start`, `Run::state`).
 ///
 /// The fields are in the order the head writes them. A new field goes here,
-/// then into the head's field table (`fields::HEAD`, which reads it), its
-/// writer (`Snapshot::write_head`) and the readable form (`Snapshot::to_value`);
-/// `head::outbox_writer_tests` checks the writer against the serde derive and
-/// that a snapshot holding the field re-encodes byte for byte.
+/// then into the head's reader (`fields::HEAD` and `Head::read`; a member
+/// written after the timers leaves `read_head` to that general path), its
+/// writer (`Snapshot::write_head`), the readable form (`Snapshot::to_value`)
+/// and the serde oracle `head::FlatHead`. `head::outbox_writer_tests` then
+/// checks that the writer writes what the `Serialize` derive here writes and
+/// that every field of a generated state reads back as it was.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(test, derive(Serialize))]
 pub struct ProcessState {
