@@ -112,9 +112,9 @@ fn synthesize(m: &Machine, n: usize) -> String {
         );
     }
     if n > 0 {
-        s.context["lastNote"] = json!(n - 1);
+        s.state.context["lastNote"] = json!(n - 1);
     }
-    s.revision = n as u64;
+    s.state.revision = n as u64;
     s.encode()
 }
 

@@ -149,7 +149,7 @@ fn command(args: &[String], io: &mut dyn Io) -> Result<u8, Error> {
                 .ok_or_else(|| usage("--now is required"))?
                 .parse()
                 .map_err(|_| usage("--now must be whole milliseconds"))?;
-            let o = m.reduce_text(process, snapshot.as_deref().map(str::trim_end), &read(io, event_path)?, now);
+            let o = m.reduce_in(process, snapshot.as_deref().map(str::trim_end), &read(io, event_path)?, now);
             let mut v = o.to_json(false);
             if let Some(s) = &o.snapshot {
                 v["snapshot"] = Value::String(s.clone());

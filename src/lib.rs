@@ -41,7 +41,7 @@
 //! let first = m.reduce(None, &pay, 1_000);
 //! assert_eq!(first.status.as_str(), "applied");
 //! let again = m.reduce(first.snapshot.as_deref(), &pay, 2_000);
-//! assert!(again.duplicate);
+//! assert!(again.duplicate());
 //! assert_eq!(again.response, first.response);
 //! ```
 
@@ -68,7 +68,7 @@ pub use analysis::{analyze, unvalidated, xstate};
 
 pub use error::{Code, Error};
 pub use machine::Machine;
-pub use outcome::{EmittedEffect, Event, Original, Outcome, Status};
+pub use outcome::{EmittedEffect, Event, Original, Outcome, Reduced, Split, Status};
 pub use snapshot::Snapshot;
 
 /// The crate version, also reported by the wasm package and the CLI.

@@ -336,8 +336,8 @@ fn read_back_fresh(m: &Machine, process: &str, before: Option<&str>, event: &Val
     let (again, resident) = m.reduce_with(process, current, &serde_json::to_string(event).unwrap(), now);
     prop_assert_eq!(again.snapshot.as_deref(), Some(written));
     let resident = resident.ok_or_else(|| TestCaseError::fail("no decoded copy of a written snapshot"))?;
-    prop_assert_eq!(&cold["value"], &resident.snap.value, "state value read back differs from the resident copy");
-    prop_assert_eq!(&cold["context"], &resident.snap.context, "context read back differs from the resident copy");
+    prop_assert_eq!(&cold["value"], &resident.snap.state.value, "state value read back differs from the resident copy");
+    prop_assert_eq!(&cold["context"], &resident.snap.state.context, "context read back differs from the resident copy");
     prop_assert_eq!(fresh.config_of_value(&cold["value"]), Some(resident.config));
     Ok(())
 }
@@ -517,7 +517,7 @@ proptest! {
     #[test]
     fn any_text_as_an_event_is_an_outcome(text in "\\PC{0,120}|\\{\"id\":\"e1\",\"type\":\"(PAYMENT_PARTIAL|SHIP|idem.effect.succeeded)\",\"payload\":\\PC{0,40}\\}") {
         let m = order();
-        let o = m.reduce_text("p", None, &text, 1);
+        let o = m.reduce_in("p", None, &text, 1);
         if let Some(e) = &o.error {
             prop_assert!(known(e.code));
         }
@@ -688,7 +688,7 @@ fn floats_survive_the_snapshot_round_trip() {
         let exact: f64 = x.parse().unwrap();
         // As a host sends it: JSON text, as JavaScript's JSON.stringify writes the double.
         let text = format!(r#"{{"id":"e1","type":"E","payload":{{"x":{x}}}}}"#);
-        let first = m.reduce_text("p", None, &text, 1);
+        let first = m.reduce_in("p", None, &text, 1);
         assert_eq!(first.status, Status::Applied);
         assert_eq!(first.response.as_f64(), Some(exact), "{x}: the response does not echo the number sent");
         // As a Rust caller gives it: a value holding the double itself.

@@ -22,7 +22,7 @@ struct Native(Machine);
 
 impl Api for Native {
     fn reduce(&self, snapshot: Option<&str>, event: &Value, now: u64, process: Option<&str>) -> Value {
-        let o = self.0.reduce_text(process.unwrap_or(""), snapshot, &event.to_string(), now);
+        let o = self.0.reduce_in(process.unwrap_or(""), snapshot, &event.to_string(), now);
         let mut out = o.to_json(false);
         out["snapshot"] = match (o.snapshot.as_deref(), snapshot) {
             (Some(s), _) | (None, Some(s)) => Value::String(s.to_string()),

@@ -106,7 +106,7 @@ fn event_text_over_the_limit_is_payload_too_large_before_parsing() {
     let m = order();
     // Not even JSON: refused on its size alone, never parsed.
     let text = "{".repeat(m.limits.max_payload_bytes + m.limits.max_id_bytes + 4097);
-    assert_rejected(&m.reduce_text("order-1", None, &text, 0), "payload_too_large");
+    assert_rejected(&m.reduce_in("order-1", None, &text, 0), "payload_too_large");
 }
 
 #[test]
@@ -174,10 +174,10 @@ fn deep_payload_is_nesting_too_deep() {
     let e = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "deep": nested_value(100) } });
     assert_rejected(&m.reduce(None, &e, 0), "nesting_too_deep");
     let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{}}}"#, nested(100));
-    assert_rejected(&m.reduce_text("", None, &text, 0), "nesting_too_deep");
+    assert_rejected(&m.reduce_in("", None, &text, 0), "nesting_too_deep");
     // Past the parser's own recursion limit the text is not valid JSON for us.
     let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{}}}"#, nested(10_000));
-    assert_rejected(&m.reduce_text("", None, &text, 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, &text, 0), "invalid_event");
     // 60 levels are fine.
     let e = json!({ "id": "e1", "type": "PAYMENT_PARTIAL", "payload": { "paymentId": "p", "amount": 1, "deep": nested_value(60) } });
     assert_eq!(m.reduce(None, &e, 0).status, Status::Applied);
@@ -335,7 +335,7 @@ fn invalid_utf8_machine_and_snapshot_files_are_invalid_json_in_the_cli() {
 fn lone_surrogate_escape_in_event_text_is_invalid_event() {
     let m = order();
     let text = r#"{"id":"e\ud800","type":"PAYMENT_PARTIAL","payload":{"paymentId":"p1","amount":1}}"#;
-    assert_rejected(&m.reduce_text("", None, text, 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, text, 0), "invalid_event");
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn proto_keys_in_payload_and_context_round_trip() {
 fn proto_keys_as_event_fields_are_invalid_event() {
     let m = order();
     let text = r#"{"id":"e1","type":"PAYMENT_PARTIAL","payload":{},"__proto__":{"type":"CANCEL"}}"#;
-    assert_rejected(&m.reduce_text("", None, text, 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, text, 0), "invalid_event");
 }
 
 #[test]
@@ -657,8 +657,8 @@ fn missing_or_malformed_id_and_type_have_their_own_codes() {
     for (e, expected) in cases {
         assert_rejected(&m.reduce(None, &e, 0), expected);
     }
-    assert_rejected(&m.reduce_text("", None, "{\"id\":", 0), "invalid_event");
-    assert_rejected(&m.reduce_text("", None, "", 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, "{\"id\":", 0), "invalid_event");
+    assert_rejected(&m.reduce_in("", None, "", 0), "invalid_event");
 }
 
 #[test]
@@ -676,13 +676,13 @@ fn the_same_id_with_another_payload_is_id_conflict_and_never_applied() {
 fn numbers_out_of_range_are_number_out_of_range() {
     for amount in ["1e400", "1e309", "-1e309", "1.8e308", "17976931348623159e292", "1e99999999999"] {
         let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{{"paymentId":"p1","amount":{amount}}}}}"#);
-        assert_rejected(&order().reduce_text("o", None, &text, 0), "number_out_of_range");
+        assert_rejected(&order().reduce_in("o", None, &text, 0), "number_out_of_range");
     }
     // The largest finite double is a number; below the smallest one a number rounds to zero, as any
     // decimal rounds to its nearest double.
     for amount in ["1.7976931348623157e308", "1e-400"] {
         let text = format!(r#"{{"id":"e1","type":"PAYMENT_PARTIAL","payload":{{"paymentId":"p1","amount":{amount}}}}}"#);
-        assert_eq!(order().reduce_text("o", None, &text, 0).status, Status::Applied, "{amount}");
+        assert_eq!(order().reduce_in("o", None, &text, 0).status, Status::Applied, "{amount}");
     }
     let def = r#"{"id":"m","initial":"a","context":{"n":1e309},"states":{"a":{}}}"#;
     assert_eq!(Machine::from_json(def).unwrap_err().code, Code::NumberOutOfRange);
@@ -845,7 +845,7 @@ fn flooding_the_ledger_past_max_entries_leaves_a_late_duplicate_to_the_topology(
     assert!(view["ledger"].as_array().unwrap().iter().all(|e| e["id"] != "e1"));
     // e1 is no longer remembered, so it is judged afresh: the set guard (p1 already paid) ignores it.
     let o = m.reduce_in("o", s.as_deref(), &pay("e1", "p1", 10), 2_000);
-    assert_eq!((o.status, o.duplicate), (Status::Ignored, false));
+    assert_eq!((o.status, o.duplicate()), (Status::Ignored, false));
     assert_eq!(view["context"]["paid"], 10);
 }
 
@@ -926,7 +926,7 @@ fn a_forged_snapshot_with_the_revision_at_its_maximum_is_not_a_panic() {
     b["revision"] = json!(u64::MAX);
     let s = forge(&b);
     let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &pay("e2", "p2", 1), 2_000))
-        .unwrap_or_else(|_| panic!("revision u64::MAX: reduce panicked (src/engine/reduce.rs: snap.revision + 1)"));
+        .unwrap_or_else(|_| panic!("revision u64::MAX: reduce panicked (src/engine/reduce.rs: snap.state.revision + 1)"));
     assert_rejected(&o, "invalid_snapshot");
 }
 
@@ -939,7 +939,7 @@ fn a_forged_snapshot_with_an_attempt_counter_at_its_maximum_is_not_a_panic() {
     b["outbox"][0]["attempts"] = json!(u32::MAX);
     let s = forge(&b);
     let due = std::panic::catch_unwind(|| idem::outbox::due(&m, &s, 0))
-        .unwrap_or_else(|_| panic!("attempts u32::MAX: due panicked (src/engine/outbox.rs write_due: e.attempts + 1)"));
+        .unwrap_or_else(|_| panic!("attempts u32::MAX: due panicked (src/engine/outbox.rs due_effect: e.attempts + 1)"));
     assert_eq!(due.unwrap_err().code.as_str(), "invalid_snapshot");
     let started = json!({ "id": "s", "type": "idem.effect.started", "payload": { "key": "order-1/e1:0" } });
     let o = std::panic::catch_unwind(|| m.reduce_in("order-1", Some(&s), &started, 1))

@@ -86,7 +86,7 @@ proptest! {
         if first.status.as_str() == "applied" {
             let second = m.reduce_in("p", first.snapshot.as_deref(), &e, 100_000 + later);
             prop_assert_eq!(second.status.as_str(), "duplicate");
-            prop_assert!(second.duplicate);
+            prop_assert!(second.duplicate());
             prop_assert!(second.snapshot.is_none(), "a duplicate writes nothing");
             prop_assert_eq!(&second.response, &first.response);
             prop_assert_eq!(second.revision, first.revision);

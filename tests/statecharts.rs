@@ -438,7 +438,7 @@ fn a_history_record_that_restores_no_configuration_is_refused_on_load() {
     let paused = m.config_of_value(&json!("paused")).unwrap();
     let with = |record: Value| {
         let mut s = idem::Snapshot::initial(&m, &paused);
-        s.history = record.as_object().unwrap().clone();
+        s.state.history = record.as_object().unwrap().clone();
         s.encode_from().0
     };
     let resume = json!({ "id": "e1", "type": "RESUME" });

@@ -42,8 +42,8 @@ pub fn read_back_fresh(m: &Machine, before: Option<&str>, event: &Value, now: u6
     let (again, resident) = m.reduce_with("p", current, &event.to_string(), now);
     assert_eq!(again.snapshot.as_deref(), Some(written), "reduce_with writes what reduce_in wrote");
     let resident = resident.expect("a decoded copy of the written snapshot");
-    assert_eq!(cold["value"], resident.snap.value, "state value read back differs from the resident copy");
-    assert_eq!(cold["context"], resident.snap.context, "context read back differs from the resident copy");
+    assert_eq!(cold["value"], resident.snap.state.value, "state value read back differs from the resident copy");
+    assert_eq!(cold["context"], resident.snap.state.context, "context read back differs from the resident copy");
     assert_eq!(fresh.config_of_value(&cold["value"]), Some(resident.config), "configuration read back differs");
 }
 

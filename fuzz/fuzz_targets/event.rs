@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
     let f = fixture();
     for (i, snap) in f.snapshots.iter().enumerate() {
         let m = &f.machines[if i < 2 { 0 } else { 1 }];
-        let o = m.reduce_text("p", snap.as_deref(), text, 1_000);
+        let o = m.reduce_in("p", snap.as_deref(), text, 1_000);
         if let Some(e) = &o.error {
             assert!(idem::Code::ALL.contains(&e.code));
         }

@@ -69,7 +69,7 @@ use crate::json;
 use crate::machine::{Action, Kind, Machine, RetryPolicy, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, INIT_EVENT};
 use crate::outbox;
 use crate::outcome::{EmittedEffect, Event};
-use crate::snapshot::{OutboxEntry, Timer};
+use crate::snapshot::{ProcessState, Timer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -79,43 +79,32 @@ pub(crate) struct Run<'a> {
     pub m: &'a Machine,
     /// The active states, in document order.
     pub config: Vec<StateIdx>,
-    pub context: Value,
-    /// The state value of `config` (what `state` reads in expressions).
-    pub value: Value,
-    /// What each history state recorded (see `Snapshot::history`).
-    pub history: Map<String, Value>,
+    /// The process's state, changed in place; `state.value` is the state value
+    /// of `config` (what `state` reads in expressions), `state.revision` the
+    /// revision this macrostep commits.
+    pub state: ProcessState,
     pub response: Option<Value>,
     /// Emitted effects with their retry policy.
     pub effects: Vec<(EmittedEffect, RetryPolicy)>,
-    pub timers: Vec<Timer>,
-    pub outbox: Vec<OutboxEntry>,
     /// The external event this macrostep belongs to: its id keys effects.
     pub origin: &'a Event<'a>,
     pub process: &'a str,
     pub now: u64,
-    pub revision: u64,
     pub microsteps: usize,
-    /// A final state of the machine was reached: the process is finished.
-    pub done: bool,
     /// Raised and done events, handled one at a time after eventless transitions.
     internal: VecDeque<Event<'static>>,
     /// An `assign` ran in the current microstep.
     assigned: bool,
 }
 
-/// The snapshot parts a run starts from.
+/// What a run starts from.
 pub(crate) struct Start<'a> {
     pub config: Vec<StateIdx>,
-    pub context: Value,
-    pub value: Value,
-    pub history: Map<String, Value>,
-    pub timers: Vec<Timer>,
-    pub outbox: Vec<OutboxEntry>,
+    /// The process's state, its revision already the one this run commits.
+    pub state: ProcessState,
     pub origin: &'a Event<'a>,
     pub process: &'a str,
     pub now: u64,
-    pub revision: u64,
-    pub done: bool,
 }
 
 impl<'a> Run<'a> {
@@ -123,19 +112,13 @@ impl<'a> Run<'a> {
         Run {
             m,
             config: s.config,
-            context: s.context,
-            value: s.value,
-            history: s.history,
+            state: s.state,
             response: None,
             effects: Vec::new(),
-            timers: s.timers,
-            outbox: s.outbox,
             origin: s.origin,
             process: s.process,
             now: s.now,
-            revision: s.revision,
             microsteps: 0,
-            done: s.done,
             internal: VecDeque::new(),
             assigned: false,
         }
@@ -143,11 +126,11 @@ impl<'a> Run<'a> {
 
     fn data<'e>(&'e self, event: &'e Event) -> Data<'e> {
         Data::Process {
-            context: &self.context,
+            context: &self.state.context,
             event_id: &event.id,
             event_type: &event.event_type,
             payload: &event.payload,
-            state: &self.value,
+            state: &self.state.value,
         }
     }
 
@@ -178,7 +161,7 @@ impl<'a> Run<'a> {
     /// was taken: an event that enables none may still let an eventless
     /// transition be taken, whose guard reads it (SCXML's main loop).
     pub fn macrostep(&mut self, event: &Event) -> Result<bool> {
-        if self.done {
+        if self.state.done {
             return Ok(false);
         }
         let ts = self.select_transitions(event)?;
@@ -195,7 +178,7 @@ impl<'a> Run<'a> {
     /// changed anything.
     pub fn engine_event(&mut self, event: &Event) -> Result<bool> {
         if event.event_type.starts_with(EFFECT_REPORT_PREFIX) {
-            return match outbox::report(&mut self.outbox, event, self.now)? {
+            return match outbox::report(&mut self.state.outbox, event, self.now)? {
                 outbox::Report::Stale => Ok(false),
                 outbox::Report::Updated => Ok(true),
                 outbox::Report::Raise(raised) => {
@@ -204,13 +187,13 @@ impl<'a> Run<'a> {
                 }
             };
         }
-        let Some(i) = self.timers.iter().position(|t| t.id == event.id) else { return Ok(false) };
-        let timer = self.timers.remove(i);
+        let Some(i) = self.state.timers.iter().position(|t| t.id == event.id) else { return Ok(false) };
+        let timer = self.state.timers.remove(i);
         let m = self.m;
         let state = m
             .state_by_path(&timer.state)
             .ok_or_else(|| Error::new(Code::InvalidSnapshot, format!("timer names unknown state \"{}\"", timer.state)))?;
-        if self.done || !self.active(state) {
+        if self.state.done || !self.active(state) {
             return Ok(true);
         }
         let cands: &'a [Transition] = m.states[state].after.iter().find(|(d, _)| *d == timer.delay).map_or(&[], |(_, ts)| ts);
@@ -231,7 +214,7 @@ impl<'a> Run<'a> {
         let mut taken = false;
         let mut current: Option<Event<'static>> = None;
         let mut eventless = true;
-        while !self.done {
+        while !self.state.done {
             let mut ts = if eventless { self.select_eventless(current.as_ref().unwrap_or(external))? } else { Vec::new() };
             let from_eventless = !ts.is_empty();
             if ts.is_empty() {
@@ -393,7 +376,7 @@ impl<'a> Run<'a> {
 
     /// The entry-set questions over this machine and what its history states recorded.
     fn entry(&self) -> Entry<'a, '_> {
-        Entry { m: self.m, history: &self.history }
+        Entry { m: self.m, history: &self.state.history }
     }
 
     /// The targets with each history state replaced by the states it names.
@@ -449,13 +432,13 @@ impl<'a> Run<'a> {
                     .filter(|&&c| if deep { m.is_atomic(c) && m.is_descendant(c, s) } else { m.states[c].parent == Some(s) })
                     .map(|&c| Value::String(m.states[c].path.clone()))
                     .collect();
-                self.history.insert(m.states[h].path.clone(), Value::Array(kept));
+                self.state.history.insert(m.states[h].path.clone(), Value::Array(kept));
                 recorded = true;
             }
         }
         for s in exit {
             let path = &m.states[s].path;
-            self.timers.retain(|t| &t.state != path);
+            self.state.timers.retain(|t| &t.state != path);
             self.run_actions(&m.states[s].exit, event)?;
             if let Ok(i) = self.config.binary_search(&s) {
                 self.config.remove(i);
@@ -504,7 +487,7 @@ impl<'a> Run<'a> {
         next.extend_from_slice(states);
         next.sort_unstable();
         next.dedup();
-        self.value = m.value_of_config(&next);
+        self.state.value = m.value_of_config(&next);
         let mut completed: Vec<StateIdx> = Vec::new();
         for &s in states {
             if let Err(i) = self.config.binary_search(&s) {
@@ -512,8 +495,8 @@ impl<'a> Run<'a> {
             }
             let node = &m.states[s];
             for (delay, _) in &node.after {
-                self.timers.push(Timer {
-                    id: format!("after:{}:{}:{}", node.path, delay, self.revision),
+                self.state.timers.push(Timer {
+                    id: format!("after:{}:{}:{}", node.path, delay, self.state.revision),
                     state: node.path.clone(),
                     delay: *delay,
                     due_at: self.now.saturating_add(*delay),
@@ -538,12 +521,12 @@ impl<'a> Run<'a> {
                 marker = m.states[a].parent;
             }
             if marker.is_none() {
-                self.done = true;
+                self.state.done = true;
             }
         }
-        if self.done {
+        if self.state.done {
             self.internal.clear();
-            self.timers.clear();
+            self.state.timers.clear();
             for s in self.config.clone().into_iter().rev() {
                 self.run_actions(&m.states[s].exit, event)?;
             }
@@ -589,7 +572,7 @@ impl<'a> Run<'a> {
                         }
                         values.push((field, v));
                     }
-                    let ctx = self.context.as_object_mut().expect("context is an object");
+                    let ctx = self.state.context.as_object_mut().expect("context is an object");
                     for (field, v) in values {
                         match ctx.get_mut(field.as_str()) {
                             Some(slot) => *slot = v,
@@ -631,7 +614,7 @@ impl<'a> Run<'a> {
                         },
                         None => outbox::default_key(self.process, &self.origin.id, position),
                     };
-                    if self.outbox.iter().any(|e| e.key == key) || self.effects.iter().any(|(e, _)| e.key == key) {
+                    if self.state.outbox.iter().any(|e| e.key == key) || self.effects.iter().any(|(e, _)| e.key == key) {
                         // Same key, same operation: the outbox already has it.
                         continue;
                     }

@@ -17,7 +17,7 @@ use crate::error::{Code, Error, Result};
 use crate::json::{self, object};
 use crate::machine::{Machine, RetryPolicy};
 use crate::outcome::{EmittedEffect, Event};
-use crate::snapshot::{self, EffectState, OutboxEntry, Snapshot};
+use crate::snapshot::{self, EffectState, OutboxEntry, Snapshot, Timer};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -227,118 +227,69 @@ pub fn due(machine: &Machine, snapshot: &str, now: u64) -> Result<Vec<Value>> {
     Ok(due_items(&loaded.snap, now))
 }
 
-/// [`due`]'s items for a decoded snapshot: [`write_due`]'s text read back, so
-/// that which entries are due and what each carries is decided in one place.
+/// [`due`]'s items for a decoded snapshot: the due effects in outbox order,
+/// then the due timers. Members are inserted in key order, so an item reads
+/// the same whether or not the build's maps keep insertion order.
 pub fn due_items(snap: &Snapshot, now: u64) -> Vec<Value> {
-    let mut t = Vec::with_capacity(128);
-    write_due(snap, now, &mut t);
-    // A payload may be nested as deep as a definition allows, and an item puts
-    // it two levels down: read without the depth bound (the recursion limit
-    // stays far above both).
-    match json::parse_with_depth(&json::utf8(t)) {
-        Ok((Value::Array(items), _)) => items,
-        _ => unreachable!("write_due writes a JSON array"),
-    }
+    let effects = snap.state.outbox.iter().filter_map(|e| due_effect(e, now));
+    let timers = snap.state.timers.iter().filter(|t| t.due_at <= now).map(due_timer);
+    effects.chain(timers).collect()
 }
 
-/// [`due`]'s items as JSON text: what `json::to_text` writes of them, byte for
-/// byte (members in key order, as a `Value`'s map iterates), written directly
-/// so that the wasm module builds no `Value`s for them.
-pub fn due_text(machine: &Machine, snapshot: &str, now: u64) -> Result<String> {
-    let loaded = snapshot::load(machine, snapshot)?;
-    let mut t = Vec::with_capacity(128);
-    write_due(&loaded.snap, now, &mut t);
-    Ok(json::utf8(t))
-}
-
-/// [`due_items`] as `json::to_text` writes them (see [`due_text`]).
-pub fn write_due(snap: &Snapshot, now: u64, t: &mut Vec<u8>) {
-    json::put(t, b"[");
-    let mut first = true;
-    let mut next = |t: &mut Vec<u8>| {
-        if !first {
-            json::put(t, b",");
-        }
-        first = false;
+/// The step of `e` due at `now`, if one is: an attempt (with the event that
+/// reports it started), a verification, or an expired attempt to report as
+/// unknown.
+fn due_effect(e: &OutboxEntry, now: u64) -> Option<Value> {
+    let at = e.due_at.filter(|&at| at <= now && !e.state.is_done())?;
+    let (n, kind) = match e.state {
+        EffectState::Pending | EffectState::Unknown if e.attempts < e.retry.max_attempts => (e.attempts + 1, "attempt"),
+        EffectState::InFlight => (e.attempts, "expire"),
+        EffectState::Verifying => (e.attempts, "verify"),
+        EffectState::Pending | EffectState::Unknown | EffectState::Succeeded | EffectState::Failed => return None,
     };
-    for e in &snap.outbox {
-        let Some(at) = e.due_at else { continue };
-        if at > now || e.state.is_done() {
-            continue;
-        }
-        let (n, kind): (u32, &[u8]) = match e.state {
-            EffectState::Pending | EffectState::Unknown if e.attempts < e.retry.max_attempts => (e.attempts + 1, b"attempt"),
-            EffectState::InFlight => (e.attempts, b"expire"),
-            EffectState::Verifying => (e.attempts, b"verify"),
-            EffectState::Pending | EffectState::Unknown | EffectState::Succeeded | EffectState::Failed => continue,
-        };
-        next(t);
-        json::put(t, b"{\"attempt\":");
-        json::push_u64(n.into(), t);
-        json::put(t, b",\"attemptId\":");
-        json::write_str(&format!("{}#{}", e.key, n), t);
-        json::put(t, b",\"dueAt\":");
-        json::push_u64(at, t);
-        json::put(t, if e.idempotent { b",\"idempotent\":true,\"key\":" } else { b",\"idempotent\":false,\"key\":" });
-        json::write_str(&e.key, t);
-        json::put(t, b",\"kind\":\"");
-        json::put(t, kind);
-        json::put(t, b"\",\"payload\":");
-        json::write_json(&e.payload, t);
-        match e.state {
-            EffectState::InFlight => {
-                json::put(t, b",\"report\":");
-                write_report_event(&e.key, n, "result", UNKNOWN, t);
-            }
-            _ => {
-                // "attempt" or "verify": the id its result is reported under.
-                json::put(t, b",\"resultId\":");
-                let attempt = e.state != EffectState::Verifying;
-                json::write_str(&format!("{}#{}:{}", e.key, n, if attempt { "result" } else { "verify" }), t);
-                if attempt {
-                    json::put(t, b",\"started\":");
-                    write_report_event(&e.key, n, "started", STARTED, t);
-                }
-            }
-        }
-        json::put(t, b",\"type\":");
-        json::write_str(&e.effect_type, t);
-        json::put(t, b"}");
-    }
-    for timer in &snap.timers {
-        if timer.due_at <= now {
-            next(t);
-            json::put(t, b"{\"delay\":");
-            json::push_u64(timer.delay, t);
-            json::put(t, b",\"dueAt\":");
-            json::push_u64(timer.due_at, t);
-            json::put(t, b",\"event\":{\"id\":");
-            json::write_str(&timer.id, t);
-            json::put(t, b",\"payload\":{},\"type\":");
-            json::write_str(crate::machine::TIMER_EVENT, t);
-            json::put(t, b"},\"kind\":\"timer\",\"state\":");
-            json::write_str(&timer.state, t);
-            json::put(t, b"}");
+    let mut item = json::members! {
+        "attempt": n,
+        "attemptId": format!("{}#{}", e.key, n),
+        "dueAt": at,
+        "idempotent": e.idempotent,
+        "key": e.key,
+        "kind": kind,
+        "payload": e.payload,
+    };
+    if e.state == EffectState::InFlight {
+        item.insert("report".into(), report_event(&e.key, n, "result", UNKNOWN));
+    } else {
+        // "attempt" or "verify": the id its result is reported under.
+        let attempt = e.state != EffectState::Verifying;
+        item.insert("resultId".into(), Value::String(format!("{}#{}:{}", e.key, n, if attempt { "result" } else { "verify" })));
+        if attempt {
+            item.insert("started".into(), report_event(&e.key, n, "started", STARTED));
         }
     }
-    json::put(t, b"]");
+    item.insert("type".into(), Value::String(e.effect_type.clone()));
+    Some(Value::Object(item))
+}
+
+/// A due timer, with the event that fires it.
+fn due_timer(timer: &Timer) -> Value {
+    object! {
+        "delay": timer.delay,
+        "dueAt": timer.due_at,
+        "event": object! { "id": timer.id, "payload": object! {}, "type": crate::machine::TIMER_EVENT },
+        "kind": "timer",
+        "state": timer.state,
+    }
 }
 
 /// The event that reports attempt `n` of the effect `key` (`kind`: started, or
-/// unknown when the attempt's lease expired), as JSON.
-fn write_report_event(key: &str, n: u32, suffix: &str, kind: &str, t: &mut Vec<u8>) {
-    json::put(t, b"{\"id\":");
-    json::write_str(&format!("{key}#{n}:{suffix}"), t);
-    json::put(t, b",\"payload\":{\"attempt\":");
-    json::push_u64(n.into(), t);
+/// unknown when the attempt's lease expired).
+fn report_event(key: &str, n: u32, suffix: &str, kind: &str) -> Value {
+    let mut payload = json::members! { "attempt": n };
     if kind == UNKNOWN {
-        json::put(t, b",\"error\":\"attempt lease expired\"");
+        payload.insert("error".into(), Value::from("attempt lease expired"));
     }
-    json::put(t, b",\"key\":");
-    json::write_str(key, t);
-    json::put(t, b"},\"type\":");
-    json::write_str(kind, t);
-    json::put(t, b"}");
+    payload.insert("key".into(), Value::from(key));
+    object! { "id": format!("{key}#{n}:{suffix}"), "payload": Value::Object(payload), "type": kind }
 }
 
 #[cfg(test)]

@@ -9,9 +9,8 @@ use crate::snapshot::{self, Snapshot};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// An event as the engine sees it, validated. Its fields borrow from the
-/// value it was read from when they can (`Machine::reduce` is given one by
-/// reference: copying it, and freeing the copy, took a twentieth of a reduce).
+/// An event as the engine sees it, validated. A reduce owns the event it
+/// checked; the engine's own events may borrow constant parts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event<'a> {
     pub id: Cow<'a, str>,
@@ -59,7 +58,6 @@ pub struct EmittedEffect {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub status: Status,
-    pub duplicate: bool,
     /// The new snapshot text when it changed; `None` means write nothing.
     pub snapshot: Option<String>,
     /// The response frozen for this event (replayed byte for byte to duplicates).
@@ -77,13 +75,6 @@ pub struct Outcome {
     /// revision it produced, when), so a replay can be answered without
     /// reading the ledger again.
     pub original: Option<Original>,
-    /// How many leading bytes of `snapshot` are the same as in the snapshot this
-    /// reduce started from (0 when none are known to be): a host holding that
-    /// text can keep them instead of copying the whole new text.
-    pub kept_prefix: usize,
-    /// Set only by [`Machine::reduce_parts`]: `snapshot` then holds the text
-    /// from this offset on, and the ledger returned with the outcome the rest.
-    pub split: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +88,6 @@ impl Outcome {
     pub(crate) fn rejected(err: Error) -> Outcome {
         Outcome {
             status: Status::Rejected,
-            duplicate: false,
             snapshot: None,
             response: Value::Null,
             effects: Vec::new(),
@@ -107,26 +97,60 @@ impl Outcome {
             upgraded_from: None,
             next_due_at: None,
             original: None,
-            kept_prefix: 0,
-            split: None,
         }
     }
 
-    /// Join a snapshot left in two parts by `reduce_parts` into its whole text.
-    pub(crate) fn materialize(&mut self, after: Option<&snapshot::Loaded>) {
-        if let (Some(at), Some(tail), Some(l)) = (self.split, self.snapshot.as_mut(), after) {
+    /// The event was seen before with the same content (`status` is `duplicate`).
+    pub fn duplicate(&self) -> bool {
+        self.status == Status::Duplicate
+    }
+}
+
+/// Where a new snapshot's text stands when [`Machine::reduce_parts`] leaves it
+/// in two parts: `outcome.snapshot` holds the text from `at` on, and the
+/// ledger returned with the outcome the first `at` bytes (`ledger.prefix(at)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split {
+    pub at: usize,
+    /// How many leading bytes of the whole new text are the same as in the
+    /// snapshot the reduce started from (0 when none are known to be): a
+    /// host holding that text can keep them instead of copying the whole.
+    pub kept_prefix: usize,
+}
+
+/// What [`Machine::reduce_parts`] gives back: the outcome, the snapshot as it
+/// stands afterwards, decoded (`None` when no process exists), and, when a
+/// new snapshot was written, where its text is split.
+#[derive(Debug)]
+pub struct Reduced {
+    pub outcome: Outcome,
+    pub after: Option<snapshot::Loaded>,
+    pub split: Option<Split>,
+}
+
+impl Reduced {
+    pub(crate) fn unchanged(outcome: Outcome, after: Option<snapshot::Loaded>) -> Reduced {
+        Reduced { outcome, after, split: None }
+    }
+
+    /// The outcome with its snapshot's text whole, and the decoded snapshot.
+    pub fn joined(self) -> (Outcome, Option<snapshot::Loaded>) {
+        let Reduced { mut outcome, after, split } = self;
+        if let (Some(split), Some(tail), Some(l)) = (split, outcome.snapshot.as_mut(), after.as_ref()) {
             // In the tail's own buffer when there is room (a short ledger's).
-            tail.insert_str(0, l.snap.ledger.prefix(at));
-            self.split = None;
+            tail.insert_str(0, l.snap.ledger.prefix(split.at));
         }
+        (outcome, after)
     }
+}
 
+impl Outcome {
     /// The outcome as JSON; the snapshot is included as its decoded value when
     /// `with_snapshot` (for tools), never as text.
     pub fn to_json(&self, with_snapshot: bool) -> Value {
         let mut o = Map::new();
         o.insert("status".into(), self.status.as_str().into());
-        o.insert("duplicate".into(), self.duplicate.into());
+        o.insert("duplicate".into(), self.duplicate().into());
         o.insert("changed".into(), self.snapshot.is_some().into());
         o.insert("state".into(), self.state.clone());
         o.insert("revision".into(), self.revision.into());
@@ -165,7 +189,7 @@ impl Outcome {
         w.extend_from_slice(b"{\"changed\":");
         boolean(&mut w, self.snapshot.is_some());
         w.extend_from_slice(b",\"duplicate\":");
-        boolean(&mut w, self.duplicate);
+        boolean(&mut w, self.duplicate());
         w.extend_from_slice(b",\"effects\":");
         self.write_effects(&mut w);
         if let Some(e) = &self.error {

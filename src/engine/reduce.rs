@@ -26,7 +26,7 @@ use crate::json::{self, object, Fingerprint};
 use crate::interpreter::{Run, Start};
 use crate::machine::{Machine, EFFECT_REPORT_PREFIX, TIMER_EVENT};
 use crate::outbox;
-use crate::snapshot::{self, Snapshot};
+use crate::snapshot::{self, ProcessState, Snapshot};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -42,69 +42,65 @@ pub enum Current<'a> {
     Loaded(Box<snapshot::Loaded>),
 }
 
-pub use crate::outcome::{effect_json, EmittedEffect, Event, Original, Outcome, Status};
+impl<'a> From<Option<&'a str>> for Current<'a> {
+    fn from(text: Option<&'a str>) -> Current<'a> {
+        text.map_or(Current::None, Current::Text)
+    }
+}
+
+/// The event a reduce applies: a JSON value, or its text (as a host sends it).
+#[derive(Clone, Copy)]
+pub enum Input<'a> {
+    Value(&'a Value),
+    Text(&'a str),
+}
+
+impl<'a> From<&'a Value> for Input<'a> {
+    fn from(v: &'a Value) -> Input<'a> {
+        Input::Value(v)
+    }
+}
+
+impl<'a> From<&'a str> for Input<'a> {
+    fn from(text: &'a str) -> Input<'a> {
+        Input::Text(text)
+    }
+}
+
+impl<'a> From<&'a String> for Input<'a> {
+    fn from(text: &'a String) -> Input<'a> {
+        Input::Text(text)
+    }
+}
+
+pub use crate::outcome::{effect_json, EmittedEffect, Event, Original, Outcome, Reduced, Split, Status};
 
 impl Machine {
     /// Apply `event` to `snapshot` (or to a new process when `None`) at host time `now` (ms).
-    pub fn reduce(&self, snapshot: Option<&str>, event: &Value, now: u64) -> Outcome {
+    pub fn reduce<'e>(&self, snapshot: Option<&str>, event: impl Into<Input<'e>>, now: u64) -> Outcome {
         self.reduce_in("", snapshot, event, now)
     }
 
     /// As [`Machine::reduce`], naming the process; the name scopes default effect
     /// keys so that two processes with colliding event ids never share a key.
-    pub fn reduce_in(&self, process: &str, snapshot: Option<&str>, event: &Value, now: u64) -> Outcome {
-        // One `match` on what `reduce_event` returns, so that the outcome is
-        // moved once on its way out (each move is a copy of a few hundred bytes).
-        let result = self.checked_event(event).and_then(|(event, fp)| {
-            let current = match snapshot {
-                Some(text) => Some(snapshot::load(self, text)?),
-                None => None,
-            };
-            self.reduce_event(process, current, event, fp, now)
-        });
-        match result {
-            Ok((mut o, after)) => {
-                o.materialize(after.as_ref());
-                o
-            }
-            Err(e) => Outcome::rejected(e),
-        }
+    pub fn reduce_in<'e>(&self, process: &str, snapshot: Option<&str>, event: impl Into<Input<'e>>, now: u64) -> Outcome {
+        self.reduce_with(process, Current::from(snapshot), event, now).0
     }
 
-    /// Parse event JSON text and reduce it; malformed text is a `rejected` outcome.
-    pub fn reduce_text(&self, process: &str, snapshot: Option<&str>, event: &str, now: u64) -> Outcome {
-        let current = match snapshot {
-            Some(text) => Current::Text(text),
-            None => Current::None,
-        };
-        self.reduce_with(process, current, event, now).0
-    }
-
-    /// Reduce event JSON text against a snapshot given as text or already
-    /// decoded; also returns the snapshot as it stands afterwards, decoded (see
-    /// [`Machine::reduce_loaded`]). Errors keep their usual precedence: the
+    /// Reduce against a snapshot given as text or already decoded; also
+    /// returns the snapshot as it stands afterwards, decoded (`None` when no
+    /// process exists): the same bytes as decoding `outcome.snapshot` (or the
+    /// input when unchanged) would give, so a caller may keep it for the next
+    /// event instead of decoding. Errors keep their usual precedence: the
     /// event is checked before the snapshot is read.
-    pub fn reduce_with(&self, process: &str, current: Current<'_>, event: &str, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
-        let (mut o, after) = self.reduce_parts(process, current, event, now);
-        o.materialize(after.as_ref());
-        (o, after)
+    pub fn reduce_with<'e>(&self, process: &str, current: Current<'_>, event: impl Into<Input<'e>>, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
+        self.reduce_parts(process, current, event, now).joined()
     }
 
-    /// As [`Machine::reduce_with`], leaving the new snapshot in two parts: when
-    /// `outcome.split` is `Some(at)`, the text is the returned ledger's
-    /// `prefix(at)` followed by `outcome.snapshot` (for hosts that need only
-    /// what changed, see [`Outcome::kept_prefix`]).
-    pub fn reduce_parts(&self, process: &str, current: Current<'_>, event: &str, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
-        let limit = self.limits.max_payload_bytes + self.limits.max_id_bytes + 4096;
-        if event.len() > limit {
-            let e = Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", event.len(), limit));
-            return (Outcome::rejected(e), None);
-        }
-        let read = match read_event(event) {
-            Some((id, event_type, payload)) => self.take_fields(id, event_type, payload),
-            None => self.parse_event_text(event),
-        };
-        let result = read.and_then(|(e, fp)| {
+    /// As [`Machine::reduce_with`], leaving a new snapshot in two parts (see
+    /// [`Split`]), for hosts that need only what changed.
+    pub fn reduce_parts<'e>(&self, process: &str, current: Current<'_>, event: impl Into<Input<'e>>, now: u64) -> Reduced {
+        let result = self.event_of_input(event.into()).and_then(|(e, fp)| {
             let loaded = match current {
                 Current::None => None,
                 Current::Text(text) => Some(snapshot::load(self, text)?),
@@ -113,98 +109,42 @@ impl Machine {
             };
             self.reduce_event(process, loaded, e, fp, now)
         });
-        match result {
-            Ok(pair) => pair,
-            Err(e) => (Outcome::rejected(e), None),
-        }
+        result.unwrap_or_else(|e| Reduced::unchanged(Outcome::rejected(e), None))
     }
 
     /// Validate an event against this machine's limits and event types.
-    pub fn parse_event<'v>(&self, v: &'v Value) -> Result<Event<'v>> {
-        self.checked_event(v).map(|(e, _)| e)
+    pub fn parse_event(&self, v: &Value) -> Result<Event<'static>> {
+        self.event_of_input(Input::Value(v)).map(|(e, _)| e)
     }
 
-    /// [`Machine::parse_event`], with the event's fingerprint.
-    fn checked_event<'v>(&self, v: &'v Value) -> Result<(Event<'v>, Fingerprint)> {
-        let (id, event_type, payload) = self.check_event(v)?;
-        self.event_of(Cow::Borrowed(id), Cow::Borrowed(event_type), payload.map(Cow::Borrowed))
-    }
-
-    /// An event text [`read_event`] does not read (another form, or not an
-    /// event), parsed whole. Out of line: a first event need not compile it.
-    #[inline(never)]
-    fn parse_event_text(&self, event: &str) -> Result<(Event<'static>, Fingerprint)> {
-        json::parse(event, Code::InvalidEvent, "event").and_then(|v| self.take_event(v))
-    }
-
-    /// [`Machine::checked_event`] of a value the caller gives up: its strings and
-    /// payload are moved into the event rather than copied.
-    fn take_event(&self, v: Value) -> Result<(Event<'static>, Fingerprint)> {
-        self.check_event(&v)?;
-        let Value::Object(o) = v else { unreachable!("check_event accepts objects only") };
-        // check_event accepts no other fields, and only strings as id and type.
-        let (mut id, mut event_type, mut payload) = (String::new(), String::new(), None);
-        for (k, v) in o {
-            match (k.as_str(), v) {
-                ("id", Value::String(s)) => id = s,
-                ("type", Value::String(s)) => event_type = s,
-                ("payload", p) => payload = Some(p),
-                _ => {}
+    /// The checked event of any input, with its fingerprint. Text laid out as
+    /// `JSON.stringify` writes an event is read member by member
+    /// ([`read_event`]); any other text is parsed whole.
+    fn event_of_input(&self, event: Input<'_>) -> Result<(Event<'static>, Fingerprint)> {
+        let [id, event_type, payload] = match event {
+            Input::Value(v) => event_members(v.clone())?,
+            Input::Text(text) => {
+                let limit = self.limits.max_payload_bytes + self.limits.max_id_bytes + 4096;
+                if text.len() > limit {
+                    return Err(Error::new(Code::PayloadTooLarge, format!("event is {} bytes, more than the {} allowed", text.len(), limit)));
+                }
+                match read_event(text) {
+                    Some(members) => members,
+                    None => parse_event_text(text)?,
+                }
             }
-        }
-        self.event_of(Cow::Owned(id), Cow::Owned(event_type), payload.map(Cow::Owned))
-    }
-
-    /// [`Machine::take_event`] of the members [`read_event`] read.
-    fn take_fields(
-        &self,
-        id: Option<Value>,
-        event_type: Option<Value>,
-        payload: Option<Value>,
-    ) -> Result<(Event<'static>, Fingerprint)> {
-        self.check_fields(id.as_ref(), event_type.as_ref())?;
-        let (Some(Value::String(id)), Some(Value::String(event_type))) = (id, event_type) else {
-            unreachable!("check_fields accepts strings only")
         };
-        self.event_of(Cow::Owned(id), Cow::Owned(event_type), payload.map(Cow::Owned))
-    }
-
-    /// The event of checked fields, borrowed or owned (an absent or null payload
-    /// is `{}`), with its fingerprint once the payload passes its checks.
-    fn event_of<'v>(
-        &self,
-        id: Cow<'v, str>,
-        event_type: Cow<'v, str>,
-        payload: Option<Cow<'v, Value>>,
-    ) -> Result<(Event<'v>, Fingerprint)> {
+        let (id, event_type) = self.check_fields(id, event_type)?;
         let payload = match payload {
             Some(p) if !p.is_null() => p,
-            _ => Cow::Owned(Value::Object(Map::new())),
+            _ => Value::Object(Map::new()),
         };
         let fp = self.check_payload(&event_type, &payload)?;
-        Ok((Event { id, event_type, payload }, fp))
-    }
-
-    /// Every check of [`Machine::parse_event`] but the payload's: the id, the
-    /// type and the payload as they stand in `v`.
-    fn check_event<'v>(&self, v: &'v Value) -> Result<(&'v str, &'v str, Option<&'v Value>)> {
-        let o = v.as_object().ok_or_else(|| Error::new(Code::InvalidEvent, "event must be an object"))?;
-        // One pass over the fields (in key order: the first unknown one is named).
-        let (mut id, mut event_type, mut payload) = (None, None, None);
-        for (k, v) in o {
-            match k.as_str() {
-                "id" => id = Some(v),
-                "type" => event_type = Some(v),
-                "payload" => payload = Some(v),
-                _ => return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\""))),
-            }
-        }
-        let (id, event_type) = self.check_fields(id, event_type)?;
-        Ok((id, event_type, payload))
+        Ok((Event { id: Cow::Owned(id), event_type: Cow::Owned(event_type), payload: Cow::Owned(payload) }, fp))
     }
 
     /// The checks of an event's id and type, present or not.
-    fn check_fields<'v>(&self, id: Option<&'v Value>, event_type: Option<&'v Value>) -> Result<(&'v str, &'v str)> {
+    fn check_fields(&self, id: Option<Value>, event_type: Option<Value>) -> Result<(String, String)> {
         let id = match id {
             None | Some(Value::Null) => return Err(Error::at(Code::MissingEventId, "id", "event id is missing")),
             Some(Value::String(s)) if s.is_empty() => return Err(Error::at(Code::MissingEventId, "id", "event id is empty")),
@@ -223,7 +163,7 @@ impl Machine {
             Some(Value::String(s)) if !s.is_empty() => s,
             Some(_) => return Err(Error::at(Code::InvalidEvent, "type", "event type must be a non-empty string")),
         };
-        let reserved = event_type.starts_with(EFFECT_REPORT_PREFIX) || event_type == TIMER_EVENT;
+        let reserved = is_engine_event(&event_type);
         if !reserved && id.starts_with(RESERVED_ID_PREFIX) {
             return Err(Error::at(
                 Code::ReservedEvent,
@@ -233,8 +173,8 @@ impl Machine {
         }
         // The builder leaves outcome types out of the event types, so a type
         // accepted from outside is looked up once.
-        let accepted = self.event_types.contains(event_type);
-        if !accepted && self.outcome_types.contains(event_type) {
+        let accepted = self.event_types.contains(event_type.as_str());
+        if !accepted && self.outcome_types.contains(event_type.as_str()) {
             return Err(Error::at(
                 Code::ReservedEvent,
                 "type",
@@ -268,24 +208,8 @@ impl Machine {
         Ok(fp)
     }
 
-    /// Reduce against a snapshot already decoded (for example one a host keeps
-    /// in memory between events). Returns the outcome and the snapshot as it
-    /// stands afterwards, decoded (`None` when no process exists): the same
-    /// bytes as decoding `outcome.snapshot` (or the input when unchanged) would
-    /// give, so a caller may keep it for the next event instead of decoding.
-    pub fn reduce_loaded(&self, process: &str, current: Option<snapshot::Loaded>, event: &Value, now: u64) -> (Outcome, Option<snapshot::Loaded>) {
-        let result = self.checked_event(event).and_then(|(e, fp)| self.reduce_event(process, current, e, fp, now));
-        match result {
-            Ok((mut o, after)) => {
-                o.materialize(after.as_ref());
-                (o, after)
-            }
-            Err(e) => (Outcome::rejected(e), None),
-        }
-    }
-
     /// `fp`: the event's fingerprint (`json::fingerprint` of its type and payload).
-    fn reduce_event(&self, process: &str, mut current: Option<snapshot::Loaded>, event: Event, fp: Fingerprint, now: u64) -> Result<(Outcome, Option<snapshot::Loaded>)> {
+    fn reduce_event(&self, process: &str, mut current: Option<snapshot::Loaded>, event: Event, fp: Fingerprint, now: u64) -> Result<Reduced> {
         // The engine's own events (attempt reports, timers) are remembered under a
         // prefix no outside event may use, so a client can never take their ids first.
         let ledger_id: Cow<'_, str> = if is_engine_event(&event.event_type) {
@@ -293,8 +217,7 @@ impl Machine {
         } else {
             Cow::Borrowed(&event.id)
         };
-        // Worked on where it is: each move of a decoded snapshot is a copy of a
-        // few hundred bytes.
+        // Worked on in place: the decoded snapshot is not moved into a new struct.
         let fresh = current.is_none();
         let l = current.get_or_insert_with(|| snapshot::Loaded { snap: Snapshot::initial(self, &[]), config: Vec::new(), upgraded_from: None });
         let snap = &mut l.snap;
@@ -303,31 +226,19 @@ impl Machine {
         if let Some(i) = snap.ledger.find(&ledger_id, now)? {
             let entry = snap.ledger.entry_at(i)?;
             let o = self.seen(snap, l.upgraded_from.clone(), &entry, &event.id, &fp)?;
-            return Ok((o, if fresh { None } else { current }));
+            return Ok(Reduced::unchanged(o, if fresh { None } else { current }));
         }
 
-        // 2. Run the macrostep on a working copy.
-        let mut run = Run::new(
-            self,
-            Start {
-                config: std::mem::take(&mut l.config),
-                context: std::mem::take(&mut snap.context),
-                value: std::mem::take(&mut snap.value),
-                history: std::mem::take(&mut snap.history),
-                timers: std::mem::take(&mut snap.timers),
-                outbox: std::mem::take(&mut snap.outbox),
-                origin: &event,
-                process,
-                now,
-                revision: next_revision(snap.revision)?,
-                done: snap.done,
-            },
-        );
+        // 2. Run the macrostep on the process's state, taken whole.
+        let previous_revision = snap.state.revision;
+        let mut state = std::mem::take(&mut snap.state);
+        state.revision = next_revision(previous_revision)?;
+        let mut run = Run::new(self, Start { config: std::mem::take(&mut l.config), state, origin: &event, process, now });
         if fresh {
             // A new process settles its initial step before its first event is judged.
             run.start()?;
         }
-        let taken = if event.event_type.starts_with(EFFECT_REPORT_PREFIX) || event.event_type == TIMER_EVENT {
+        let taken = if is_engine_event(&event.event_type) {
             run.engine_event(&event)?
         } else {
             run.macrostep(&event)?
@@ -335,24 +246,20 @@ impl Machine {
         // A process whose initial step ends in a final state, or leaves work to
         // do (an effect to perform, a timer to fire: XState starts an invoke as
         // the actor starts), is stored though its first event changes nothing.
-        let kept_at_start = fresh && (run.done || !run.effects.is_empty() || !run.timers.is_empty());
+        let kept_at_start = fresh && (run.state.done || !run.effects.is_empty() || !run.state.timers.is_empty());
 
         if !taken && !kept_at_start {
             // Nothing ran (a report or timer that changed nothing returns before
             // touching them), so the working copy is the snapshot as it was; a
             // new process (not written) reports the state its initial step settled in.
-            snap.context = run.context;
-            snap.value = run.value;
-            snap.timers = run.timers;
-            snap.outbox = run.outbox;
-            snap.history = run.history;
+            snap.state = ProcessState { revision: previous_revision, ..run.state };
             l.config = run.config;
             let Some(loaded) = current else { unreachable!("filled above") };
             return self.ignored(loaded, fresh, &ledger_id, &event, &fp, now);
         }
 
-        let state = run.value.clone();
-        let revision = run.revision;
+        let state = run.state.value.clone();
+        let revision = run.state.revision;
         let mut response = if taken {
             run.response.take().unwrap_or_else(|| object! { "state": state, "revision": revision })
         } else {
@@ -365,30 +272,22 @@ impl Machine {
         if !snap.machine.names(self) {
             snap.machine = snapshot::MachineRef::of(self);
         }
-        // The new snapshot is the old one's ledger with the working copy's
-        // fields, written in place rather than moved into a new struct.
+        // The new snapshot is the old one's ledger and the run's state, with
+        // the effects it emitted added to the outbox.
         snap.format = snapshot::FORMAT;
-        // The working copy's value when it is already this one (no transition
-        // with a target was taken): kept rather than copied.
-        snap.value = run.value;
-        snap.history = run.history;
-        snap.context = run.context;
-        snap.revision = revision;
-        snap.done = run.done;
-        snap.outbox = run.outbox;
-        snap.timers = run.timers;
+        snap.state = run.state;
         for e in &run.effects {
-            snap.outbox.push(outbox::new_entry(e, &event.id, now));
+            snap.state.outbox.push(outbox::new_entry(e, &event.id, now));
         }
-        outbox::prune(&mut snap.outbox, now, self.retention.default_ms);
+        outbox::prune(&mut snap.state.outbox, now, self.retention.default_ms);
         // Recorded even when ignored: the event created the process, so a copy is its duplicate.
         self.remember(snap, &ledger_id, &event, &fp, now, !taken, &response)?;
         let next_due_at = next_due(snap);
         let encoded = self.encode_within_limit(snap, &run.config)?;
         l.config = run.config;
+        let split = Split { at: encoded.split, kept_prefix: encoded.shared };
         let outcome = Outcome {
             status: if taken { Status::Applied } else { Status::Ignored },
-            duplicate: false,
             snapshot: Some(encoded.tail),
             response,
             effects: run.effects.into_iter().map(|(e, _)| e).collect(),
@@ -398,16 +297,14 @@ impl Machine {
             upgraded_from: l.upgraded_from.take(),
             next_due_at,
             original: None,
-            kept_prefix: encoded.shared,
-            split: Some(encoded.split),
         };
-        Ok((outcome, current))
+        Ok(Reduced { outcome, after: current, split: Some(split) })
     }
 
     // The branches a fresh event does not take are functions of their own (kept
-    // out of line by wasm-opt's one-caller limit, scripts/build-wasm.sh): V8
-    // compiles a function whole on its first call, so a cold start's first
-    // event does not compile them.
+    // out of line by wasm-opt's one-caller limit, scripts/build-wasm.sh), so
+    // that a host compiling functions on their first call does not compile
+    // them for a process's first event.
 
     /// The answer for an event id the ledger holds: a duplicate (same
     /// fingerprint: the first response) or a conflict.
@@ -423,7 +320,6 @@ impl Machine {
         let mut o = self.unchanged(snap, upgraded_from);
         if entry.fp == fp {
             o.status = Status::Duplicate;
-            o.duplicate = true;
             o.response = entry.response()?;
             o.original = Some(Original { status: entry.status(), revision: entry.rev, at: entry.at });
         } else {
@@ -450,37 +346,36 @@ impl Machine {
         event: &Event,
         fp: &str,
         now: u64,
-    ) -> Result<(Outcome, Option<snapshot::Loaded>)> {
+    ) -> Result<Reduced> {
         let snapshot::Loaded { snap, config, upgraded_from } = loaded;
         if self.record_ignored && !fresh {
             let mut next = snap;
-            next.revision = next_revision(next.revision)?;
+            next.state.revision = next_revision(next.state.revision)?;
             self.remember(&mut next, ledger_id, event, fp, now, true, &Value::Null)?;
             let mut o = self.unchanged(&next, upgraded_from.clone());
             o.status = Status::Ignored;
             let e = self.encode_within_limit(&mut next, &config)?;
             o.snapshot = Some(e.tail);
-            o.split = Some(e.split);
-            o.kept_prefix = e.shared;
-            return Ok((o, Some(snapshot::Loaded { snap: next, config, upgraded_from })));
+            let split = Split { at: e.split, kept_prefix: e.shared };
+            return Ok(Reduced { outcome: o, after: Some(snapshot::Loaded { snap: next, config, upgraded_from }), split: Some(split) });
         }
         let mut o = self.unchanged(&snap, upgraded_from.clone());
         o.status = Status::Ignored;
-        Ok((o, (!fresh).then_some(snapshot::Loaded { snap, config, upgraded_from })))
+        Ok(Reduced::unchanged(o, (!fresh).then_some(snapshot::Loaded { snap, config, upgraded_from })))
     }
 
     /// Encode, refusing to produce a snapshot this machine could not read back:
     /// a configuration (`config`, the active states) that is not one, too deep
     /// an outbox entry, too large a snapshot.
     fn encode_within_limit(&self, snap: &mut Snapshot, config: &[crate::machine::StateIdx]) -> Result<snapshot::Encoded> {
-        self.check_configuration(config, &snap.value)?;
+        self.check_configuration(config, &snap.state.value)?;
         // Nested as the head may be when it is read (`snapshot::parse_head`):
         // an outbox entry's payload, result and error at level 4 (an effect
         // payload or result as deep as an event may carry would otherwise be
         // written and then refuse every later event of the process). The
         // context is checked where it changes (`assign`), the state value is
         // the definition's.
-        let deep = snap.outbox.iter().any(|e| [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten().any(|v| !json::within_depth(v, 4)));
+        let deep = snap.state.outbox.iter().any(|e| [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten().any(|v| !json::within_depth(v, 4)));
         if deep {
             return Err(Error::new(
                 Code::NestingTooDeep,
@@ -501,18 +396,15 @@ impl Machine {
     fn unchanged(&self, snap: &Snapshot, upgraded_from: Option<String>) -> Outcome {
         Outcome {
             status: Status::Ignored,
-            duplicate: false,
             snapshot: None,
             response: Value::Null,
             effects: Vec::new(),
             error: None,
-            state: snap.value.clone(),
-            revision: snap.revision,
+            state: snap.state.value.clone(),
+            revision: snap.state.revision,
             upgraded_from,
             next_due_at: next_due(snap),
             original: None,
-            kept_prefix: 0,
-            split: None,
         }
     }
 
@@ -520,7 +412,7 @@ impl Machine {
     #[allow(clippy::too_many_arguments)]
     fn remember(&self, snap: &mut Snapshot, id: &str, event: &Event, fp: &str, now: u64, ignored: bool, response: &Value) -> Result<()> {
         let exp = now.saturating_add(self.retention_for(&event.event_type));
-        snap.ledger.push(id, fp, now, exp, snap.revision, ignored, response);
+        snap.ledger.push(id, fp, now, exp, snap.state.revision, ignored, response);
         snap.ledger.prune(now, self.retention.max_entries)?;
         Ok(())
     }
@@ -532,7 +424,7 @@ impl Machine {
 /// around them. `None` for any other text, which the general path then reads,
 /// errors and all: what this accepts it reads as that would (a payload too
 /// deep for the whole event is left to it as well).
-fn read_event(text: &str) -> Option<(Option<Value>, Option<Value>, Option<Value>)> {
+fn read_event(text: &str) -> Option<[Option<Value>; 3]> {
     let mut members: [Option<Value>; 3] = [None, None, None];
     let b = text.as_bytes();
     let mut i = 1;
@@ -570,11 +462,32 @@ fn read_event(text: &str) -> Option<(Option<Value>, Option<Value>, Option<Value>
             }
         }
     }
-    if i != b.len() {
-        return None;
+    (i == b.len()).then_some(members)
+}
+
+/// An event text [`read_event`] does not read (another form, or not an
+/// event), parsed whole. Out of line: a first event need not compile it.
+#[inline(never)]
+fn parse_event_text(text: &str) -> Result<[Option<Value>; 3]> {
+    json::parse(text, Code::InvalidEvent, "event").and_then(event_members)
+}
+
+/// The id, type and payload of an event object, each absent or as it stands;
+/// an error for anything but an object of those members (the first unknown
+/// one, in key order, is named).
+fn event_members(v: Value) -> Result<[Option<Value>; 3]> {
+    let Value::Object(o) = v else { return Err(Error::new(Code::InvalidEvent, "event must be an object")) };
+    let mut members: [Option<Value>; 3] = [None, None, None];
+    for (k, v) in o {
+        let slot = match k.as_str() {
+            "id" => 0,
+            "type" => 1,
+            "payload" => 2,
+            _ => return Err(Error::at(Code::InvalidEvent, k.clone(), format!("unknown event field \"{k}\""))),
+        };
+        members[slot] = Some(v);
     }
-    let [id, event_type, payload] = members;
-    Some((id, event_type, payload))
+    Ok(members)
 }
 
 /// Ledger ids of the engine's own events start with this; outside ids may not.
@@ -592,8 +505,8 @@ fn next_revision(revision: u64) -> Result<u64> {
 
 /// Earliest due time of any unfinished effect or timer.
 pub fn next_due(snap: &Snapshot) -> Option<u64> {
-    let effects = snap.outbox.iter().filter(|e| !e.state.is_done()).filter_map(|e| e.due_at);
-    let timers = snap.timers.iter().map(|t| t.due_at);
+    let effects = snap.state.outbox.iter().filter(|e| !e.state.is_done()).filter_map(|e| e.due_at);
+    let timers = snap.state.timers.iter().map(|t| t.due_at);
     effects.chain(timers).min()
 }
 
@@ -689,13 +602,13 @@ mod tests {
 
     /// The members the general path reads from an event text: `json::parse`,
     /// then id, type and payload (`None` where it refuses the text or a member).
-    fn general_members(text: &str) -> Option<(Option<Value>, Option<Value>, Option<Value>)> {
+    fn general_members(text: &str) -> Option<[Option<Value>; 3]> {
         let v = json::parse(text, Code::InvalidEvent, "event").ok()?;
         let o = v.as_object()?;
         if o.keys().any(|k| !matches!(k.as_str(), "id" | "type" | "payload")) {
             return None;
         }
-        Some((o.get("id").cloned(), o.get("type").cloned(), o.get("payload").cloned()))
+        Some([o.get("id").cloned(), o.get("type").cloned(), o.get("payload").cloned()])
     }
 
     #[test]

@@ -300,14 +300,6 @@ pub(super) fn items<T>(v: Value, read: fn(Value) -> T) -> Vec<T> {
     }
 }
 
-/// A string checked to be one.
-pub(super) fn string(v: Value) -> String {
-    match v {
-        Value::String(s) => s,
-        _ => String::new(),
-    }
-}
-
 /// `v` read by `read` once it is checked to be a `kind`.
 pub(super) fn wire<T>(v: Value, kind: Kind, read: fn(Value) -> T) -> Wire<T> {
     check_kind(&v, kind)?;
@@ -315,7 +307,7 @@ pub(super) fn wire<T>(v: Value, kind: Kind, read: fn(Value) -> T) -> Wire<T> {
 }
 
 impl MachineRef {
-    fn read(v: Value) -> MachineRef {
+    pub(super) fn read(v: Value) -> MachineRef {
         let mut m = Members::of(v);
         MachineRef { id: m.string("id"), version: m.string("version"), hash: m.string("hash") }
     }
@@ -396,8 +388,8 @@ impl Head {
     /// The head's fields of an object checked to have them (other members are not read).
     pub(super) fn read(v: Value) -> Head {
         let mut m = Members::of(v);
-        Head {
-            machine: Arc::new(MachineRef::read(m.take("machine"))),
+        let machine = Arc::new(MachineRef::read(m.take("machine")));
+        let state = ProcessState {
             value: m.take("value"),
             context: m.take("context"),
             revision: m.uint("revision"),
@@ -408,7 +400,8 @@ impl Head {
                 Value::Object(o) => o,
                 _ => Map::new(),
             },
-        }
+        };
+        Head { machine, state }
     }
 }
 

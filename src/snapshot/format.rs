@@ -99,6 +99,7 @@ impl Snapshot {
     /// order, byte for byte (a `Value`'s maps iterate in key order, so its
     /// canonical form is that text), non-ASCII characters included.
     pub(super) fn write_head(&self, t: &mut Vec<u8>) {
+        t.push(b'{');
         KNOWN.with(|known| {
             let mut known = known.borrow_mut();
             match &*known {
@@ -110,23 +111,23 @@ impl Snapshot {
                 }
             }
         });
-        json::put(t, b"},\"value\":");
-        json::write_canonical(&self.value, t);
+        json::put(t, b",\"value\":");
+        json::write_canonical(&self.state.value, t);
         json::put(t, b",\"context\":");
-        json::write_canonical(&self.context, t);
+        json::write_canonical(&self.state.context, t);
         json::put(t, b",\"revision\":");
-        json::push_u64(self.revision, t);
-        json::put(t, if self.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
-        if self.outbox.is_empty() && self.timers.is_empty() && self.history.is_empty() {
+        json::push_u64(self.state.revision, t);
+        json::put(t, if self.state.done { b",\"done\":true,\"outbox\":" } else { b",\"done\":false,\"outbox\":" });
+        if self.state.outbox.is_empty() && self.state.timers.is_empty() && self.state.history.is_empty() {
             // The usual end, in one piece.
             return json::put(t, b"[],\"timers\":[]}");
         }
-        write_array(&self.outbox, t, write_outbox_entry);
+        write_array(&self.state.outbox, t, write_outbox_entry);
         json::put(t, b",\"timers\":");
-        write_array(&self.timers, t, write_timer);
-        if !self.history.is_empty() {
+        write_array(&self.state.timers, t, write_timer);
+        if !self.state.history.is_empty() {
             json::put(t, b",\"history\":");
-            json::write_json(&Value::Object(self.history.clone()), t);
+            json::write_json(&Value::Object(self.state.history.clone()), t);
         }
         json::put(t, b"}");
     }
@@ -174,14 +175,8 @@ impl Snapshot {
         Snapshot {
             format: FORMAT,
             machine: MachineRef::of(machine),
-            value: machine.value_of_config(config),
-            context: machine.initial_context.clone(),
-            revision: 0,
-            done: false,
+            state: ProcessState { value: machine.value_of_config(config), context: machine.initial_context.clone(), ..ProcessState::default() },
             ledger: Ledger { cap: machine.retention.max_entries, ..Ledger::default() },
-            outbox: Vec::new(),
-            timers: Vec::new(),
-            history: Map::new(),
         }
     }
 
@@ -207,16 +202,16 @@ impl Snapshot {
         let mut v = object! {
             "format": self.format,
             "machine": *self.machine,
-            "value": self.value,
-            "context": self.context,
-            "revision": self.revision,
-            "done": self.done,
+            "value": self.state.value,
+            "context": self.state.context,
+            "revision": self.state.revision,
+            "done": self.state.done,
             "ledger": ledger,
-            "outbox": self.outbox,
-            "timers": self.timers,
+            "outbox": self.state.outbox,
+            "timers": self.state.timers,
         };
-        if !self.history.is_empty() {
-            v["history"] = Value::Object(self.history.clone());
+        if !self.state.history.is_empty() {
+            v["history"] = Value::Object(self.state.history.clone());
         }
         v
     }
@@ -506,14 +501,8 @@ mod writer_tests {
             let snap = Snapshot {
                 format: FORMAT,
                 machine: Arc::new(machine.clone()),
-                value,
-                context,
-                revision: 12345,
-                done,
+                state: ProcessState { value, context, revision: 12345, done, outbox, timers, history: Map::new() },
                 ledger: Ledger::default(),
-                outbox,
-                timers,
-                history: Map::new(),
             };
             let head = HeadRef::of(&snap);
             let mut got = Vec::new();

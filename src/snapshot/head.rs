@@ -15,66 +15,62 @@
 
 use super::*;
 
-/// Everything but the ledger, as it is written in format 2's JSON head (what
-/// `Snapshot::write_head` writes).
+/// Everything but the ledger, as the serde derives write format 2 and 3's
+/// head: what `Snapshot::write_head` is checked against.
 #[cfg(test)]
 #[derive(Serialize)]
 pub(super) struct HeadRef<'a> {
     pub(super) machine: &'a MachineRef,
-    pub(super) value: &'a Value,
-    pub(super) context: &'a Value,
-    pub(super) revision: u64,
-    pub(super) done: bool,
-    pub(super) outbox: &'a [OutboxEntry],
-    pub(super) timers: &'a [Timer],
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub(super) history: &'a Map<String, Value>,
+    #[serde(flatten)]
+    pub(super) state: &'a ProcessState,
 }
 
 #[cfg(test)]
 impl<'a> HeadRef<'a> {
     /// The head of `snap`, as the derives write it.
     pub(super) fn of(snap: &'a Snapshot) -> HeadRef<'a> {
-        HeadRef {
-            machine: &snap.machine,
-            value: &snap.value,
-            context: &snap.context,
-            revision: snap.revision,
-            done: snap.done,
-            outbox: &snap.outbox,
-            timers: &snap.timers,
-            history: &snap.history,
-        }
+        HeadRef { machine: &snap.machine, state: &snap.state }
     }
 }
 
 /// Everything but the ledger, as format 2 and 3 keep it in their JSON head.
-/// Read by [`Head::from_value`]; the serde derive (tests only) is what that
-/// reading is checked against.
-#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(deny_unknown_fields))]
+/// Read by [`Head::from_value`]; the serde derive of [`FlatHead`] (tests only)
+/// is what that reading is checked against.
+#[cfg_attr(test, derive(Debug, PartialEq, Deserialize), serde(from = "FlatHead"))]
 pub(super) struct Head {
-    #[cfg_attr(test, serde(deserialize_with = "shared_ref_de"))]
     pub(super) machine: Arc<MachineRef>,
-    pub(super) value: Value,
-    pub(super) context: Value,
-    pub(super) revision: u64,
-    #[cfg_attr(test, serde(default))]
-    pub(super) done: bool,
-    #[cfg_attr(test, serde(default))]
-    pub(super) outbox: Vec<OutboxEntry>,
-    #[cfg_attr(test, serde(default))]
-    pub(super) timers: Vec<Timer>,
-    #[cfg_attr(test, serde(default))]
-    pub(super) history: Map<String, Value>,
+    pub(super) state: ProcessState,
+}
+
+/// The head's members as serde reads them, one level (tests only).
+#[cfg(test)]
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FlatHead {
+    machine: MachineRef,
+    value: Value,
+    context: Value,
+    revision: u64,
+    #[serde(default)]
+    done: bool,
+    #[serde(default)]
+    outbox: Vec<OutboxEntry>,
+    #[serde(default)]
+    timers: Vec<Timer>,
+    #[serde(default)]
+    history: Map<String, Value>,
 }
 
 #[cfg(test)]
-pub(super) fn shared_ref_de<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Arc<MachineRef>, D::Error> {
-    MachineRef::deserialize(d).map(Arc::new)
+impl From<FlatHead> for Head {
+    fn from(h: FlatHead) -> Head {
+        let FlatHead { machine, value, context, revision, done, outbox, timers, history } = h;
+        Head { machine: Arc::new(machine), state: ProcessState { value, context, revision, done, outbox, timers, history } }
+    }
 }
 
-/// The machine reference last written in a head, and the head's JSON up to the
-/// end of it. Every snapshot of a process names the same machine, so the next
+/// The machine reference last written in a head, and its member's JSON
+/// (`"machine":{...}`, see [`write_machine`]). Every snapshot of a process names the same machine, so the next
 /// head read finds these very bytes: the reference is then shared instead of
 /// parsed into three new strings, and written back by copying the bytes.
 pub(super) struct KnownRef {
@@ -86,14 +82,15 @@ thread_local! {
     pub(super) static KNOWN: RefCell<Option<KnownRef>> = const { RefCell::new(None) };
 }
 
-/// The head's JSON up to the end of the machine reference's hash.
+/// The head's first member, the machine reference: `"machine":{"id":..,"version":..,"hash":..}`.
 pub(super) fn write_machine(r: &MachineRef, t: &mut Vec<u8>) {
-    json::put(t, b"{\"machine\":{\"id\":");
+    json::put(t, b"\"machine\":{\"id\":");
     json::write_str(&r.id, t);
     json::put(t, b",\"version\":");
     json::write_str(&r.version, t);
     json::put(t, b",\"hash\":");
     json::write_str(&r.hash, t);
+    json::put(t, b"}");
 }
 
 // ---------------------------------------------------------------------------
@@ -182,18 +179,7 @@ pub(super) fn write_array<T>(items: &[T], t: &mut Vec<u8>, write: fn(&T, &mut Ve
 
 impl Head {
     pub(super) fn into_snapshot(self, format: u32, ledger: Ledger) -> Snapshot {
-        Snapshot {
-            format,
-            machine: self.machine,
-            value: self.value,
-            context: self.context,
-            revision: self.revision,
-            done: self.done,
-            ledger,
-            outbox: self.outbox,
-            timers: self.timers,
-            history: self.history,
-        }
+        Snapshot { format, machine: self.machine, state: self.state, ledger }
     }
 }
 
@@ -206,9 +192,9 @@ pub(super) fn parse_head(text: &str, format: u32) -> Result<Head> {
     }
     let v = json::parse(text, Code::InvalidSnapshot, "snapshot head")?;
     let head = Head::from_value(v).map_err(|e| mismatch("snapshot head", format, e))?;
-    json::check_depth(&head.context, "snapshot context")?;
-    json::check_depth(&head.value, "snapshot state value")?;
-    for e in &head.outbox {
+    json::check_depth(&head.state.context, "snapshot context")?;
+    json::check_depth(&head.state.value, "snapshot state value")?;
+    for e in &head.state.outbox {
         for v in [Some(&e.payload), e.result.as_ref(), e.error.as_ref()].into_iter().flatten() {
             json::check_depth(v, "snapshot outbox entry")?;
         }
@@ -222,32 +208,37 @@ pub(super) fn parse_head(text: &str, format: u32) -> Result<Head> {
 /// anything else, which `parse_head` then reads as any JSON, errors and all:
 /// what this accepts it reads exactly as that would.
 pub(super) fn read_head(text: &str) -> Option<Head> {
-    const FIELDS: [&str; 9] = [
-        "{\"machine\":{\"id\":",
-        ",\"version\":",
-        ",\"hash\":",
-        "},\"value\":",
-        ",\"context\":",
-        ",\"revision\":",
-        ",\"done\":",
-        ",\"outbox\":",
-        ",\"timers\":",
-    ];
+    // Each member's key as it follows the one before, at its index in `fields`.
+    const FIELDS: [&str; 7] = ["\"machine\":", ",\"value\":", ",\"context\":", ",\"revision\":", ",\"done\":", ",\"outbox\":", ",\"timers\":"];
+    const MACHINE: usize = 0;
+    const VALUE: usize = 1;
+    const CONTEXT: usize = 2;
+    const REVISION: usize = 3;
+    const DONE: usize = 4;
+    const OUTBOX: usize = 5;
+    const TIMERS: usize = 6;
     // The bytes of the last reference written are read as its value would be.
     let known = KNOWN.with(|k| {
         let k = k.borrow();
         let k = k.as_ref()?;
-        text.as_bytes().starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
+        text.as_bytes().get(1..)?.starts_with(&k.json).then(|| (k.r.clone(), k.json.len()))
     });
     let mut fields: [Value; FIELDS.len()] = Default::default();
     // The usual end (not done, no outbox entry, no timer), matched whole.
     let mut usual_end = false;
     // Every check before anything is moved out, and one way out when one fails.
     let mut read = || {
-        let (at, skip) = known.as_ref().map_or((0, 0), |&(_, len)| (len, 3));
-        let mut r = HeadReader { text, i: at };
-        for i in skip..FIELDS.len() {
-            if i == 6 && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
+        let mut r = HeadReader { text, i: 0 };
+        r.lit("{")?;
+        let first = match &known {
+            Some((_, len)) => {
+                r.i += len;
+                MACHINE + 1
+            }
+            None => MACHINE,
+        };
+        for i in first..FIELDS.len() {
+            if i == DONE && r.lit(",\"done\":false,\"outbox\":[],\"timers\":[]").is_some() {
                 usual_end = true;
                 break;
             }
@@ -256,32 +247,32 @@ pub(super) fn read_head(text: &str) -> Option<Head> {
         }
         r.lit("}")?;
         let whole = r.i == text.len()
-            && fields[5].is_u64()
-            && (known.is_some() || fields[..3].iter().all(Value::is_string))
+            && fields[REVISION].is_u64()
+            && (known.is_some() || check_kind(&fields[MACHINE], Kind::Struct(MACHINE_REF)).is_ok())
             && (usual_end
-                || (fields[6].is_boolean()
-                    && (none(&fields[7]) || check_kind(&fields[7], Kind::List(OUTBOX_ENTRY)).is_ok())
-                    && (none(&fields[8]) || check_kind(&fields[8], Kind::List(TIMER)).is_ok())));
+                || (fields[DONE].is_boolean()
+                    && (none(&fields[OUTBOX]) || check_kind(&fields[OUTBOX], Kind::List(OUTBOX_ENTRY)).is_ok())
+                    && (none(&fields[TIMERS]) || check_kind(&fields[TIMERS], Kind::List(TIMER)).is_ok())));
         whole.then_some(())
     };
     read()?;
-    let (revision, done) = (fields[5].as_u64().unwrap_or(0), fields[6].as_bool().unwrap_or(false));
-    let (no_outbox, no_timers) = (usual_end || none(&fields[7]), usual_end || none(&fields[8]));
+    let (revision, done) = (fields[REVISION].as_u64().unwrap_or(0), fields[DONE].as_bool().unwrap_or(false));
+    let (no_outbox, no_timers) = (usual_end || none(&fields[OUTBOX]), usual_end || none(&fields[TIMERS]));
     let mut take = |i: usize| std::mem::take(&mut fields[i]);
     let machine = match known {
         Some((r, _)) => r,
-        None => Arc::new(MachineRef { id: string(take(0)), version: string(take(1)), hash: string(take(2)) }),
+        None => Arc::new(MachineRef::read(take(MACHINE))),
     };
-    Some(Head {
-        machine,
-        value: take(3),
-        context: take(4),
+    let state = ProcessState {
+        value: take(VALUE),
+        context: take(CONTEXT),
         revision,
         done,
-        outbox: if no_outbox { Vec::new() } else { items(take(7), OutboxEntry::read) },
-        timers: if no_timers { Vec::new() } else { items(take(8), Timer::read) },
+        outbox: if no_outbox { Vec::new() } else { items(take(OUTBOX), OutboxEntry::read) },
+        timers: if no_timers { Vec::new() } else { items(take(TIMERS), Timer::read) },
         history: Map::new(),
-    })
+    };
+    Some(Head { machine, state })
 }
 
 /// An empty array: most heads have no outbox entry and no timer, read without a call.
@@ -402,48 +393,45 @@ mod outbox_writer_tests {
         fn snapshots_with_them_are_written_as_the_derives_write_them_and_reencode_byte_for_byte(
             outbox in prop::collection::vec(entry(), 0..4), timers in prop::collection::vec(timer(), 0..4),
             value in value(), context in value(), revision in any::<u64>(), done in any::<bool>(),
+            history in prop::collection::btree_map(text(), value(), 0..3),
             records in prop::collection::vec((text(), text(), any::<u64>(), any::<u64>(), any::<u64>(), any::<bool>(), value()), 0..3),
             now in any::<u64>(),
         ) {
+            let history: Map<String, Value> = history.into_iter().collect();
             let mut snap = Snapshot {
                 format: FORMAT,
                 machine: Arc::new(MachineRef { id: "order\u{e9}".into(), version: "1\"".into(), hash: "cd9d".into() }),
-                value,
-                context,
-                revision,
-                done,
+                state: ProcessState { value, context, revision, done, outbox, timers, history },
                 ledger: Ledger::default(),
-                outbox,
-                timers,
-                history: Map::new(),
             };
             let head = HeadRef::of(&snap);
             prop_assert_eq!(written(&snap, Snapshot::write_head), serde_json::to_string(&head).unwrap());
             let v = snap.to_value();
             prop_assert_eq!(&v["machine"], &serde_json::to_value(&*snap.machine).unwrap());
-            prop_assert_eq!(&v["outbox"], &serde_json::to_value(&snap.outbox).unwrap());
-            prop_assert_eq!(&v["timers"], &serde_json::to_value(&snap.timers).unwrap());
-            // `inspect` and `due` as text, as `json::to_text` writes their values.
+            prop_assert_eq!(&v["outbox"], &serde_json::to_value(&snap.state.outbox).unwrap());
+            prop_assert_eq!(&v["timers"], &serde_json::to_value(&snap.state.timers).unwrap());
+            let history = (!snap.state.history.is_empty()).then(|| Value::Object(snap.state.history.clone()));
+            prop_assert_eq!(v.get("history"), history.as_ref());
+            // `due` lists what is due, each item's members in key order.
             let mut with_ledger = snap.clone();
             for (id, fp, at, exp, rev, ignored, response) in &records {
                 with_ledger.ledger.push(id, fp, *at, *exp, *rev, *ignored, response);
             }
-            prop_assert_eq!(written(&with_ledger, Snapshot::write_readable), json::to_text(&with_ledger.to_value()));
             for now in [now, 0, u64::MAX] {
-                let mut due = Vec::new();
-                crate::outbox::write_due(&with_ledger, now, &mut due);
-                let due = String::from_utf8(due).unwrap();
-                prop_assert_eq!(due, json::to_text(&Value::Array(crate::outbox::due_items(&with_ledger, now))));
+                for item in crate::outbox::due_items(&with_ledger, now) {
+                    let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
+                    prop_assert!(keys.windows(2).all(|w| w[0] < w[1]), "{:?}", keys);
+                }
             }
             // A result or error of null reads back as none (the derives read it so too).
-            for e in &mut snap.outbox {
+            for e in &mut snap.state.outbox {
                 e.result = e.result.take().filter(|v| !v.is_null());
                 e.error = e.error.take().filter(|v| !v.is_null());
             }
             let text = snap.encode();
+            // Every field of the process's state reads back as it was written.
             let mut back = Snapshot::decode(&text, usize::MAX).unwrap();
-            prop_assert_eq!(&back.outbox, &snap.outbox);
-            prop_assert_eq!(&back.timers, &snap.timers);
+            prop_assert_eq!(&back.state, &snap.state);
             prop_assert_eq!(back.encode(), text);
         }
     }
@@ -473,14 +461,8 @@ mod read_head_tests {
         let snap = Snapshot {
             format: FORMAT,
             machine: Arc::new(MachineRef { id: "order".into(), version: "1.\u{e9}".into(), hash: "cd9da19fa2174cabd96029ed88a5439f".into() }),
-            value,
-            context,
-            revision,
-            done,
+            state: ProcessState { value, context, revision, done, outbox, timers, history: Map::new() },
             ledger: Ledger::default(),
-            outbox,
-            timers,
-            history: Map::new(),
         };
         let mut t = Vec::new();
         snap.write_head(&mut t);

@@ -57,13 +57,13 @@ impl V1 {
         Ok(V1 {
             format,
             machine: (*head.machine).clone(),
-            value: head.value,
-            context: head.context,
-            revision: head.revision,
-            done: head.done,
+            value: head.state.value,
+            context: head.state.context,
+            revision: head.state.revision,
+            done: head.state.done,
             ledger: entries.into_iter().map(V1Entry::read).collect(),
-            outbox: head.outbox,
-            timers: head.timers,
+            outbox: head.state.outbox,
+            timers: head.state.timers,
         })
     }
 }

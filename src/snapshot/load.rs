@@ -33,16 +33,16 @@ pub(super) fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
         }
         same
     };
-    let config = match machine.config_of_value(&snap.value) {
+    let config = match machine.config_of_value(&snap.state.value) {
         Some(c) => c,
         None if same => return Err(fail(Code::InvalidSnapshot, "snapshot state value does not name a state of its machine")),
         None => return Err(missing_state(&snap, machine)),
     };
     if machine.has_parallel() {
         // Stored with its members sorted; the value a process reports has its regions in document order.
-        snap.value = machine.value_of_config(&config);
+        snap.state.value = machine.value_of_config(&config);
     }
-    for (h, recorded) in &snap.history {
+    for (h, recorded) in &snap.state.history {
         let is_history = machine.state_by_path(h).is_some_and(|i| machine.states[i].kind == crate::machine::Kind::History);
         let names_states = recorded.as_array().is_some_and(|a| a.iter().all(|p| p.as_str().and_then(|p| machine.state_by_path(p)).is_some()));
         if !is_history || !names_states {
@@ -51,15 +51,15 @@ pub(super) fn check(machine: &Machine, mut snap: Snapshot) -> Result<Loaded> {
     }
     // Restoring a record must enter a configuration below the history's parent:
     // what the engine records when it exits that parent.
-    for h in snap.history.keys() {
-        if !restores_a_configuration(machine, h, &snap.history) {
+    for h in snap.state.history.keys() {
+        if !restores_a_configuration(machine, h, &snap.state.history) {
             return Err(Error::new(Code::InvalidSnapshot, format!("snapshot history of \"{h}\" does not restore a configuration of its machine")));
         }
     }
-    if !snap.context.is_object() {
+    if !snap.state.context.is_object() {
         return Err(fail(Code::InvalidSnapshot, "snapshot context is not an object"));
     }
-    if let Some(e) = snap.outbox.iter().find(|e| e.retry.max_attempts > crate::machine::MAX_ATTEMPTS || e.attempts > e.retry.max_attempts) {
+    if let Some(e) = snap.state.outbox.iter().find(|e| e.retry.max_attempts > crate::machine::MAX_ATTEMPTS || e.attempts > e.retry.max_attempts) {
         return Err(too_many_attempts(e));
     }
     let upgraded_from = (!same).then(|| snap.machine.version.clone());

@@ -35,7 +35,7 @@
 //! - `fields`: the head's structs as tables of fields, and their one checker;
 //! - `legacy`: formats 1 and 2;
 //! - `load`: a snapshot checked against its machine;
-//! - `readable`: the readable form that `inspect` gives.
+//! - `readable`: the `Value`s of its records, for the readable form `inspect` gives.
 
 use crate::error::{Code, Error, Result};
 use crate::json::{self, object};
@@ -68,7 +68,6 @@ pub use format::{ascii_json, Encoded};
 pub(crate) use format::with_record_room;
 pub use ledger::{Entry, Ledger};
 pub use load::{load, load_owned};
-pub use readable::inspect_text;
 
 /// The newest format this engine writes. Every older format stays readable.
 pub const FORMAT: u32 = 3;
@@ -151,6 +150,37 @@ pub struct Timer {
     pub due_at: u64,
 }
 
+/// What a process is at one moment, apart from its ledger and its machine:
+/// the one place a field of a process is declared. The snapshot and the head
+/// hold it whole, and a reduce hands it to the interpreter and takes it back
+/// whole (`interpreter::Start`, `Run::state`).
+///
+/// The fields are in the order the head writes them. A new field goes here,
+/// then into the head's reader (`fields::HEAD` and `Head::read`; a member
+/// written after the timers leaves `read_head` to that general path), its
+/// writer (`Snapshot::write_head`), the readable form (`Snapshot::to_value`)
+/// and the serde oracle `head::FlatHead`. `head::outbox_writer_tests` then
+/// checks that the writer writes what the `Serialize` derive here writes and
+/// that every field of a generated state reads back as it was.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(test, derive(Serialize))]
+pub struct ProcessState {
+    /// XState-style state value.
+    pub value: Value,
+    pub context: Value,
+    /// Count of committed changes (applied events, and recorded ignored ones).
+    pub revision: u64,
+    /// A final state of the machine was reached: the process is finished.
+    pub done: bool,
+    pub outbox: Vec<OutboxEntry>,
+    pub timers: Vec<Timer>,
+    /// What each history state recorded when its parent was last exited: its
+    /// path, and the paths of the states it restores (written only when some
+    /// history state has recorded something).
+    #[cfg_attr(test, serde(skip_serializing_if = "Map::is_empty"))]
+    pub history: Map<String, Value>,
+}
+
 /// The snapshot, decoded. The ledger stays as text records (see [`Ledger`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
@@ -158,19 +188,8 @@ pub struct Snapshot {
     pub format: u32,
     /// Shared: the snapshots of a process all name the same machine (see `KNOWN`).
     pub machine: Arc<MachineRef>,
-    /// XState-style state value.
-    pub value: Value,
-    pub context: Value,
-    /// Count of committed changes (applied events, and recorded ignored ones).
-    pub revision: u64,
-    pub done: bool,
+    pub state: ProcessState,
     pub ledger: Ledger,
-    pub outbox: Vec<OutboxEntry>,
-    pub timers: Vec<Timer>,
-    /// What each history state recorded when its parent was last exited: its
-    /// path, and the paths of the states it restores (written only when some
-    /// history state has recorded something).
-    pub history: Map<String, Value>,
 }
 
 /// A snapshot checked against a machine, with its active states resolved.
@@ -235,7 +254,7 @@ fn wrong_machine(got: &str, want: &str) -> Error {
 #[cold]
 #[inline(never)]
 fn missing_state(snap: &Snapshot, machine: &Machine) -> Error {
-    let (old, path, new) = (snap.machine.version.as_str(), Machine::value_path(&snap.value), machine.version.as_str());
+    let (old, path, new) = (snap.machine.version.as_str(), Machine::value_path(&snap.state.value), machine.version.as_str());
     Error::new(Code::MissingState, ["snapshot written by version ", old, " is in state \"", &path, "\", which version ", new, " no longer has"].concat())
 }
 

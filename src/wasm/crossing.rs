@@ -60,26 +60,25 @@ export function snapshot_in(m, s, kept, ptr, cap) {\n\
   return -3;\n\
 }\n\
 export function bytes_out(m, p, pn, t, tn) { const h = bytes(m); const b = new Uint8Array(pn + tn); b.set(h.subarray(p, p + pn)); b.set(h.subarray(t, t + tn), pn); return b; }\n\
-export function outcome_out(m, flags, revision, next, ptr, len, snapshot) {\n\
-  let v;\n\
-  try { v = JSON.parse(decode(m, ptr, len)); } catch (_) { return null; }\n\
+function outcome(flags, effects, next, original, response, revision, state, status, snapshot) {\n\
   const changed = (flags & 1) !== 0, duplicate = (flags & 2) !== 0, nextDueAt = next < 0 ? null : next;\n\
   const o = (flags & 4) === 0\n\
-    ? { changed, duplicate, effects: v[0], nextDueAt, response: v[1], revision, state: v[2], status: v[3] }\n\
-    : { changed, duplicate, effects: v[0], nextDueAt, original: v[4], response: v[1], revision, state: v[2], status: v[3] };\n\
+    ? { changed, duplicate, effects, nextDueAt, response, revision, state, status }\n\
+    : { changed, duplicate, effects, nextDueAt, original, response, revision, state, status };\n\
   o.snapshot = snapshot;\n\
   return o;\n\
 }\n\
+export function outcome_out(m, flags, revision, next, ptr, len, snapshot) {\n\
+  let v;\n\
+  try { v = JSON.parse(decode(m, ptr, len)); } catch (_) { return null; }\n\
+  return outcome(flags, v[0], next, v[4], v[1], revision, v[2], v[3], snapshot);\n\
+}\n\
 const STATUS = ['applied', 'duplicate', 'conflict', 'ignored', 'rejected'];\n\
 export function outcome_plain(m, flags, revision, next, ptr, split, len, at, first, snapshot) {\n\
-  const changed = (flags & 1) !== 0, duplicate = (flags & 2) !== 0, nextDueAt = next < 0 ? null : next;\n\
   const state = decode(m, ptr, split), status = STATUS[(flags >> 5) & 7];\n\
   const response = (flags & 8) !== 0 ? null : (flags & 16) !== 0 ? { revision, state } : decode(m, ptr + split, len - split);\n\
-  const o = (flags & 4) === 0\n\
-    ? { changed, duplicate, effects: [], nextDueAt, response, revision, state, status }\n\
-    : { changed, duplicate, effects: [], nextDueAt, original: { at, revision: first, status: STATUS[(flags >> 8) & 7] }, response, revision, state, status };\n\
-  o.snapshot = snapshot;\n\
-  return o;\n\
+  const original = (flags & 4) === 0 ? undefined : { at, revision: first, status: STATUS[(flags >> 8) & 7] };\n\
+  return outcome(flags, [], next, original, response, revision, state, status, snapshot);\n\
 }\n\
 export function outcome_text(m, ptr, len, snapshot) {\n\
   let o;\n\
@@ -116,15 +115,16 @@ extern "C" {
     /// A new `Uint8Array` holding the two pieces, one after the other.
     pub(super) fn bytes_out(m: &JsValue, p: u32, p_len: u32, t: u32, t_len: u32) -> JsValue;
     /// The outcome object from [`outcome_parts`], with `snapshot` set on it
-    /// last: the keys of `Outcome::to_json_text`, in its (sorted) order. An
-    /// object literal, where `JSON.parse` of the whole outcome costs more
-    /// than the rest of the crossing.
+    /// last: the keys of `Outcome::to_json_text`, in its (sorted) order, built
+    /// by the inline `outcome` (the one place JavaScript spells them) as an
+    /// object literal rather than by `JSON.parse` of the whole outcome.
     pub(super) fn outcome_out(m: &JsValue, flags: u32, revision: f64, next: f64, ptr: u32, len: u32, snapshot: &JsValue) -> JsValue;
     /// The outcome object of [`outcome_plain`]: the same keys and values as
     /// `outcome_out`'s, built from two strings and numbers without `JSON.parse`
     /// (which costs more than the rest of the crossing for a small outcome):
     /// the state, the `split` bytes at `ptr`, and the response, the rest of the
-    /// `len` bytes (`null` with flag 8, `{revision, state}` with flag 16).
+    /// `len` bytes (`null` with [`flag::NULL_RESPONSE`], `{revision, state}`
+    /// with [`flag::DEFAULT_RESPONSE`]).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn outcome_plain(m: &JsValue, flags: u32, revision: f64, next: f64, ptr: u32, split: u32, len: u32, at: f64, first: f64, snapshot: &JsValue) -> JsValue;
     /// `JSON.parse` of the outcome's text at `ptr`, with `snapshot` set on it.

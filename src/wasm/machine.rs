@@ -172,66 +172,67 @@ impl Machine {
             let kept = r.as_ref().ok().and_then(|r| r.entries.iter().find(|e| e.process == process)).map(|e| &e.value);
             MEMORY.with(|m| snapshot_in(m, &snapshot, kept.unwrap_or(&JsValue::UNDEFINED), buf.as_mut_ptr() as u32, cap as u32))
         };
-        let n = if code >= 0.0 { (code / 4.0) as usize } else { 0 };
-        let kind = if code >= 0.0 { (code % 4.0) as u8 } else { 4 };
-        let copied = (kind == 0 || kind == 1 || kind == 3) && n <= cap;
+        let arg = SnapshotArg::of(code, cap);
+        let copied = matches!(arg, SnapshotArg::Copied { .. });
         if !copied {
             self.snapshot_buf.set(buf);
             buf = Vec::new();
         }
         let same = match self.resident.try_borrow_mut() {
-            Ok(mut r) if code == -2.0 => r.take_same(&process, &snapshot),
+            Ok(mut r) if matches!(arg, SnapshotArg::Kept) => r.take_same(&process, &snapshot),
             _ => None,
         };
-        if same.is_none() && (code >= 0.0 || code == -2.0) {
+        if same.is_none() {
             // A snapshot to decode: what keeping it will push out goes first.
-            let len = if code >= 0.0 { n } else { js_length(&snapshot) };
-            if let Ok(mut r) = self.resident.try_borrow_mut() {
+            let len = match arg {
+                SnapshotArg::Copied { n, .. } | SnapshotArg::Large { n } => Some(n),
+                SnapshotArg::Kept => Some(js_length(&snapshot)),
+                SnapshotArg::Absent | SnapshotArg::WrongType => None,
+            };
+            if let (Some(len), Ok(mut r)) = (len, self.resident.try_borrow_mut()) {
                 r.make_room(&process, len);
             }
         }
-        // (current, had a snapshot, its string is ASCII, kept records, its
-        // length and checksum (if bytes) when known without asking JavaScript)
-        let (current, had, ascii, records, known) = match same {
-            Some(k) => (Current::Loaded(Box::new(k.loaded)), true, k.ascii, k.records, Some((k.len, k.check))),
-            None if code == -1.0 => (Current::None, false, false, None, None),
-            None if code == -3.0 => {
-                return Err(invalid_argument("snapshot", "null, a string or a Uint8Array", &snapshot))
-            }
-            None if copied => {
+        let source = match (same, arg) {
+            (Some(k), _) => Source { current: Current::Loaded(Box::new(k.loaded)), had: true, ascii: k.ascii, records: k.records, known: Some((k.len, k.check)) },
+            (None, SnapshotArg::Absent) => Source::none(),
+            (None, SnapshotArg::WrongType) => return Err(invalid_argument("snapshot", "null, a string or a Uint8Array", &snapshot)),
+            (None, SnapshotArg::Copied { n, form }) => {
                 // SAFETY: JavaScript wrote n bytes at the start of the buffer's
                 // spare capacity (n <= cap, the room it was given).
                 unsafe { buf.set_len(n) };
-                let check = (bytes && kind == 3 && n >= 16).then(|| buf[n - 16..].to_vec());
-                let (text, ascii) = match kind {
+                let check = (bytes && form == Form::Bytes && n >= 16).then(|| buf[n - 16..].to_vec());
+                let (text, ascii) = match form {
                     // SAFETY: n characters became n bytes, so each is ASCII.
-                    0 => (unsafe { String::from_utf8_unchecked(buf) }, true),
+                    Form::Ascii => (unsafe { String::from_utf8_unchecked(buf) }, true),
                     // TextEncoder writes UTF-8.
-                    1 => (String::from_utf8(buf).unwrap_or_default(), false),
-                    _ if is_ascii(&buf) => (unsafe { String::from_utf8_unchecked(buf) }, false),
+                    Form::Utf8 => (String::from_utf8(buf).unwrap_or_default(), false),
+                    // SAFETY: ASCII bytes are valid UTF-8.
+                    Form::Bytes if is_ascii(&buf) => (unsafe { String::from_utf8_unchecked(buf) }, false),
                     // Invalid UTF-8 cannot carry a valid checksum: lossy text is refused by the engine.
-                    _ => (String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false),
+                    Form::Bytes => (String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()), false),
                 };
-                (Current::Owned(text), true, ascii, None, Some((n, check)))
+                Source { current: Current::Owned(text), had: true, ascii, records: None, known: Some((n, check)) }
             }
             // Larger than the room given, or the kept one no longer: as before.
-            None => match snapshot_text(&snapshot)? {
-                Some((t, ascii)) => (Current::Owned(t), true, ascii, None, None),
-                None => (Current::None, false, false, None, None),
+            (None, SnapshotArg::Large { .. } | SnapshotArg::Kept) => match snapshot_text(&snapshot)? {
+                Some((t, ascii)) => Source { current: Current::Owned(t), had: true, ascii, records: None, known: None },
+                None => Source::none(),
             },
         };
-        let (o, after) = self.inner.reduce_parts(&process, current, event, now);
+        let Source { current, had, ascii, records, known } = source;
+        let crate::outcome::Reduced { outcome: o, after, split } = self.inner.reduce_parts(&process, current, event, now);
+        let split = split.unwrap_or(crate::outcome::Split { at: 0, kept_prefix: 0 });
         let (returned, len, ascii, records, check) = match (&o.snapshot, &after) {
             (Some(tail), Some(loaded)) => {
                 // The new text is `prefix` (the ledger's own, `at` bytes) + `tail`.
-                let at = o.split.unwrap_or(0);
-                let prefix = loaded.snap.ledger.prefix(at);
+                let prefix = loaded.snap.ledger.prefix(split.at);
                 let len = prefix.len() + tail.len();
                 if bytes {
                     let b = MEMORY.with(|m| bytes_out(m, prefix.as_ptr() as u32, prefix.len() as u32, tail.as_ptr() as u32, tail.len() as u32));
                     (b, len, false, None, last16(prefix.as_bytes(), tail.as_bytes()))
                 } else {
-                    let (value, records) = new_string(&snapshot, ascii, records, o.kept_prefix, prefix, tail);
+                    let (value, records) = new_string(&snapshot, ascii, records, split.kept_prefix, prefix, tail);
                     (value, len, true, records, None)
                 }
             }
@@ -267,6 +268,77 @@ impl Machine {
             }
         }
         Ok(out)
+    }
+}
+
+/// What `snapshot_in` found the snapshot argument to be (its numeric code, named).
+#[derive(Clone, Copy)]
+enum SnapshotArg {
+    /// null or undefined: no process yet.
+    Absent,
+    /// The value kept from the last call for this process (`===`).
+    Kept,
+    /// Neither a string nor a `Uint8Array`.
+    WrongType,
+    /// `n` bytes written at the start of the buffer's spare capacity.
+    Copied { n: usize, form: Form },
+    /// A snapshot of `n` bytes (or characters) that did not fit the room given: not written.
+    Large { n: usize },
+}
+
+/// How a copied snapshot's bytes came.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// A string whose characters were each one byte.
+    Ascii,
+    /// A string written as UTF-8.
+    Utf8,
+    /// A `Uint8Array`'s bytes, as the caller gave them.
+    Bytes,
+}
+
+impl SnapshotArg {
+    /// The argument `snapshot_in` describes by `code` (see its documentation), given `cap` bytes of room.
+    fn of(code: f64, cap: usize) -> SnapshotArg {
+        if code == -1.0 {
+            return SnapshotArg::Absent;
+        }
+        if code == -2.0 {
+            return SnapshotArg::Kept;
+        }
+        if code < 0.0 {
+            return SnapshotArg::WrongType;
+        }
+        let n = (code / 4.0) as usize;
+        let form = match (code % 4.0) as u8 {
+            0 => Form::Ascii,
+            1 => Form::Utf8,
+            3 => Form::Bytes,
+            _ => return SnapshotArg::Large { n },
+        };
+        if n > cap {
+            return SnapshotArg::Large { n };
+        }
+        SnapshotArg::Copied { n, form }
+    }
+}
+
+/// The snapshot a reduce starts from, and what is known of the caller's value.
+struct Source {
+    current: Current<'static>,
+    /// The caller passed a snapshot (not null).
+    had: bool,
+    /// The caller's value is a string whose characters are its bytes.
+    ascii: bool,
+    /// The kept records string, when the snapshot is the resident one.
+    records: Option<Records>,
+    /// Its length in bytes, and its checksum if bytes, when known without asking JavaScript.
+    known: Option<(usize, Option<Vec<u8>>)>,
+}
+
+impl Source {
+    fn none() -> Source {
+        Source { current: Current::None, had: false, ascii: false, records: None, known: None }
     }
 }
 

@@ -8,6 +8,37 @@
 
 use super::*;
 
+/// The bits of the `flags` the outcome crossings take, as the inline
+/// JavaScript of `crossing.rs` reads them.
+pub(super) mod flag {
+    /// A new snapshot was written (`changed`).
+    pub const CHANGED: u32 = 1;
+    /// The status is `duplicate`.
+    pub const DUPLICATE: u32 = 2;
+    /// The outcome has an `original`.
+    pub const ORIGINAL: u32 = 4;
+    /// `outcome_plain`: the response is `null`.
+    pub const NULL_RESPONSE: u32 = 8;
+    /// `outcome_plain`: the response is `{revision, state}`.
+    pub const DEFAULT_RESPONSE: u32 = 16;
+    /// `outcome_plain`: the status's index in `STATUS` (three bits from here).
+    pub const STATUS_AT: u32 = 5;
+    /// `outcome_plain`: the original's status's index (three bits from here).
+    pub const ORIGINAL_STATUS_AT: u32 = 8;
+}
+
+/// The flags every outcome crossing reads: changed and duplicate.
+fn common_flags(o: &crate::outcome::Outcome) -> u32 {
+    let mut flags = 0;
+    if o.snapshot.is_some() {
+        flags |= flag::CHANGED;
+    }
+    if o.duplicate() {
+        flags |= flag::DUPLICATE;
+    }
+    flags
+}
+
 /// An outcome that is not the common small one (`outcome_plain_parts`): effects,
 /// an error, a structured response. Out of line, so an event with the small
 /// outcome does not compile these writers.
@@ -28,9 +59,7 @@ pub(super) const OUTCOME_ROOM_KEPT: usize = 4096;
 /// effects, no `error` nor `upgradedFrom`, a state that is one name, a
 /// response that is a string, null or the default `{revision, state}`. Writes
 /// the state's then the response's UTF-8 into `w` and returns the flags
-/// (1 changed, 2 duplicate, 4 original, 8 null response, 16 the default
-/// response, the status's index at bit 5 and the original's at bit 8)
-/// and where the response starts. `None` for any other outcome.
+/// (see [`flag`]) and where the response starts. `None` for any other outcome.
 pub(super) fn outcome_plain_parts(o: &crate::outcome::Outcome, w: &mut Vec<u8>) -> Option<(u32, usize)> {
     use crate::outcome::Status;
     // In the order of the inline JavaScript's `STATUS`.
@@ -40,15 +69,15 @@ pub(super) fn outcome_plain_parts(o: &crate::outcome::Outcome, w: &mut Vec<u8>) 
         return None;
     }
     let Value::String(state) = &o.state else { return None };
-    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1 | index(o.status.as_str())? << 5;
+    let mut flags = common_flags(o) | index(o.status.as_str())? << flag::STATUS_AT;
     if let Some(first) = &o.original {
-        flags |= 4 | index(first.status)? << 8;
+        flags |= flag::ORIGINAL | index(first.status)? << flag::ORIGINAL_STATUS_AT;
     }
     w.extend_from_slice(state.as_bytes());
     match &o.response {
         Value::String(r) => w.extend_from_slice(r.as_bytes()),
-        Value::Null => flags |= 8,
-        Value::Object(r) if is_default_response(r, o.revision, state) => flags |= 16,
+        Value::Null => flags |= flag::NULL_RESPONSE,
+        Value::Object(r) if is_default_response(r, o.revision, state) => flags |= flag::DEFAULT_RESPONSE,
         _ => return None,
     }
     Some((flags, state.len()))
@@ -63,8 +92,8 @@ pub(super) fn is_default_response(r: &serde_json::Map<String, Value>, revision: 
 }
 
 /// The outcome for `outcome_out`, when it has no `error` nor `upgradedFrom`
-/// (those go as the whole text to `outcome_text`): flags (1 changed,
-/// 2 duplicate, 4 original) and the JSON text of an array of the values that
+/// (those go as the whole text to `outcome_text`): flags (changed, duplicate,
+/// original: see [`flag`]) and the JSON text of an array of the values that
 /// are JSON, `[effects, response, state, status, original?]`, each as
 /// `Outcome::to_json_text` writes it. Numbers go as numbers (`u64 as f64`
 /// rounds as `JSON.parse` does).
@@ -73,7 +102,7 @@ pub(super) fn outcome_parts(machine: &crate::Machine, o: &crate::outcome::Outcom
         return None;
     }
     let mut w: Vec<u8> = Vec::with_capacity(128);
-    let mut flags = u32::from(o.snapshot.is_some()) | u32::from(o.duplicate) << 1;
+    let mut flags = common_flags(o);
     w.push(b'[');
     o.write_effects(&mut w);
     w.push(b',');
@@ -83,7 +112,7 @@ pub(super) fn outcome_parts(machine: &crate::Machine, o: &crate::outcome::Outcom
     w.push(b',');
     crate::json::write_str(o.status.as_str(), &mut w);
     if let Some(first) = &o.original {
-        flags |= 4;
+        flags |= flag::ORIGINAL;
         w.push(b',');
         first.write_json(&mut w);
     }

@@ -13,7 +13,8 @@ use crate::expr::Data;
 use crate::interpreter::{Run, Start};
 use crate::machine::{Action, Kind, Machine, StateIdx, Transition, DONE_EVENT_PREFIX, EFFECT_REPORT_PREFIX, INIT_EVENT, TIMER_EVENT};
 use crate::reduce::Event;
-use serde_json::{json, Map, Value};
+use crate::snapshot::ProcessState;
+use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -189,20 +190,17 @@ pub(super) fn settled_start(m: &Machine) -> Config {
         m,
         Start {
             config: Vec::new(),
-            context: m.initial_context.clone(),
-            value: Value::Null,
-            history: Map::new(),
-            timers: Vec::new(),
-            outbox: Vec::new(),
+            state: ProcessState { context: m.initial_context.clone(), revision: 1, ..ProcessState::default() },
             origin: &init,
             process: "analysis",
             now: START_MS,
-            revision: 1,
-            done: false,
         },
     );
     match run.start() {
-        Ok(()) => Config { states: run.config, context: run.context, value: run.value, done: run.done },
+        Ok(()) => {
+            let ProcessState { context, value, done, .. } = run.state;
+            Config { states: run.config, context, value, done }
+        }
         Err(_) => fallback(),
     }
 }

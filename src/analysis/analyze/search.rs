@@ -182,7 +182,7 @@ impl<'m> Search<'m> {
     /// The configuration of a node (a new process: its initial step settled).
     fn config(&self, snap: Option<&str>) -> Config {
         match self.loaded(snap) {
-            Some(l) => Config { states: l.config, context: l.snap.context, value: l.snap.value, done: l.snap.done },
+            Some(l) => Config { states: l.config, context: l.snap.state.context, value: l.snap.state.value, done: l.snap.state.done },
             None => self.start.clone(),
         }
     }
@@ -190,10 +190,10 @@ impl<'m> Search<'m> {
     fn node_key(&self, snap: &str) -> String {
         match self.loaded(Some(snap)) {
             Some(l) => {
-                let timers: Vec<(String, u64)> = l.snap.timers.iter().map(|t| (t.state.clone(), t.delay)).collect();
+                let timers: Vec<(String, u64)> = l.snap.state.timers.iter().map(|t| (t.state.clone(), t.delay)).collect();
                 let outbox: Vec<(String, &str)> =
-                    l.snap.outbox.iter().filter(|e| !e.state.is_done()).map(|e| (e.effect_type.clone(), e.state.as_str())).collect();
-                json!([l.snap.value, l.snap.context, timers, outbox, l.snap.done, l.snap.history]).to_string()
+                    l.snap.state.outbox.iter().filter(|e| !e.state.is_done()).map(|e| (e.effect_type.clone(), e.state.as_str())).collect();
+                json!([l.snap.state.value, l.snap.state.context, timers, outbox, l.snap.state.done, l.snap.state.history]).to_string()
             }
             None => snap.to_string(),
         }
@@ -218,7 +218,7 @@ impl<'m> Search<'m> {
             }
         }
         let Some(l) = self.loaded(node.snap.as_deref()) else { return out };
-        for t in &l.snap.timers {
+        for t in &l.snap.state.timers {
             let step = Step {
                 event: json!({ "id": t.id, "type": TIMER_EVENT, "payload": {} }),
                 now: t.due_at.max(node.now.saturating_add(STEP_MS)),
@@ -228,7 +228,7 @@ impl<'m> Search<'m> {
                 out.push(Move { steps: vec![step], snap, outcome, event: None });
             }
         }
-        for e in &l.snap.outbox {
+        for e in &l.snap.state.outbox {
             if e.state != EffectState::Pending || !self.handled.contains(&e.effect_type) {
                 continue;
             }
