@@ -1,0 +1,99 @@
+//! Implementations given as functions by the host: JavaScript's
+//! `new Machine(definition, { guards, actions })` (XState's `setup`). The
+//! definition names them as it names implementations given as data; the
+//! builder, told which names the host implements, compiles each use into a
+//! [`HostUse`], and the interpreter calls the host's one callback with the
+//! use's index, its `params`, the context and the event as JSON text, and
+//! reads the answer back as JSON text.
+//!
+//! They run inside `reduce`: they must be pure. A duplicate event replays the
+//! outcome recorded for it and calls none of them. A callback that fails or
+//! answers with the wrong type refuses the event (`implementation_failed`,
+//! naming the implementation and its use), and nothing is stored.
+
+use crate::error::{Code, Error, Result};
+use crate::json::{self, object};
+use serde_json::Value;
+use std::sync::OnceLock;
+
+/// The host's callback: `(index, params, context, event)` as JSON texts, to
+/// the answer as JSON text, or the reason it failed.
+pub type HostFn = fn(u32, &str, &str, &str) -> std::result::Result<String, String>;
+
+static HOST: OnceLock<HostFn> = OnceLock::new();
+
+/// Install the host's callback (once per process: later calls keep the first).
+pub fn set_host(f: HostFn) {
+    let _ = HOST.set(f);
+}
+
+/// One use of a function implementation: which one (its index in the names
+/// the machine was built with) and the `params` the use gives, as JSON text.
+#[derive(Debug, Clone)]
+pub struct HostUse {
+    pub index: u32,
+    /// `guards.NAME` or `actions.NAME`.
+    pub name: String,
+    pub params: String,
+    /// Where the definition uses it.
+    pub path: String,
+}
+
+impl HostUse {
+    /// Call the implementation over `context` and the event; its answer as a value.
+    pub fn call(&self, context: &Value, event_id: &str, event_type: &str, payload: &Value) -> Result<Value> {
+        let host = HOST.get().ok_or_else(|| self.failed("no host runs function implementations here"))?;
+        let event = json::to_text(&object! { "id": event_id, "type": event_type, "payload": payload });
+        let answer = host(self.index, &self.params, &json::to_text(context), &event).map_err(|why| self.failed(&why))?;
+        json::parse_value(&answer).map_err(|_| self.failed("its answer is not JSON"))
+    }
+
+    /// `implementation_failed`, naming the implementation and its use.
+    pub fn failed(&self, why: &str) -> Error {
+        Error::at(Code::ImplementationFailed, self.path.as_str(), format!("implementation {} failed: {why}", self.name))
+    }
+}
+
+/// A function action's answer as idem actions whose values are literal: a
+/// context patch (an object) is one `assign`; in a list, the values of each
+/// `assign`, `respond`, and a `raise`'s or `effect`'s `payload` and `key` are
+/// data, not expressions (the function computed them). `None` for any other answer.
+pub fn literal_actions(answer: Value) -> Option<Value> {
+    match answer {
+        Value::Object(patch) => Some(Value::Array(vec![one("assign", Value::Object(patch.into_iter().map(|(k, v)| (k, literal(v))).collect()))])),
+        Value::Array(items) => Some(Value::Array(items.into_iter().map(literal_action).collect())),
+        _ => None,
+    }
+}
+
+fn literal_action(a: Value) -> Value {
+    let Value::Object(mut o) = a else { return a };
+    if o.len() != 1 {
+        return Value::Object(o);
+    }
+    for (kind, body) in o.iter_mut() {
+        match (kind.as_str(), body) {
+            ("assign", Value::Object(fields)) => fields.values_mut().for_each(|v| *v = literal(v.take())),
+            ("respond", body) => *body = literal(body.take()),
+            ("raise" | "effect", Value::Object(fields)) => {
+                for key in ["payload", "key"] {
+                    if let Some(v) = fields.get_mut(key) {
+                        *v = literal(v.take());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Value::Object(o)
+}
+
+fn literal(v: Value) -> Value {
+    one(crate::expr::PRESERVE, v)
+}
+
+fn one(key: &str, v: Value) -> Value {
+    let mut o = serde_json::Map::new();
+    o.insert(key.to_owned(), v);
+    Value::Object(o)
+}
