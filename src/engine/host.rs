@@ -41,6 +41,7 @@ pub struct HostUse {
 
 impl HostUse {
     /// Call the implementation over `context` and the event; its answer as a value.
+    #[inline(never)]
     pub fn call(&self, context: &Value, event_id: &str, event_type: &str, payload: &Value) -> Result<Value> {
         let host = HOST.get().ok_or_else(|| self.failed("no host runs function implementations here"))?;
         let event = json::to_text(&object! { "id": event_id, "type": event_type, "payload": payload });
@@ -50,7 +51,7 @@ impl HostUse {
 
     /// `implementation_failed`, naming the implementation and its use.
     pub fn failed(&self, why: &str) -> Error {
-        Error::at(Code::ImplementationFailed, self.path.as_str(), format!("implementation {} failed: {why}", self.name))
+        Error::at(Code::ImplementationFailed, self.path.as_str(), ["implementation ", &self.name, " failed: ", why].concat())
     }
 }
 

@@ -214,12 +214,18 @@ impl<'a> Run<'a> {
 
     fn enabled(&self, t: &Transition, event: &Event) -> Result<bool> {
         match (t.guard, &t.host_guard) {
-            (_, Some(h)) => match h.call(&self.context, &event.id, &event.event_type, &event.payload)? {
-                Value::Bool(b) => Ok(b),
-                other => Err(h.failed(&format!("a guard must answer a boolean, got {}", json::to_text(&other)))),
-            },
+            (_, Some(h)) => self.host_guard(h, event),
             (None, None) => Ok(true),
             (Some(g), None) => self.m.exprs.test(g, self.data(event)),
+        }
+    }
+
+    /// A function guard's answer (see [`crate::host`]).
+    #[inline(never)]
+    fn host_guard(&self, h: &crate::host::HostUse, event: &Event) -> Result<bool> {
+        match h.call(&self.context, &event.id, &event.event_type, &event.payload)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(h.failed(&["a guard must answer a boolean, got ", &json::to_text(&other)].concat())),
         }
     }
 
@@ -541,16 +547,18 @@ impl<'a> Run<'a> {
     }
 
     /// A function action: its answer, a context patch or idem actions as data, run in its place.
+    #[inline(never)]
     fn run_host_action(&mut self, h: &crate::host::HostUse, event: &Event) -> Result<()> {
         let answer = h.call(&self.context, &event.id, &event.event_type, &event.payload)?;
         let what = json::to_text(&answer);
         let Some(actions) = crate::host::literal_actions(answer) else {
-            return Err(h.failed(&format!("an action must answer a context patch (an object) or a list of idem actions, got {what}")));
+            return Err(h.failed(&["an action must answer a context patch (an object) or a list of idem actions, got ", &what].concat()));
         };
         let (exprs, actions) = crate::machine::actions_of(&actions, &h.path).map_err(|e| h.failed(&e.message))?;
         self.run_actions_in(&exprs, &actions, event)
     }
 
+    #[inline(never)]
     fn run_actions_in(&mut self, exprs: &crate::expr::Exprs, actions: &[Action], event: &Event) -> Result<()> {
         for a in actions {
             match a {
