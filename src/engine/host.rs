@@ -4,7 +4,9 @@
 //! builder, told which names the host implements, compiles each use into a
 //! [`HostUse`], and the interpreter calls the host's one callback with the
 //! use's index, its `params`, the context and the event as JSON text, and
-//! reads the answer back as JSON text.
+//! reads the answer back as JSON text: a guard's boolean, or an action's idem
+//! actions, their values literal (`preserve`: the host wraps a context patch
+//! into an `assign`).
 //!
 //! They run inside `reduce`: they must be pure. A duplicate event replays the
 //! outcome recorded for it and calls none of them. A callback that fails or
@@ -12,7 +14,7 @@
 //! naming the implementation and its use), and nothing is stored.
 
 use crate::error::{Code, Error, Result};
-use crate::json::{self, object};
+use crate::json;
 use serde_json::Value;
 use std::sync::OnceLock;
 
@@ -44,7 +46,15 @@ impl HostUse {
     #[inline(never)]
     pub fn call(&self, context: &Value, event_id: &str, event_type: &str, payload: &Value) -> Result<Value> {
         let host = HOST.get().ok_or_else(|| self.failed("no host runs function implementations here"))?;
-        let event = json::to_text(&object! { "id": event_id, "type": event_type, "payload": payload });
+        let mut event = Vec::with_capacity(64);
+        event.extend_from_slice(b"{\"id\":");
+        json::write_str(event_id, &mut event);
+        event.extend_from_slice(b",\"type\":");
+        json::write_str(event_type, &mut event);
+        event.extend_from_slice(b",\"payload\":");
+        json::write_json(payload, &mut event);
+        event.push(b'}');
+        let event = json::utf8(event);
         let answer = host(self.index, &self.params, &json::to_text(context), &event).map_err(|why| self.failed(&why))?;
         json::parse_value(&answer).map_err(|_| self.failed("its answer is not JSON"))
     }
@@ -55,46 +65,3 @@ impl HostUse {
     }
 }
 
-/// A function action's answer as idem actions whose values are literal: a
-/// context patch (an object) is one `assign`; in a list, the values of each
-/// `assign`, `respond`, and a `raise`'s or `effect`'s `payload` and `key` are
-/// data, not expressions (the function computed them). `None` for any other answer.
-pub fn literal_actions(answer: Value) -> Option<Value> {
-    match answer {
-        Value::Object(patch) => Some(Value::Array(vec![one("assign", Value::Object(patch.into_iter().map(|(k, v)| (k, literal(v))).collect()))])),
-        Value::Array(items) => Some(Value::Array(items.into_iter().map(literal_action).collect())),
-        _ => None,
-    }
-}
-
-fn literal_action(a: Value) -> Value {
-    let Value::Object(mut o) = a else { return a };
-    if o.len() != 1 {
-        return Value::Object(o);
-    }
-    for (kind, body) in o.iter_mut() {
-        match (kind.as_str(), body) {
-            ("assign", Value::Object(fields)) => fields.values_mut().for_each(|v| *v = literal(v.take())),
-            ("respond", body) => *body = literal(body.take()),
-            ("raise" | "effect", Value::Object(fields)) => {
-                for key in ["payload", "key"] {
-                    if let Some(v) = fields.get_mut(key) {
-                        *v = literal(v.take());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Value::Object(o)
-}
-
-fn literal(v: Value) -> Value {
-    one(crate::expr::PRESERVE, v)
-}
-
-fn one(key: &str, v: Value) -> Value {
-    let mut o = serde_json::Map::new();
-    o.insert(key.to_owned(), v);
-    Value::Object(o)
-}

@@ -550,11 +550,10 @@ impl<'a> Run<'a> {
     #[inline(never)]
     fn run_host_action(&mut self, h: &crate::host::HostUse, event: &Event) -> Result<()> {
         let answer = h.call(&self.context, &event.id, &event.event_type, &event.payload)?;
-        let what = json::to_text(&answer);
-        let Some(actions) = crate::host::literal_actions(answer) else {
-            return Err(h.failed(&["an action must answer a context patch (an object) or a list of idem actions, got ", &what].concat()));
-        };
-        let (exprs, actions) = crate::machine::actions_of(&actions, &h.path).map_err(|e| h.failed(&e.message))?;
+        if !answer.is_array() {
+            return Err(h.failed("an action must answer a list of idem actions"));
+        }
+        let (exprs, actions) = crate::machine::actions_of(&answer, &h.path).map_err(|e| h.failed(&e.message))?;
         self.run_actions_in(&exprs, &actions, event)
     }
 

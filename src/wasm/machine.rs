@@ -34,11 +34,14 @@ thread_local! {
     static CALLING: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
 }
 
-/// The engine's host callback: the reducing machine's, which answers `=` and
-/// the JSON text of the function's answer, or `!` and why it failed.
+/// The engine's host callback: the reducing machine's, called with the
+/// index and `params`, context and event joined by newlines (JSON text has
+/// none of its own); it answers `=` and the JSON text of the function's
+/// answer, or `!` and why it failed.
 fn call_host(index: u32, params: &str, context: &str, event: &str) -> Result<String, String> {
     let f = CALLING.with(|c| c.borrow().clone()).ok_or("no function implementations were given")?;
-    let answer = f.call4(&JsValue::NULL, &index.into(), &params.into(), &context.into(), &event.into()).ok().and_then(|a| a.as_string()).unwrap_or_default();
+    let texts = [params, context, event].join("\n");
+    let answer = f.call2(&JsValue::NULL, &index.into(), &texts.into()).ok().and_then(|a| a.as_string()).unwrap_or_default();
     match answer.split_at_checked(1) {
         Some(("=", json)) => Ok(json.to_owned()),
         Some(("!", why)) => Err(why.to_owned()),
@@ -53,7 +56,7 @@ impl Machine {
     ///
     /// `hosted` (the package's `Machine` passes it) names the guards and
     /// actions given as functions, one `guards.NAME` or `actions.NAME` a line,
-    /// and `call` runs them: `(index, params, context, event)` as JSON texts.
+    /// and `call` runs them: `(index, texts)`, see `call_host`.
     #[wasm_bindgen(constructor)]
     pub fn new(
         definition: JsValue,
@@ -61,7 +64,7 @@ impl Machine {
         #[wasm_bindgen(unchecked_param_type = "Function | undefined")] call: JsValue,
     ) -> Result<Machine, JsValue> {
         let text = json_text(&definition, "definition")?;
-        let names: Vec<String> = hosted.as_string().map(|h| h.lines().map(str::to_owned).collect()).unwrap_or_default();
+        let names = hosted.as_string().unwrap_or_default();
         let host = call.dyn_into::<js_sys::Function>().ok();
         if host.is_some() {
             crate::host::set_host(call_host);

@@ -54,13 +54,13 @@ impl Machine {
     /// Parse and validate a definition from JSON text, its states, regions,
     /// transitions and delays in the order they are written.
     pub fn from_json(text: &str) -> Result<Machine> {
-        Self::from_json_hosted(text, &[])
+        Self::from_json_hosted(text, "")
     }
 
     /// As [`Machine::from_json`], the host implementing as functions the
-    /// guards and actions `hosted` names (`guards.NAME`, `actions.NAME`; see
+    /// guards and actions `hosted` names (`guards.NAME`, `actions.NAME`, one a line; see
     /// [`crate::host`]).
-    pub fn from_json_hosted(text: &str, hosted: &[String]) -> Result<Machine> {
+    pub fn from_json_hosted(text: &str, hosted: &str) -> Result<Machine> {
         if text.len() > MAX_DEFINITION_BYTES {
             return Err(unreadable(text));
         }
@@ -83,10 +83,10 @@ impl Machine {
     pub fn from_value(def: Value) -> Result<Machine> {
         json::check_depth(&def, "definition")?;
         let order = Order::of_value(&def);
-        Machine::build(def, &order, &[])
+        Machine::build(def, &order, "")
     }
 
-    fn build(def: Value, order: &Order, hosted: &[String]) -> Result<Machine> {
+    fn build(def: Value, order: &Order, hosted: &str) -> Result<Machine> {
         let Some(obj) = def.as_object() else {
             return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
         };

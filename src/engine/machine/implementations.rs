@@ -28,9 +28,9 @@ pub(super) struct Implementations<'a> {
     guards: Option<&'a Map<String, Value>>,
     actions: Option<&'a Map<String, Value>>,
     delays: Option<&'a Map<String, Value>>,
-    /// `guards.NAME` and `actions.NAME` the host implements as functions, in
-    /// the order of the indices its callback is called with.
-    hosted: &'a [String],
+    /// `guards.NAME` and `actions.NAME` the host implements as functions, one
+    /// a line, in the order of the indices its callback is called with.
+    hosted: &'a str,
     /// `(kind, name, path of the use)`, in the order the builder met them.
     missing: Vec<(&'static str, String, String)>,
 }
@@ -44,7 +44,7 @@ pub(super) struct Named<'v> {
 impl<'a> Implementations<'a> {
     /// Read the definition's `implementations`, each one checked on its own
     /// (at `implementations.guards.NAME`...), used or not.
-    pub fn parse(v: Option<&'a Value>, hosted: &'a [String]) -> Result<Self> {
+    pub fn parse(v: Option<&'a Value>, hosted: &'a str) -> Result<Self> {
         let mut imps = Implementations { hosted, ..Implementations::default() };
         let Some(v) = v else { return Ok(imps) };
         let Some(o) = v.as_object() else {
@@ -81,9 +81,9 @@ impl<'a> Implementations<'a> {
     /// The use of a function the host implements for `named` in `section`
     /// (`guards` or `actions`), if it implements one.
     pub fn hosted(&self, section: &str, named: &Named<'_>, at: &str) -> Option<HostUse> {
-        let index = self.hosted.iter().position(|h| h.strip_prefix(section).and_then(|r| r.strip_prefix('.')) == Some(named.name))?;
+        let (index, name) = self.hosted.lines().enumerate().find(|(_, h)| h.strip_prefix(section).and_then(|r| r.strip_prefix('.')) == Some(named.name))?;
         let params = crate::json::to_text(named.params.unwrap_or(&Value::Null));
-        Some(HostUse { index: index as u32, name: self.hosted[index].clone(), params, path: owned(at) })
+        Some(HostUse { index: index as u32, name: owned(name), params, path: owned(at) })
     }
 
     /// The guard `named` uses, its params bound, or `None` (noted as missing).
