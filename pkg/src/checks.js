@@ -14,7 +14,7 @@
 // caller that reaches the raw bindings.
 
 import { IdemError } from "./error.js";
-import { withImplementations } from "./implementations.js";
+import { hostedNames, withImplementations } from "./implementations.js";
 
 /** The longest process id, in bytes of UTF-8: an event id's limit, what the stores' keys are sized for. */
 export const MAX_PROCESS_ID_BYTES = 256;
@@ -355,6 +355,7 @@ export function checkedMachine(Base) {
     constructor(definition, implementations) {
       const built = withImplementations(jsonArg(definition, "definition"), implementations);
       super(built.definition, built.hosted, built.call);
+      if (built.hosted !== undefined) hostedNames.set(this, built.hosted);
       this.#live = true;
     }
 

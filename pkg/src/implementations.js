@@ -14,6 +14,9 @@ import { IdemError } from "./error.js";
 
 const SECTIONS = ["guards", "actions", "delays"];
 
+/** The function names (`hosted`) each machine was built with, for the full module's analysis. */
+export const hostedNames = new WeakMap();
+
 /**
  * The definition to build (its data implementations joined in), the names of the function guards
  * and actions (`guards.NAME` a line), and the callback that runs them; `null` when none are given.
