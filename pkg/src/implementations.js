@@ -86,12 +86,13 @@ function caller(hosted, fns) {
 }
 
 /**
- * An action's answer as idem actions whose values are data (the function computed them): a context
- * patch becomes one `assign`; in a list, each `assign`'s values, a `respond`'s body and a `raise`'s
+ * An action's answer as the engine reads it: a context patch as it is; in a list of idem actions,
+ * whose values are data (the function computed them), each `assign`'s values, a `respond`'s body and a `raise`'s
  * or `effect`'s `payload` and `key` are wrapped in `preserve`.
  */
 function literalActions(answer) {
-  if (!Array.isArray(answer)) return [{ assign: literalValues(answer) }];
+  // A patch crosses as it is: the engine merges it into the context.
+  if (!Array.isArray(answer)) return answer;
   return answer.map((action) => {
     if (!isRecord(action)) return action;
     const keys = Object.keys(action);

@@ -4,9 +4,9 @@
 //! builder, told which names the host implements, compiles each use into a
 //! [`HostUse`], and the interpreter calls the host's one callback with the
 //! use's index, its `params`, the context and the event as JSON text, and
-//! reads the answer back as JSON text: a guard's boolean, or an action's idem
-//! actions, their values literal (`preserve`: the host wraps a context patch
-//! into an `assign`).
+//! reads the answer back as JSON text: a guard's boolean, or an action's
+//! context patch (merged into the context) or idem actions, their values
+//! literal (`preserve`, which the host wraps them in).
 //!
 //! They run inside `reduce`: they must be pure. A duplicate event replays the
 //! outcome recorded for it and calls none of them. A callback that fails or

@@ -549,12 +549,27 @@ impl<'a> Run<'a> {
     /// A function action: its answer, a context patch or idem actions as data, run in its place.
     #[inline(never)]
     fn run_host_action(&mut self, h: &crate::host::HostUse, event: &Event) -> Result<()> {
-        let answer = h.call(&self.context, &event.id, &event.event_type, &event.payload)?;
-        if !answer.is_array() {
-            return Err(h.failed("an action must answer a list of idem actions"));
-        }
+        let answer = match h.call(&self.context, &event.id, &event.event_type, &event.payload)? {
+            Value::Object(patch) => return self.patch(patch, &h.path),
+            list @ Value::Array(_) => list,
+            _ => return Err(h.failed("an action must answer a context patch (an object) or a list of idem actions")),
+        };
         let (exprs, actions) = crate::machine::actions_of(&answer, &h.path).map_err(|e| h.failed(&e.message))?;
         self.run_actions_in(&exprs, &actions, event)
+    }
+
+    /// Merge `patch` into the context, as an `assign` of its members would.
+    fn patch(&mut self, patch: Map<String, Value>, path: &str) -> Result<()> {
+        if let Some((field, _)) = patch.iter().find(|(_, v)| !json::within_depth(v, 3)) {
+            let message = ["a patch of \"", field, "\" would nest the context deeper than the limit"].concat();
+            return Err(Error::at(Code::NestingTooDeep, path, message));
+        }
+        let ctx = self.context.as_object_mut().expect("context is an object");
+        for (field, v) in patch {
+            ctx.insert(field, v);
+        }
+        self.assigned = true;
+        Ok(())
     }
 
     #[inline(never)]
