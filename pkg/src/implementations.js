@@ -26,7 +26,10 @@ export const hostedNames = new WeakMap();
 export function withImplementations(definition, implementations) {
   if (implementations === undefined) return { definition, hosted: undefined, call: undefined };
   if (!isRecord(implementations)) throw argument("implementations", "an object of guards, actions and delays");
-  const def = typeof definition === "string" ? parseDefinition(definition) : { ...definition };
+  const parsed = typeof definition === "string" ? parseDefinition(definition) : definition;
+  // Not an object: the engine refuses it with its own error.
+  if (!isRecord(parsed)) return { definition, hosted: undefined, call: undefined };
+  const def = { ...parsed };
   const given = isRecord(def.implementations) ? def.implementations : {};
   const data = { ...given };
   /** @type {string[]} */
