@@ -62,7 +62,8 @@ export function withImplementations(definition, implementations) {
 }
 
 /**
- * The callback the wasm module calls: `=` and the answer's JSON text, or `!` and why it failed.
+ * The callback the wasm module calls: a guard's boolean, `=` and an action's answer as JSON text,
+ * or `!` and why it failed.
  * The context and the event are parsed only when the function reads them.
  */
 function caller(hosted, fns) {
@@ -77,11 +78,11 @@ function caller(hosted, fns) {
         params: params === "null" ? undefined : JSON.parse(params),
       };
       const answer = fns[index](arg);
-      if (guard && typeof answer !== "boolean") return `!a guard must answer a boolean, got ${shown(answer)}`;
+      if (guard) return typeof answer === "boolean" ? answer : `!a guard must answer a boolean, got ${shown(answer)}`;
       if (!guard && (typeof answer !== "object" || answer === null)) {
         return `!an action must answer a context patch (an object) or a list of idem actions, got ${shown(answer)}`;
       }
-      return `=${JSON.stringify(guard ? answer : literalActions(answer))}`;
+      return `=${JSON.stringify(literalActions(answer))}`;
     } catch (e) {
       return `!it threw: ${e instanceof Error ? e.message : String(e)}`;
     }

@@ -36,12 +36,17 @@ thread_local! {
 
 /// The engine's host callback: the reducing machine's, called with the
 /// index and `params`, context and event joined by newlines (JSON text has
-/// none of its own); it answers `=` and the JSON text of the function's
-/// answer, or `!` and why it failed.
+/// none of its own); it answers a guard's boolean, or `=` and the JSON text of
+/// an action's answer, or `!` and why it failed.
 fn call_host(index: u32, params: &str, context: &str, event: &str) -> Result<String, String> {
     let f = CALLING.with(|c| c.borrow().clone()).ok_or("no function implementations were given")?;
     let texts = [params, context, event].join("\n");
-    let answer = f.call2(&JsValue::NULL, &index.into(), &texts.into()).ok().and_then(|a| a.as_string()).unwrap_or_default();
+    let answer = f.call2(&JsValue::NULL, &index.into(), &texts.into()).unwrap_or(JsValue::UNDEFINED);
+    // A guard's boolean crosses as it is, no text to copy.
+    if let Some(b) = answer.as_bool() {
+        return Ok(if b { "true" } else { "false" }.to_owned());
+    }
+    let answer = answer.as_string().unwrap_or_default();
     match answer.split_at_checked(1) {
         Some(("=", json)) => Ok(json.to_owned()),
         Some(("!", why)) => Err(why.to_owned()),
