@@ -508,7 +508,9 @@ export type FindingCode =
   // XState import
   | "unrepresentable"
   // an assign doing arithmetic on a payload field no schema declares numeric and required, or a raise does not give
-  | "unvalidated_payload";
+  | "unvalidated_payload"
+  // a guard or action given as a function (new Machine(definition, { guards, actions })), which the analysis cannot read
+  | "opaque_implementation";
 
 /** A hazard (error / warning) with the event sequence that shows it, or information about what is safe. */
 export interface Finding {

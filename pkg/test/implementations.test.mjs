@@ -134,7 +134,26 @@ for (const [name, Machine] of Object.entries(MODULES)) {
   });
 }
 
-test("analyze reads the definition around the functions, which it cannot read", () => {
+test("analyze names each function it cannot read and points at the data form", () => {
   const m = new NodeMachine(definition(), functions());
-  assert.ok(Array.isArray(m.analyze()));
+  const opaque = m.analyze().filter((f) => f.code === "opaque_implementation");
+  assert.deepEqual(
+    opaque.map((f) => [f.site, f.severity]).sort(),
+    [
+      ["states.idle.on.START[0].actions[0]", "info"],
+      ["states.idle.on.START[0].actions[1]", "info"],
+      ["states.idle.on.START[0].guard", "info"],
+    ],
+  );
+  const at = (site) => opaque.find((f) => f.site === `states.idle.on.START[0].${site}`);
+  assert.match(at("guard").message, /guard `isAdmin` is a function/);
+  assert.match(at("guard").fix, /implementations\.guards\.isAdmin/);
+  assert.match(at("actions[1]").message, /action `notify`/);
+  // Given as data, the same names are read: no such finding.
+  const data = new NodeMachine(definition(), {
+    guards: { isAdmin: { "==": [{ var: "event.payload.role" }, "admin"] } },
+    actions: { assignBuild: [{ assign: { by: { var: "event.payload.role" } } }], notify: [{ respond: { var: "params.channel" } }] },
+    delays: { retryDelay: 10 },
+  });
+  assert.deepEqual(data.analyze().filter((f) => f.code === "opaque_implementation"), []);
 });
