@@ -64,22 +64,14 @@ export function withImplementations(definition, implementations) {
 /**
  * The callback the wasm module calls: a guard's boolean, `=` and an action's answer as JSON text,
  * or `!` and why it failed.
- * The context and the event are parsed only when the function reads them.
  */
 function caller(hosted, fns) {
+  const guards = hosted.map((name) => name.startsWith("guards."));
   return (index, texts) => {
-    const [params, context, event] = texts.split("\n");
-    const guard = hosted[index].startsWith("guards.");
     try {
-      let ctx, evt;
-      const arg = {
-        get context() { return (ctx ??= JSON.parse(context)); },
-        get event() { return (evt ??= JSON.parse(event)); },
-        params: params === "null" ? undefined : JSON.parse(params),
-      };
-      const answer = fns[index](arg);
-      if (guard) return typeof answer === "boolean" ? answer : `!a guard must answer a boolean, got ${shown(answer)}`;
-      if (!guard && (typeof answer !== "object" || answer === null)) {
+      const answer = fns[index](new Args(texts));
+      if (guards[index]) return typeof answer === "boolean" ? answer : `!a guard must answer a boolean, got ${shown(answer)}`;
+      if (typeof answer !== "object" || answer === null) {
         return `!an action must answer a context patch (an object) or a list of idem actions, got ${shown(answer)}`;
       }
       return `=${JSON.stringify(literalActions(answer))}`;
@@ -87,6 +79,50 @@ function caller(hosted, fns) {
       return `!it threw: ${e instanceof Error ? e.message : String(e)}`;
     }
   };
+}
+
+/** The last texts parsed and their values: the calls within one reduce mostly see the same event. */
+const parsedText = { event: "", eventValue: undefined, context: "", contextValue: undefined };
+
+/**
+ * A function's argument, `{ context, event, params }`, from the params, context and event texts
+ * (one line each): each parsed when first read. A function must not change them (it is pure): the
+ * same values may be handed to the next call within the reduce.
+ */
+class Args {
+  #texts;
+  #params = null;
+  #context = -1;
+  constructor(texts) {
+    this.#texts = texts;
+  }
+  get params() {
+    if (this.#params === null) {
+      const text = this.#texts.slice(0, this.#texts.indexOf("\n"));
+      this.#params = { value: text === "null" ? undefined : JSON.parse(text) };
+    }
+    return this.#params.value;
+  }
+  get context() {
+    const text = this.#texts.slice(this.#contextAt(), this.#texts.lastIndexOf("\n"));
+    if (text !== parsedText.context) {
+      parsedText.contextValue = JSON.parse(text);
+      parsedText.context = text;
+    }
+    return parsedText.contextValue;
+  }
+  get event() {
+    const text = this.#texts.slice(this.#texts.lastIndexOf("\n") + 1);
+    if (text !== parsedText.event) {
+      parsedText.eventValue = JSON.parse(text);
+      parsedText.event = text;
+    }
+    return parsedText.eventValue;
+  }
+  #contextAt() {
+    if (this.#context < 0) this.#context = this.#texts.indexOf("\n") + 1;
+    return this.#context;
+  }
 }
 
 /**

@@ -66,6 +66,16 @@ for (const [name, Machine] of Object.entries(MODULES)) {
     assert.deepEqual(m.inspect(refused.snapshot).context, { count: 0 });
   });
 
+  test(`${name}: each action sees the context the one before it left`, () => {
+    const def = definition();
+    def.states.idle.on.START[0].actions = ["assignBuild", "assignBuild", { type: "notify", params: { channel: "twice" } }];
+    const m = new Machine(def, functions());
+    const out = m.reduce(null, start("admin"), NOW, "b-1");
+    assert.deepEqual(m.inspect(out.snapshot).context, { count: 2, by: "admin" });
+    const next = m.reduce(out.snapshot, start("admin", "evt-2"), NOW, "b-1");
+    assert.equal(next.status, "ignored");
+  });
+
   test(`${name}: a duplicate replays its recorded answer and calls no function`, () => {
     const calls = counts();
     const m = new Machine(definition(), functions(calls));
