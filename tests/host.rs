@@ -97,7 +97,10 @@ fn a_failing_function_or_a_wrong_answer_is_implementation_failed_and_nothing_is_
 fn a_name_neither_hosted_nor_given_as_data_is_unimplemented() {
     set_host(host);
     let def = json!({ "id": "m", "initial": "a", "states": { "a": { "on": { "GO": { "guard": "isAdmin", "actions": ["missing"] } } } } });
-    let e = Machine::from_json_hosted(&def.to_string(), HOSTED).err().expect("refused");
+    let e = match Machine::from_json_hosted(&def.to_string(), HOSTED) {
+        Err(e) => e,
+        Ok(_) => panic!("a missing name must be refused"),
+    };
     assert_eq!(e.code, Code::Unimplemented);
     assert!(e.message.contains("action \"missing\"") && !e.message.contains("isAdmin"), "{}", e.message);
 }
