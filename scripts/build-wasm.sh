@@ -37,7 +37,7 @@ command -v wasm-bindgen >/dev/null || need_setup "wasm-bindgen (wasm-bindgen-cli
 
 # Gzip size budgets in KiB, a guard against a change that brings in far more
 # code than it means to, not a target. Keep in step with README.md.
-LEAN_BUDGET_KIB=155
+LEAN_BUDGET_KIB=157
 FULL_BUDGET_KIB=320
 
 # The lean module inlines less than opt-level 2 does by default (225): as fast,

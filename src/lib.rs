@@ -60,7 +60,7 @@ pub mod cli;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use engine::{error, expr, machine, outbox, outcome, reduce, schema};
+pub use engine::{error, expr, host, machine, outbox, outcome, reduce, schema};
 pub(crate) use engine::interpreter;
 pub use json::float;
 #[cfg(feature = "analysis")]

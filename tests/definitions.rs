@@ -103,7 +103,7 @@ fn error_codes_are_stable() {
             "number_out_of_range", "unknown_event_type", "invalid_payload", "id_conflict", "reserved_event", "invalid_snapshot", "snapshot_too_large",
             "unsupported_snapshot_format", "wrong_machine", "missing_state", "missing_process_id", "missing_now", "invalid_now",
             "invalid_argument",
-            "expression_failed", "microstep_limit",
+            "expression_failed", "implementation_failed", "microstep_limit",
             "unknown_effect", "invalid_effect_report", "internal_error", "usage", "io",
         ]
     );

@@ -3,6 +3,7 @@
 // node entry reads on first use and the web entry fetches on `loadAnalysis()`.
 
 import { checkedMachine, jsonArg } from "./checks.js";
+import { hostedNames } from "./implementations.js";
 
 /**
  * The entry's `Machine` and `importXState` over the lean module's `Machine`, their arguments
@@ -24,7 +25,8 @@ export function withAnalysis(lean, full) {
       let m = analysed.get(this);
       if (m === undefined) {
         // Through the checked class's own method: `this` must be a machine that is not freed.
-        m = new (full().Machine)(Machine.prototype.definition.call(this));
+        // Its functions by name only: the analysis cannot read them.
+        m = new (full().Machine)(Machine.prototype.definition.call(this), hostedNames.get(this));
         analysed.set(this, m);
       }
       return m.analyze();

@@ -14,6 +14,7 @@
 // caller that reaches the raw bindings.
 
 import { IdemError } from "./error.js";
+import { hostedNames, withImplementations } from "./implementations.js";
 
 /** The longest process id, in bytes of UTF-8: an event id's limit, what the stores' keys are sized for. */
 export const MAX_PROCESS_ID_BYTES = 256;
@@ -347,9 +348,14 @@ export function checkedMachine(Base) {
     /** Whether this machine's wasm memory is still there (false once freed). */
     #live;
 
-    /** @param {object | string} definition */
-    constructor(definition) {
-      super(jsonArg(definition, "definition"));
+    /**
+     * @param {object | string} definition
+     * @param {object} [implementations] `{ guards, actions, delays }`, functions or data (implementations.js)
+     */
+    constructor(definition, implementations) {
+      const built = withImplementations(jsonArg(definition, "definition"), implementations);
+      super(built.definition, built.hosted, built.call);
+      if (built.hosted !== undefined) hostedNames.set(this, built.hosted);
       this.#live = true;
     }
 

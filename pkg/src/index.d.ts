@@ -73,6 +73,8 @@ export type ErrorCode =
   | "invalid_argument"
   // runtime
   | "expression_failed"
+  // a guard or action given as a function threw or answered the wrong type
+  | "implementation_failed"
   | "microstep_limit"
   | "unknown_effect"
   | "invalid_effect_report"
@@ -339,15 +341,20 @@ export interface ImplementationArgs<D> {
 }
 
 /**
- * Named guards, actions and delays as functions, for `new Machine(definition, implementations)`.
- * They run inside `reduce` and must be pure: a duplicate replays its frozen answer and never calls
- * them. A guard answers a boolean; an action a patch of the context or a list of idem actions (as
- * data); a delay the milliseconds to wait.
+ * Named guards, actions and delays for `new Machine(definition, implementations)`, each a function
+ * or data (a JSONLogic guard, a list of idem actions, a delay expression), as in the definition's
+ * `implementations`; a name given both there and here is refused (`invalid_definition`).
+ * Functions run inside `reduce` and must be pure: a duplicate replays its frozen answer and never
+ * calls them. A guard answers a boolean; an action a patch of the context or a list of idem actions
+ * (as data: their values are taken as they are); a throw or another answer refuses the event with
+ * `implementation_failed`, nothing stored. A delay function is called once, when the machine is
+ * built, over the initial context, and answers the milliseconds to wait. The analysis cannot read
+ * a function: it reads the data form.
  */
 export interface Implementations<D = object> {
-  guards?: { [name: string]: (args: ImplementationArgs<D>) => boolean };
-  actions?: { [name: string]: (args: ImplementationArgs<D>) => Partial<ContextOf<D>> | Json[] };
-  delays?: { [name: string]: (args: Omit<ImplementationArgs<D>, "params">) => number };
+  guards?: { [name: string]: ((args: ImplementationArgs<D>) => boolean) | Json };
+  actions?: { [name: string]: ((args: ImplementationArgs<D>) => Partial<ContextOf<D>> | Json[]) | Json[] };
+  delays?: { [name: string]: ((args: Omit<ImplementationArgs<D>, "params">) => number) | Json };
 }
 
 /**
@@ -501,7 +508,9 @@ export type FindingCode =
   // XState import
   | "unrepresentable"
   // an assign doing arithmetic on a payload field no schema declares numeric and required, or a raise does not give
-  | "unvalidated_payload";
+  | "unvalidated_payload"
+  // a guard or action given as a function (new Machine(definition, { guards, actions })), which the analysis cannot read
+  | "opaque_implementation";
 
 /** A hazard (error / warning) with the event sequence that shows it, or information about what is safe. */
 export interface Finding {

@@ -46,6 +46,8 @@ pub enum Code {
     InvalidArgument,
     // runtime
     ExpressionFailed,
+    /// A guard or action given as a function failed or answered with the wrong type.
+    ImplementationFailed,
     MicrostepLimit,
     UnknownEffect,
     InvalidEffectReport,
@@ -93,6 +95,7 @@ impl Code {
             InvalidNow => "invalid_now",
             InvalidArgument => "invalid_argument",
             ExpressionFailed => "expression_failed",
+            ImplementationFailed => "implementation_failed",
             MicrostepLimit => "microstep_limit",
             UnknownEffect => "unknown_effect",
             InvalidEffectReport => "invalid_effect_report",
@@ -136,6 +139,7 @@ impl Code {
         Code::InvalidNow,
         Code::InvalidArgument,
         Code::ExpressionFailed,
+        Code::ImplementationFailed,
         Code::MicrostepLimit,
         Code::UnknownEffect,
         Code::InvalidEffectReport,

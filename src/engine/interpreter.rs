@@ -235,9 +235,19 @@ impl<'a> Run<'a> {
     }
 
     fn enabled(&self, t: &Transition, event: &Event) -> Result<bool> {
-        match t.guard {
-            None => Ok(true),
-            Some(g) => self.m.exprs.test(g, self.data(event)),
+        match (t.guard, &t.host_guard) {
+            (_, Some(h)) => self.host_guard(h, event),
+            (None, None) => Ok(true),
+            (Some(g), None) => self.m.exprs.test(g, self.data(event)),
+        }
+    }
+
+    /// A function guard's answer (see [`crate::host`]).
+    #[inline(never)]
+    fn host_guard(&self, h: &crate::host::HostUse, event: &Event) -> Result<bool> {
+        match h.call(&self.state.context, &event.id, &event.event_type, &event.payload)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(h.failed(&["a guard must answer a boolean, got ", &json::to_text(&other)].concat())),
         }
     }
 
@@ -555,18 +565,50 @@ impl<'a> Run<'a> {
     }
 
     fn run_actions(&mut self, actions: &[Action], event: &Event) -> Result<()> {
+        self.run_actions_in(&self.m.exprs, actions, event)
+    }
+
+    /// A function action: its answer, a context patch or idem actions as data, run in its place.
+    #[inline(never)]
+    fn run_host_action(&mut self, h: &crate::host::HostUse, event: &Event) -> Result<()> {
+        let answer = match h.call(&self.state.context, &event.id, &event.event_type, &event.payload)? {
+            Value::Object(patch) => return self.patch(patch, &h.path),
+            list @ Value::Array(_) => list,
+            _ => return Err(h.failed("an action must answer a context patch (an object) or a list of idem actions")),
+        };
+        let (exprs, actions) = crate::machine::actions_of(&answer, &h.path).map_err(|e| h.failed(&e.message))?;
+        self.run_actions_in(&exprs, &actions, event)
+    }
+
+    /// Merge `patch` into the context, as an `assign` of its members would.
+    fn patch(&mut self, patch: Map<String, Value>, path: &str) -> Result<()> {
+        if let Some((field, _)) = patch.iter().find(|(_, v)| !json::within_depth(v, 3)) {
+            let message = ["a patch of \"", field, "\" would nest the context deeper than the limit"].concat();
+            return Err(Error::at(Code::NestingTooDeep, path, message));
+        }
+        let ctx = self.state.context.as_object_mut().expect("context is an object");
+        for (field, v) in patch {
+            ctx.insert(field, v);
+        }
+        self.assigned = true;
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn run_actions_in(&mut self, exprs: &crate::expr::Exprs, actions: &[Action], event: &Event) -> Result<()> {
         for a in actions {
             match a {
+                Action::Host(h) => self.run_host_action(h, event)?,
                 Action::Assign(fields) => {
                     let mut values = Vec::with_capacity(fields.len());
                     for (field, e) in fields {
-                        let v = self.m.exprs.eval(*e, self.data(event))?;
+                        let v = exprs.eval(*e, self.data(event))?;
                         // A context member is read back at level 3 of the snapshot's head: one
                         // level more on every event (`[context.x]`) must stop here, not be written.
                         if !json::within_depth(&v, 3) {
                             return Err(Error::at(
                                 Code::NestingTooDeep,
-                                self.m.exprs.path(*e),
+                                exprs.path(*e),
                                 format!("assign of \"{field}\" would nest the context deeper than {} levels", json::MAX_DEPTH),
                             ));
                         }
@@ -584,11 +626,11 @@ impl<'a> Run<'a> {
                     self.assigned = true;
                 }
                 Action::Respond(e) => {
-                    self.response = Some(self.m.exprs.eval(*e, self.data(event))?);
+                    self.response = Some(exprs.eval(*e, self.data(event))?);
                 }
                 Action::Raise(def) => {
                     let payload = match def.payload {
-                        Some(p) => self.m.exprs.eval(p, self.data(event))?,
+                        Some(p) => exprs.eval(p, self.data(event))?,
                         None => Value::Object(Map::new()),
                     };
                     let raised = self.internal_event(def.event_type.clone(), payload);
@@ -596,12 +638,12 @@ impl<'a> Run<'a> {
                 }
                 Action::Effect(def) => {
                     let mut payload = match def.payload {
-                        Some(p) => self.m.exprs.eval(p, self.data(event))?,
+                        Some(p) => exprs.eval(p, self.data(event))?,
                         None => Value::Object(Map::new()),
                     };
                     let position = self.effects.len();
                     let key = match def.key {
-                        Some(k) => match self.m.exprs.eval(k, self.data(event))? {
+                        Some(k) => match exprs.eval(k, self.data(event))? {
                             Value::String(s) if !s.is_empty() => s,
                             Value::Number(n) => n.to_string(),
                             other => {

@@ -101,6 +101,8 @@ pub struct Transition {
     /// Empty for a targetless transition; more than one only into parallel regions.
     pub targets: Vec<StateIdx>,
     pub guard: Option<ExprId>,
+    /// A guard given as a function by the host (`guard` is then `None`).
+    pub host_guard: Option<crate::host::HostUse>,
     pub actions: Vec<Action>,
     pub reenter: bool,
     pub json_path: String,
@@ -113,6 +115,9 @@ pub enum Action {
     Respond(ExprId),
     /// Queue an internal event, handled within the same macrostep.
     Raise(RaiseDef),
+    /// An action given as a function by the host: its answer is a context
+    /// patch or a list of idem actions as data.
+    Host(crate::host::HostUse),
 }
 
 #[derive(Debug, Clone)]
@@ -707,3 +712,11 @@ pub(crate) fn owned(s: &str) -> String {
 
 mod build;
 mod implementations;
+
+/// Idem actions given as data at run time (a function implementation's
+/// answer), compiled into expressions of their own.
+pub(crate) fn actions_of(v: &Value, path: &str) -> Result<(Exprs, Vec<Action>)> {
+    let mut exprs = Exprs::default();
+    let actions = build::parse_actions(&mut exprs, &mut NameSet::default(), None, v, path)?;
+    Ok((exprs, actions))
+}

@@ -22,6 +22,7 @@
 
 pub mod error;
 pub mod expr;
+pub mod host;
 pub(crate) mod interpreter;
 pub mod machine;
 pub mod outbox;

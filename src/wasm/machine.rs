@@ -25,17 +25,57 @@ pub struct Machine {
     snapshot_buf: Cell<Vec<u8>>,
     /// Where a plain outcome's state and response are written (`outcome_plain_parts`).
     outcome_buf: Cell<Vec<u8>>,
+    /// The callback running the guards and actions given as functions (see `crate::host`).
+    host: Option<js_sys::Function>,
+}
+
+thread_local! {
+    /// The callback of the machine reducing now.
+    static CALLING: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
+}
+
+/// The engine's host callback: the reducing machine's, called with the
+/// index and `params`, context and event joined by newlines (JSON text has
+/// none of its own); it answers a guard's boolean, or `=` and the JSON text of
+/// an action's answer, or `!` and why it failed.
+fn call_host(index: u32, params: &str, context: &str, event: &str) -> Result<String, String> {
+    let f = CALLING.with(|c| c.borrow().clone()).ok_or("no function implementations were given")?;
+    let texts = [params, context, event].join("\n");
+    let answer = f.call2(&JsValue::NULL, &index.into(), &texts.into()).unwrap_or(JsValue::UNDEFINED);
+    // A guard's boolean crosses as it is, no text to copy.
+    if let Some(b) = answer.as_bool() {
+        return Ok(if b { "true" } else { "false" }.to_owned());
+    }
+    let answer = answer.as_string().unwrap_or_default();
+    match answer.split_at_checked(1) {
+        Some(("=", json)) => Ok(json.to_owned()),
+        Some(("!", why)) => Err(why.to_owned()),
+        _ => Err("the host answered nothing".to_owned()),
+    }
 }
 
 #[wasm_bindgen]
 impl Machine {
     /// Build a machine from a definition (an object or JSON text). Throws an
     /// `Error` with `code` and `path` when the definition is invalid.
+    ///
+    /// `hosted` (the package's `Machine` passes it) names the guards and
+    /// actions given as functions, one `guards.NAME` or `actions.NAME` a line,
+    /// and `call` runs them: `(index, texts)`, see `call_host`.
     #[wasm_bindgen(constructor)]
-    pub fn new(definition: JsValue) -> Result<Machine, JsValue> {
+    pub fn new(
+        definition: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string | undefined")] hosted: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Function | undefined")] call: JsValue,
+    ) -> Result<Machine, JsValue> {
         let text = json_text(&definition, "definition")?;
-        crate::Machine::from_json(&text)
-            .map(|inner| Machine { inner, resident: RefCell::default(), event_buf: Cell::default(), snapshot_buf: Cell::default(), outcome_buf: Cell::default() })
+        let names = hosted.as_string().unwrap_or_default();
+        let host = call.dyn_into::<js_sys::Function>().ok();
+        if host.is_some() {
+            crate::host::set_host(call_host);
+        }
+        crate::Machine::from_json_hosted(&text, &names)
+            .map(|inner| Machine { inner, resident: RefCell::default(), event_buf: Cell::default(), snapshot_buf: Cell::default(), outcome_buf: Cell::default(), host })
             .map_err(|e| js_error(&e))
     }
 
@@ -139,11 +179,17 @@ impl Machine {
         let now = now_ms(now)?;
         let process = process_id(&process)?;
         let mut buf = self.event_buf.take();
+        // This machine's callback while it reduces, the caller's back after (a
+        // function may reduce on another machine).
+        let before = self.host.as_ref().map(|h| CALLING.with(|c| c.replace(Some(h.clone()))));
         let out = event_text(event, &mut buf).and_then(|n| {
             // SAFETY: TextEncoder wrote these n bytes: UTF-8, whole characters.
             let text = unsafe { std::str::from_utf8_unchecked(&buf[..n]) };
             self.reduce_resident(process, snapshot, text, now, bytes)
         });
+        if let Some(before) = before {
+            CALLING.with(|c| c.replace(before));
+        }
         if buf.len() <= EVENT_ROOM_KEPT {
             self.event_buf.set(buf);
         }

@@ -8,7 +8,8 @@
 //! wasm memory, out as the caller's own string for the unchanged part plus
 //! what changed. A reduce crosses into JavaScript a few times only: once for
 //! the event, once for the snapshot, once for the outcome object (and once for
-//! a changed snapshot). What is not asked for per event (`inspect`, `due`,
+//! a changed snapshot), and once for each guard or action given as a function
+//! (`machine::call_host`). What is not asked for per event (`inspect`, `due`,
 //! `retention`, `analyze`) leaves as plain objects through serde-wasm-bindgen.
 //! Errors are real `Error` objects carrying `code` (and `path` where one applies).
 //!

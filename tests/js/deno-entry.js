@@ -2,6 +2,8 @@
 // source one, or the published one given as the argument, relative to this file)
 // and print what the engine answered, as one JSON line (the test compares it
 // with the same calls in Node).
+import { implementedRun } from "./implemented.mjs";
+
 const entry = await import(Deno.args[0] ?? "../../pkg/src/deno.js");
 
 const { Machine, newEventId, version } = entry;
@@ -17,4 +19,4 @@ try {
 } catch (err) {
   error = { isError: err instanceof Error, name: err.name, code: err.code, path: err.path };
 }
-console.log(JSON.stringify({ exports: Object.keys(entry).sort(), analyze: typeof machine.analyze, version: version(), eventId: newEventId(), first, again, error, runtime: typeof Deno.version.deno }));
+console.log(JSON.stringify({ exports: Object.keys(entry).sort(), analyze: typeof machine.analyze, version: version(), eventId: newEventId(), first, again, error, implemented: implementedRun(Machine), runtime: typeof Deno.version.deno }));

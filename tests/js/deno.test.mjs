@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Machine, version } from "../../pkg/src/node.js";
+import { implementedRun } from "./implemented.mjs";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const deno = `${root}node_modules/.bin/deno`;
@@ -37,5 +38,15 @@ for (const [entry, arg] of [["pkg/src/deno.js", []], ["pkg/dist/js/deno.js (publ
     assert.equal(got.again.status, "duplicate");
     assert.equal(got.again.response, got.first.response);
     assert.deepEqual(got.error, { isError: true, name: "IdemError", code: "invalid_initial", path: "initial" });
+
+    // Functions given as implementations run under Deno as in Node: a duplicate calls none of them.
+    const implemented = implementedRun(Machine);
+    assert.deepEqual(got.implemented, JSON.parse(JSON.stringify(implemented)));
+    assert.equal(got.implemented.first.status, "applied");
+    assert.deepEqual(got.implemented.context, { count: 1, by: "admin" });
+    assert.deepEqual(got.implemented.first.response, { channel: "ops" });
+    assert.equal(got.implemented.again.status, "duplicate");
+    assert.equal(got.implemented.calls, 1);
+    assert.equal(got.implemented.failed.error.code, "implementation_failed");
   });
 }

@@ -132,6 +132,15 @@ const implemented = new Machine(order, {
   delays: { retryDelay: ({ context }) => context.total * 10 },
 });
 
+// Data and functions mix, as in the definition's `implementations`.
+new Machine(order, {
+  guards: { isBig: { ">": [{ var: "context.paid" }, 100] }, mayRetry: ({ context }) => context.paid > 0 },
+  actions: { addPaid: [{ assign: { paid: 0 } }], asData: ({ context }) => ({ paid: context.total }) },
+  delays: { retryDelay: 1000 },
+});
+// @ts-expect-error an action given as data is a list of idem actions
+new Machine(order, { actions: { addPaid: { assign: { paid: 0 } } } });
+
 // A definition written inline without `as const` is not narrowed (as before: its id widens to
 // string), so code written for untyped machines keeps compiling.
 const inline = new Machine({ id: "toggle", initial: "off", states: { off: { on: { TOGGLE: "on" } }, on: { on: { TOGGLE: "off" } } } });

@@ -17,7 +17,7 @@ extern "C" {
 }
 
 fn order() -> Machine {
-    Machine::new(js(machine_text("order.json"))).unwrap_or_else(|e| panic!("order.json threw {e:?}"))
+    Machine::new(js(machine_text("order.json")), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED).unwrap_or_else(|e| panic!("order.json threw {e:?}"))
 }
 
 fn pay(id: &str, payment: &str, amount: u32) -> JsValue {
@@ -55,7 +55,7 @@ fn invalid_definitions_throw_errors_with_code_and_path() {
     for (text, code, path) in cases {
         // As an object and as JSON text: the same error.
         for definition in [js(text), JsValue::from_str(text)] {
-            match Machine::new(definition) {
+            match Machine::new(definition, wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED) {
                 Ok(_) => panic!("{text} was accepted"),
                 Err(e) => {
                     assert_idem_error(&e, code);
@@ -65,18 +65,18 @@ fn invalid_definitions_throw_errors_with_code_and_path() {
         }
     }
     // Text that is not JSON, and an object JSON.stringify cannot serialise (a BigInt).
-    let Err(e) = Machine::new(JsValue::from_str(r#"{"id":"o", "initial":"#)) else { panic!("truncated json was accepted") };
+    let Err(e) = Machine::new(JsValue::from_str(r#"{"id":"o", "initial":"#), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED) else { panic!("truncated json was accepted") };
     assert_idem_error(&e, "invalid_json");
     let bigint = Object::new();
     Reflect::set(&bigint, &"id".into(), &js_sys::BigInt::from(1u32).into()).unwrap();
-    let Err(e) = Machine::new(bigint.into()) else { panic!("a BigInt definition was accepted") };
+    let Err(e) = Machine::new(bigint.into(), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED) else { panic!("a BigInt definition was accepted") };
     assert_idem_error(&e, "invalid_json");
 }
 
 #[wasm_bindgen_test]
 fn a_definition_as_object_or_text_is_the_same_machine() {
     let text = machine_text("order.json");
-    let (a, b) = (order(), Machine::new(JsValue::from_str(text)).unwrap_or_else(|e| panic!("{e:?}")));
+    let (a, b) = (order(), Machine::new(JsValue::from_str(text), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED).unwrap_or_else(|e| panic!("{e:?}")));
     assert_eq!((a.id(), a.version()), ("order".to_string(), "1".to_string()));
     assert_eq!(a.hash(), b.hash());
     assert!(!a.hash().is_empty());
@@ -258,7 +258,7 @@ fn new_event_ids_are_time_ordered_and_distinct() {
 fn a_hazard_witness_replays_through_reduce() {
     // analyze() promises that reducing a finding's witness steps in order shows
     // the repeat applied a second time: check it across the boundary.
-    let m = Machine::new(js(machine_text("fragile-counter.json"))).unwrap_or_else(|e| panic!("{e:?}"));
+    let m = Machine::new(js(machine_text("fragile-counter.json")), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED).unwrap_or_else(|e| panic!("{e:?}"));
     let findings = value(&m.analyze());
     let finding = findings
         .as_array()
@@ -341,7 +341,7 @@ fn outcome_objects_are_the_outcome_text_then_the_snapshot() {
         (v2.as_str(), json!({ "id": "e4", "type": "SHIP" })),
     ];
     for bytes in [false, true] {
-        let machines = [v1, v2.as_str()].map(|t| Machine::new(JsValue::from_str(t)).unwrap_or_else(|e| panic!("{e:?}")));
+        let machines = [v1, v2.as_str()].map(|t| Machine::new(JsValue::from_str(t), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED).unwrap_or_else(|e| panic!("{e:?}")));
         let mut stored: Option<String> = None;
         // The value the engine handed back last, passed back as it is (resident).
         let mut held = JsValue::NULL;
@@ -388,7 +388,7 @@ fn kept_snapshots_never_change_an_outcome() {
         } }] }] } } }
     })
     .to_string();
-    let m = Machine::new(JsValue::from_str(&def)).unwrap_or_else(|e| panic!("{e:?}"));
+    let m = Machine::new(JsValue::from_str(&def), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED).unwrap_or_else(|e| panic!("{e:?}"));
     let native = idem::Machine::from_json(&def).unwrap_or_else(|e| panic!("{e:?}"));
     const PROCESSES: usize = 16;
     const LARGE: usize = 4;
@@ -439,7 +439,7 @@ fn named_implementations_run_and_missing_ones_throw_unimplemented() {
         },
         "states": { "open": { "on": { "ADD": { "guard": { "type": "atLeast", "params": { "min": 10 } }, "actions": ["add"] } } } }
     });
-    let m = Machine::new(js(&def.to_string())).unwrap_or_else(|e| panic!("{e:?}"));
+    let m = Machine::new(js(&def.to_string()), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED).unwrap_or_else(|e| panic!("{e:?}"));
     let add = |id: &str, amount: u32| js(&json!({ "id": id, "type": "ADD", "payload": { "amount": amount } }).to_string());
     let first = value(&m.reduce(JsValue::NULL, add("e1", 12), 1000.0, JsValue::from("t")).unwrap());
     assert_eq!(first["status"], "applied", "{first}");
@@ -451,7 +451,7 @@ fn named_implementations_run_and_missing_ones_throw_unimplemented() {
 
     let mut missing = def.clone();
     missing["states"]["open"]["entry"] = json!(["greet"]);
-    let Err(e) = Machine::new(js(&missing.to_string())) else { panic!("an unimplemented name was accepted") };
+    let Err(e) = Machine::new(js(&missing.to_string()), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED) else { panic!("an unimplemented name was accepted") };
     assert_idem_error(&e, "unimplemented");
     assert_eq!(prop(&e, "path").as_deref(), Some("states.open.entry[0]"));
     assert!(prop(&e, "message").unwrap().contains("action \"greet\""), "{e:?}");

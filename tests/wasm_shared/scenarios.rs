@@ -118,7 +118,7 @@ impl Api for Js {
 }
 
 fn new_machine(definition: &str) -> Machine {
-    Machine::new(js(definition)).unwrap_or_else(|e| panic!("Machine constructor threw {}", thrown(&e)))
+    Machine::new(js(definition), wasm_bindgen::JsValue::UNDEFINED, wasm_bindgen::JsValue::UNDEFINED).unwrap_or_else(|e| panic!("Machine constructor threw {}", thrown(&e)))
 }
 
 fn check(name: &str, scenario: &str, golden: &str) {

@@ -19,6 +19,7 @@ pub const CODES: &[(&str, Severity, &str)] = &[
     ("reaccept_unconfirmed", Severity::Info, "the event is accepted again but no repeat within the bounds changes anything"),
     ("unrepresentable", Severity::Warning, "part of an imported XState machine that cannot be expressed as data"),
     ("unvalidated_payload", Severity::Warning, "an assign does arithmetic on a payload field no schema declares numeric and required, or a raise of the event does not give"),
+    ("opaque_implementation", Severity::Info, "a guard or action given as a function, which the analysis cannot read"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

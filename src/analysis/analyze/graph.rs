@@ -479,7 +479,8 @@ pub(super) fn sites(m: &Machine) -> (Vec<AccSite>, Vec<EffectSite>) {
                     idempotent: d.idempotent,
                     custom_key: d.key.map(|k| m.exprs.source(k).clone()),
                 }),
-                Action::Respond(_) | Action::Raise(_) => {}
+                // A function action is the host's: none in a machine built from a definition alone.
+                Action::Respond(_) | Action::Raise(_) | Action::Host(_) => {}
             }
         }
     }

@@ -58,10 +58,12 @@
 //! | `reaccept_unconfirmed` | info | the event is accepted again, yet no repeat within the bounds changes anything |
 //! | `unrepresentable` | warning / info | (XState import) something that cannot be expressed as data |
 //! | `unvalidated_payload` | warning | an assign does arithmetic on a payload field no schema declares numeric and required, or a raise of the event does not give (src/analysis/unvalidated.rs) |
+//! | `opaque_implementation` | info | a guard or action given as a function, which the analysis cannot read (src/analysis/analyze/opaque.rs) |
 
 mod exprs;
 mod findings;
 mod graph;
+mod opaque;
 mod payloads;
 mod report;
 mod search;
@@ -113,6 +115,7 @@ pub fn analyze_with(m: &Machine, bounds: Bounds) -> Vec<Finding> {
     s.run();
     let mut findings = s.findings();
     findings.extend(crate::unvalidated::findings(m));
+    findings.extend(opaque::findings(m));
     sort(&mut findings);
     findings
 }

@@ -70,6 +70,7 @@ fn expressions_of(m: &Machine, actions: &[Action], out: &mut Vec<Value>) {
             Action::Effect(d) => {
                 out.extend(d.payload.iter().chain(d.key.iter()).map(|e| m.exprs.source(*e).clone()));
             }
+            Action::Host(_) => {}
         }
     }
 }

@@ -121,7 +121,7 @@ impl<'m> Search<'m> {
                     }
                     Action::Assign(fields) => assigns.extend(fields.iter().map(|(f, _)| (owner.clone(), f.clone()))),
                     Action::Effect(d) => emits.push((owner.clone(), d.effect_type.clone())),
-                    Action::Respond(_) => {}
+                    Action::Respond(_) | Action::Host(_) => {}
                 }
             }
         }

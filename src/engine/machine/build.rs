@@ -54,6 +54,13 @@ impl Machine {
     /// Parse and validate a definition from JSON text, its states, regions,
     /// transitions and delays in the order they are written.
     pub fn from_json(text: &str) -> Result<Machine> {
+        Self::from_json_hosted(text, "")
+    }
+
+    /// As [`Machine::from_json`], the host implementing as functions the
+    /// guards and actions `hosted` names (`guards.NAME`, `actions.NAME`, one a line; see
+    /// [`crate::host`]).
+    pub fn from_json_hosted(text: &str, hosted: &str) -> Result<Machine> {
         if text.len() > MAX_DEFINITION_BYTES {
             return Err(unreadable(text));
         }
@@ -66,7 +73,7 @@ impl Machine {
             _ => return Err(unreadable(text)),
         };
         json::check_depth(&value, "definition")?;
-        Machine::build(value, &Order::of_text(text))
+        Machine::build(value, &Order::of_text(text), hosted)
     }
 
     /// Validate a definition already parsed, its states, regions, transitions
@@ -76,10 +83,10 @@ impl Machine {
     pub fn from_value(def: Value) -> Result<Machine> {
         json::check_depth(&def, "definition")?;
         let order = Order::of_value(&def);
-        Machine::build(def, &order)
+        Machine::build(def, &order, "")
     }
 
-    fn build(def: Value, order: &Order) -> Result<Machine> {
+    fn build(def: Value, order: &Order, hosted: &str) -> Result<Machine> {
         let Some(obj) = def.as_object() else {
             return Err(fail(Code::InvalidDefinition, "", &["definition must be an object"]));
         };
@@ -133,7 +140,7 @@ impl Machine {
         m.schemas = crate::schema::Schemas::load(f[K_EVENTS])?;
         m.hash = machine_hash(&def);
 
-        let mut imps = Implementations::parse(f[K_IMPLEMENTATIONS])?;
+        let mut imps = Implementations::parse(f[K_IMPLEMENTATIONS], hosted)?;
         let mut b = Builder { states: &mut m.states, exprs: &mut m.exprs, outcomes: &mut m.outcome_types, imps: &mut imps, raw: Vec::new() };
         b.add_state(&m.id, None, &f, order, "")?;
         let raw = b.raw;
@@ -301,7 +308,7 @@ impl Machine {
         let o = match v {
             Value::String(s) => {
                 let targets = vec![self.resolve_target(source, s, &path, "")?];
-                return Ok(Transition { source, targets, guard: None, actions: Vec::new(), reenter: false, json_path: path });
+                return Ok(Transition { source, targets, guard: None, host_guard: None, actions: Vec::new(), reenter: false, json_path: path });
             }
             Value::Object(o) => o,
             _ => return Err(fail(Code::InvalidDefinition, &path, &["a transition must be a target string or an object"])),
@@ -323,9 +330,10 @@ impl Machine {
         self.check_targets(&targets, &path)?;
         // Each member made once, none assigned over a default: the drop of
         // that default would be compiled, and called, on a cold start's build.
+        let hosted = f[1].and_then(super::implementations::named).and_then(|n| imps.hosted("guards", &n, &join(&path, "guard")));
         let guard = match f[1] {
-            Some(g) => self.guard(g, &join(&path, "guard"), imps)?,
-            None => None,
+            Some(g) if hosted.is_none() => self.guard(g, &join(&path, "guard"), imps)?,
+            _ => None,
         };
         let actions = match f[2] {
             Some(a) => parse_actions(&mut self.exprs, &mut self.outcome_types, Some(imps), a, &join(&path, "actions"))?,
@@ -336,7 +344,7 @@ impl Machine {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(fail_in(Code::InvalidDefinition, &path, "reenter", &["reenter must be a boolean"])),
         };
-        Ok(Transition { source, targets, guard, actions, reenter, json_path: path })
+        Ok(Transition { source, targets, guard, host_guard: hosted, actions, reenter, json_path: path })
     }
 
     /// A transition's guard: an expression, or the name of one in
@@ -830,7 +838,9 @@ pub(super) fn parse_actions(exprs: &mut Exprs, outcomes: &mut NameSet, mut imps:
         match (named(a).filter(|n| !n.name.is_empty()), imps.as_deref_mut()) {
             (None, _) => out.push(parse_action(exprs, outcomes, a, &at)?),
             (Some(n), Some(imps)) => {
-                if let Some((bound, at)) = imps.action(&n, &at) {
+                if let Some(h) = imps.hosted("actions", &n, &at) {
+                    out.push(Action::Host(h));
+                } else if let Some((bound, at)) = imps.action(&n, &at) {
                     out.extend(parse_actions(exprs, outcomes, None, &bound, &at)?);
                 }
             }

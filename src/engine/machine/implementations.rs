@@ -17,6 +17,7 @@
 use super::build::{fail, join};
 use super::*;
 use crate::expr::PRESERVE;
+use crate::host::HostUse;
 
 const KEYS: &[&str] = &["guards", "actions", "delays"];
 const REFERENCE_KEYS: &[&str] = &["type", "params"];
@@ -27,6 +28,9 @@ pub(super) struct Implementations<'a> {
     guards: Option<&'a Map<String, Value>>,
     actions: Option<&'a Map<String, Value>>,
     delays: Option<&'a Map<String, Value>>,
+    /// `guards.NAME` and `actions.NAME` the host implements as functions, one
+    /// a line, in the order of the indices its callback is called with.
+    hosted: &'a str,
     /// `(kind, name, path of the use)`, in the order the builder met them.
     missing: Vec<(&'static str, String, String)>,
 }
@@ -40,8 +44,8 @@ pub(super) struct Named<'v> {
 impl<'a> Implementations<'a> {
     /// Read the definition's `implementations`, each one checked on its own
     /// (at `implementations.guards.NAME`...), used or not.
-    pub fn parse(v: Option<&'a Value>) -> Result<Self> {
-        let mut imps = Implementations::default();
+    pub fn parse(v: Option<&'a Value>, hosted: &'a str) -> Result<Self> {
+        let mut imps = Implementations { hosted, ..Implementations::default() };
         let Some(v) = v else { return Ok(imps) };
         let Some(o) = v.as_object() else {
             return Err(fail(Code::InvalidDefinition, "implementations", &["implementations must be an object of guards, actions and delays"]));
@@ -72,6 +76,14 @@ impl<'a> Implementations<'a> {
             delay_ms(d, &join("implementations.delays", name))?;
         }
         Ok(imps)
+    }
+
+    /// The use of a function the host implements for `named` in `section`
+    /// (`guards` or `actions`), if it implements one.
+    pub fn hosted(&self, section: &str, named: &Named<'_>, at: &str) -> Option<HostUse> {
+        let (index, name) = self.hosted.lines().enumerate().find(|(_, h)| h.strip_prefix(section).and_then(|r| r.strip_prefix('.')) == Some(named.name))?;
+        let params = crate::json::to_text(named.params.unwrap_or(&Value::Null));
+        Some(HostUse { index: index as u32, name: owned(name), params, path: owned(at) })
     }
 
     /// The guard `named` uses, its params bound, or `None` (noted as missing).
